@@ -1,0 +1,230 @@
+"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, export/import, stats, status.
+
+Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
+Blocking store work runs in a worker thread so the proxy's event loop never stalls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from proxy.context import ProxyContext, context_key
+from tap.errors import TapError
+from tap.records import KINDS
+from tap.views import memory_view, search_view
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def json_response(value: Any, status: int = 200) -> web.Response:
+    """A JSON response encoded with msgspec."""
+    return web.Response(body=msgspec.json.encode(value), status=status, content_type="application/json")
+
+
+def error(status: int, message: str) -> web.Response:
+    """`{"error": message}` with a status."""
+    return json_response({"error": message}, status)
+
+
+@web.middleware
+async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Reject admin requests without the right bearer token (health is open)."""
+    if request.path.startswith("/tap/") and request.path != "/tap/health":
+        ctx = request.app[context_key]
+        given = request.headers.get("Authorization", "")
+        expected = f"Bearer {ctx.admin_token}"
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            return error(401, "missing or wrong bearer token (see <data dir>/admin-token)")
+    return await handler(request)
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    try:
+        data = msgspec.json.decode(await request.read())
+    except msgspec.DecodeError as exc:
+        raise web.HTTPBadRequest(text=msgspec.json.encode({"error": f"invalid JSON: {exc}"}).decode(),
+                                 content_type="application/json") from exc
+    if not isinstance(data, dict):
+        raise web.HTTPBadRequest(text='{"error": "expected a JSON object"}', content_type="application/json")
+    return data
+
+
+async def _run(fn: Callable[[], Any]) -> Any:
+    return await asyncio.to_thread(fn)
+
+
+async def health(request: web.Request) -> web.Response:
+    """Liveness, with the store and embedder in use."""
+    ctx: ProxyContext = request.app[context_key]
+    return json_response({"status": "ok", "version": ctx.version, "store": ctx.store_location,
+                          "embedder": ctx.embedder_id})
+
+
+async def recall(request: web.Request) -> web.Response:
+    """`{"text", "scope"?, "budget_tokens"?}` → the block tap would inject."""
+    ctx: ProxyContext = request.app[context_key]
+    body = await _body(request)
+    text, scope = body.get("text"), body.get("scope") or "default"
+    if not isinstance(text, str) or not isinstance(scope, str):
+        return error(400, "`text` (string) is required; `scope` must be a string")
+    budget = body.get("budget_tokens")
+    if budget is not None and (not isinstance(budget, int) or not 50 <= budget <= 8000):
+        return error(400, "`budget_tokens` must be an integer from 50 to 8000")
+    view = await _run(lambda: ctx.memories.recall_json(text, scope=scope, budget_tokens=budget))
+    return json_response(view)
+
+
+async def list_memories(request: web.Request) -> web.Response:
+    """`?scope=&limit=&offset=&all=1` → memories newest first."""
+    ctx: ProxyContext = request.app[context_key]
+    q = request.query
+    try:
+        limit, offset = int(q.get("limit", "50")), int(q.get("offset", "0"))
+    except ValueError:
+        return error(400, "limit and offset must be integers")
+    found = await _run(lambda: ctx.memories.list(
+        scope=q.get("scope") or None, limit=max(1, min(limit, 100000)), offset=max(0, offset),
+        all_versions=q.get("all") == "1"))
+    return json_response({"memories": [memory_view(m) for m in found]})
+
+
+async def search_memories(request: web.Request) -> web.Response:
+    """`?q=&scope=&limit=` → hybrid-ranked memories."""
+    ctx: ProxyContext = request.app[context_key]
+    query, scope = request.query.get("q", ""), request.query.get("scope") or "default"
+    try:
+        limit = int(request.query.get("limit", "20"))
+    except ValueError:
+        return error(400, "limit must be an integer")
+    results = await _run(lambda: ctx.memories.search(query, scope=scope, limit=max(1, min(limit, 500))))
+    return json_response({"results": search_view(results)})
+
+
+async def add_memory(request: web.Request) -> web.Response:
+    """`{"scope", "content", "kind"?, "importance"?, "tags"?}` → 201 with the new memory."""
+    ctx: ProxyContext = request.app[context_key]
+    body = await _body(request)
+    problem = _check_fields(body, require_content=True)
+    if problem:
+        return error(400, problem)
+    fields = {k: body[k] for k in ("kind", "importance", "tags") if k in body}
+    memory = await _run(lambda: ctx.memories.add(scope=body.get("scope") or "default", content=body["content"],
+                                                 **fields))
+    return json_response(memory_view(memory), 201)
+
+
+def _check_fields(body: dict[str, Any], *, require_content: bool) -> str:
+    content = body.get("content")
+    if (require_content or content is not None) and (not isinstance(content, str) or not content.strip()):
+        return "`content` must be a non-empty string"
+    if "scope" in body and not isinstance(body["scope"], str):
+        return "`scope` must be a string"
+    if "kind" in body and body["kind"] not in KINDS:
+        return f"`kind` must be one of {', '.join(KINDS)}"
+    importance = body.get("importance")
+    if importance is not None and (not isinstance(importance, int) or not 1 <= importance <= 5):
+        return "`importance` must be an integer from 1 to 5"
+    tags = body.get("tags")
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+        return "`tags` must be a list of strings"
+    return ""
+
+
+async def show_memory(request: web.Request) -> web.Response:
+    """The memory and its whole version chain."""
+    ctx: ProxyContext = request.app[context_key]
+    memory_id = request.match_info["memory_id"]
+    chain = await _run(lambda: ctx.memories.chain(memory_id))
+    if not chain:
+        return error(404, f"no memory with id {memory_id}")
+    current = next(m for m in chain if m.id == memory_id)
+    return json_response({"memory": memory_view(current), "chain": [memory_view(m) for m in chain]})
+
+
+async def edit_memory(request: web.Request) -> web.Response:
+    """`{"content"?, "kind"?, "importance"?, "tags"?}` → the new version."""
+    ctx: ProxyContext = request.app[context_key]
+    memory_id = request.match_info["memory_id"]
+    body = await _body(request)
+    problem = _check_fields(body, require_content=False)
+    if problem:
+        return error(400, problem)
+    fields = {k: body.get(k) for k in ("content", "kind", "importance", "tags")}
+    try:
+        memory = await _run(lambda: ctx.memories.edit(memory_id, **fields))
+    except KeyError:
+        return error(404, f"no memory with id {memory_id}")
+    except ValueError as exc:
+        return error(400, str(exc))
+    return json_response(memory_view(memory))
+
+
+async def delete_memory(request: web.Request) -> web.Response:
+    """Delete the memory and its versions."""
+    ctx: ProxyContext = request.app[context_key]
+    memory_id = request.match_info["memory_id"]
+    deleted = await _run(lambda: ctx.memories.forget(memory_id))
+    if not deleted:
+        return error(404, f"no memory with id {memory_id}")
+    return json_response({"deleted": deleted})
+
+
+async def export(request: web.Request) -> web.Response:
+    """Whole records as JSONL."""
+    ctx: ProxyContext = request.app[context_key]
+    scope = request.query.get("scope") or None
+    body = await _run(lambda: b"".join(ctx.memories.export(scope=scope)))
+    return web.Response(body=body, content_type="application/x-ndjson")
+
+
+async def import_(request: web.Request) -> web.Response:
+    """A JSONL body of records → the import report."""
+    ctx: ProxyContext = request.app[context_key]
+    lines = (await request.read()).splitlines()
+    report = await _run(lambda: ctx.memories.import_lines(lines))
+    return json_response(report)
+
+
+async def stats(request: web.Request) -> web.Response:
+    """Counts by scope and kind and the store size."""
+    ctx: ProxyContext = request.app[context_key]
+    return json_response(await _run(ctx.memories.stats))
+
+
+async def status(request: web.Request) -> web.Response:
+    """Uptime, request and degradation counters, recall latency, queue depth, cost."""
+    ctx: ProxyContext = request.app[context_key]
+    return json_response(await _run(ctx.status))
+
+
+@web.middleware
+async def tap_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """TapError from the store or embedder → 503 with the message (admin routes only)."""
+    try:
+        return await handler(request)
+    except TapError as exc:
+        if request.path.startswith("/tap/"):
+            return error(503, str(exc))
+        raise
+
+
+def add_admin_routes(app: web.Application) -> None:
+    """Register the admin API on the app."""
+    app.router.add_get("/tap/health", health)
+    app.router.add_post("/tap/recall", recall)
+    app.router.add_get("/tap/memories", list_memories)
+    app.router.add_post("/tap/memories", add_memory)
+    app.router.add_get("/tap/memories/search", search_memories)
+    app.router.add_get("/tap/memories/{memory_id}", show_memory)
+    app.router.add_patch("/tap/memories/{memory_id}", edit_memory)
+    app.router.add_delete("/tap/memories/{memory_id}", delete_memory)
+    app.router.add_get("/tap/export", export)
+    app.router.add_post("/tap/import", import_)
+    app.router.add_get("/tap/stats", stats)
+    app.router.add_get("/tap/status", status)

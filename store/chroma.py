@@ -1,0 +1,262 @@
+"""ChromaStore: tap's MemoryStore on Chroma (embedded PersistentClient or a Chroma server).
+
+Invariants:
+- vectors are always passed in (`embeddings=`/`query_embeddings=`); the collection has no
+  embedding function, so Chroma never embeds (its default would download a model);
+- the collection records the embedder id and dimensions it was built with; opening it with
+  another embedder raises StoreError instead of mixing vectors;
+- the lexical index (store.lexical) holds exactly the active memories;
+- embedded mode holds an exclusive lock on the data dir (store.lock);
+- every chromadb/httpx error is translated into StoreError here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import chromadb  # noqa: E402
+from chromadb.config import Settings  # noqa: E402
+
+from store.codec import from_metadata, to_metadata  # noqa: E402
+from store.lexical import LexicalIndex  # noqa: E402
+from store.lock import DataDirLock  # noqa: E402
+from tap.errors import StoreError  # noqa: E402
+from tap.ports import StoreStats  # noqa: E402
+from tap.records import Hit, Memory  # noqa: E402
+
+_PAGE = 1000
+
+
+@contextlib.contextmanager
+def _translated(action: str, where: str) -> Iterator[None]:
+    """Turn any Chroma/transport failure into a StoreError that says what failed where."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:  # chromadb raises many unrelated types (ValueError, httpx errors, ...)
+        raise StoreError(f"memory store {where}: {action} failed: {exc}") from exc
+
+
+def _dir_size(path: Path) -> int:
+    """Bytes used by the files under path."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+class ChromaStore:
+    """Memories in one Chroma collection plus an FTS5 lexical index beside it."""
+
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        url: str,
+        collection: str,
+        embedder_id: str,
+        dimensions: int,
+    ) -> None:
+        self.embedder_id = embedder_id
+        self.url = url
+        self.where = url or str(data_dir / "chroma")
+        self._data_dir = data_dir
+        self._lock: DataDirLock | None = None
+        if not url:
+            self._lock = DataDirLock(data_dir)
+            self._lock.acquire()
+        try:
+            self._client = self._connect(data_dir, url)
+            self._col = self._open_collection(collection, embedder_id, dimensions)
+            self._lexical = LexicalIndex(data_dir / f"lexical-{collection}.db")
+            self._sync_lexical()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def _connect(self, data_dir: Path, url: str) -> Any:
+        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        with _translated("connect", self.where):
+            if not url:
+                return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
+            parts = urlsplit(url)
+            client = chromadb.HttpClient(
+                host=parts.hostname or "127.0.0.1",
+                port=parts.port or (443 if parts.scheme == "https" else 8000),
+                ssl=parts.scheme == "https",
+                settings=settings,
+            )
+            client.heartbeat()
+            return client
+
+    def _open_collection(self, name: str, embedder_id: str, dimensions: int) -> Any:
+        with _translated("open collection", self.where):
+            col = self._client.get_or_create_collection(
+                name,
+                metadata={"hnsw:space": "cosine", "embedder": embedder_id, "dimensions": dimensions},
+                embedding_function=None,
+            )
+        meta = col.metadata or {}
+        if meta.get("embedder") != embedder_id or meta.get("dimensions") != dimensions:
+            raise StoreError(
+                f"the memory store at {self.where} (collection {name!r}) holds vectors from embedder "
+                f"{meta.get('embedder')!r} ({meta.get('dimensions')} dims), but tap is configured with "
+                f"{embedder_id!r} ({dimensions} dims). Refusing to mix vectors: set [embedder] back, or "
+                "`tap memories export` with the old settings and import into a new data dir or collection"
+            )
+        return col
+
+    def _sync_lexical(self) -> None:
+        """Rebuild the lexical index from Chroma when the two disagree."""
+        with _translated("read", self.where):
+            active = self._col.get(where={"active": True}, include=[])["ids"]
+        if len(active) == self._lexical.count():
+            return
+        self._lexical.clear()
+        for start in range(0, len(active), _PAGE):
+            memories = self.get(active[start : start + _PAGE])
+            self._lexical.upsert((m.id, m.scope, m.content) for m in memories)
+
+    def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
+        """Insert or replace memories with their vectors, and index the active ones."""
+        if not memories:
+            return
+        if len(memories) != len(vectors):
+            raise ValueError("one vector per memory")
+        with _translated("write", self.where):
+            self._col.upsert(
+                ids=[m.id for m in memories],
+                embeddings=[list(v) for v in vectors],
+                documents=[m.content for m in memories],
+                metadatas=[to_metadata(m) for m in memories],
+            )
+        self._index(memories)
+
+    def update_metadata(self, memories: Sequence[Memory]) -> None:
+        """Rewrite stored records of existing memories (content and vectors unchanged).
+
+        No `documents=` here: Chroma would embed text passed without vectors (downloading a model).
+        """
+        if not memories:
+            return
+        with _translated("write", self.where):
+            self._col.update(ids=[m.id for m in memories], metadatas=[to_metadata(m) for m in memories])
+        self._index(memories)
+
+    def _index(self, memories: Sequence[Memory]) -> None:
+        self._lexical.upsert((m.id, m.scope, m.content) for m in memories if m.active)
+        self._lexical.remove([m.id for m in memories if not m.active])
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids that exist, in the order asked."""
+        if not ids:
+            return []
+        with _translated("read", self.where):
+            got = self._col.get(ids=list(ids), include=["metadatas", "documents"])
+        found = {
+            i: from_metadata(i, doc or "", meta or {})
+            for i, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False)
+        }
+        return [found[i] for i in ids if i in found]
+
+    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """Active memories of the scope nearest to vector (score: cosine similarity)."""
+        with _translated("search", self.where):
+            res = self._col.query(
+                query_embeddings=[list(vector)],
+                n_results=k,
+                where={"$and": [{"scope": scope}, {"active": True}]},
+                include=["metadatas", "documents", "distances"],
+            )
+        ids, docs = res["ids"][0], (res["documents"] or [[]])[0]
+        metas, dists = (res["metadatas"] or [[]])[0], (res["distances"] or [[]])[0]
+        return [
+            Hit(memory=from_metadata(i, doc or "", meta or {}), score=1.0 - float(dist))
+            for i, doc, meta, dist in zip(ids, docs, metas, dists, strict=False)
+        ]
+
+    def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
+        """Active memories of the scope by BM25 over their content."""
+        ranked = self._lexical.search(query, scope=scope, k=k)
+        by_id = {m.id: m for m in self.get([i for i, _ in ranked])}
+        return [Hit(memory=by_id[i], score=s) for i, s in ranked if i in by_id and by_id[i].active]
+
+    def _all(self, where: dict[str, Any] | None) -> list[Memory]:
+        out: list[Memory] = []
+        offset = 0
+        while True:
+            with _translated("read", self.where):
+                got = self._col.get(
+                    where=where, include=["metadatas", "documents"], limit=_PAGE, offset=offset
+                )
+            for i, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False):
+                out.append(from_metadata(i, doc or "", meta or {}))
+            if len(got["ids"]) < _PAGE:
+                return out
+            offset += _PAGE
+
+    def list_memories(
+        self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
+    ) -> list[Memory]:
+        """Memories newest first, optionally of one scope."""
+        clauses: list[dict[str, Any]] = []
+        if scope is not None:
+            clauses.append({"scope": scope})
+        if not include_superseded:
+            clauses.append({"active": True})
+        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        memories = sorted(self._all(where), key=lambda m: (m.created_at, m.id), reverse=True)
+        return memories[offset : offset + limit]
+
+    def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
+        """Every memory including superseded versions, oldest first (export order)."""
+        where = None if scope is None else {"scope": scope}
+        yield from sorted(self._all(where), key=lambda m: (m.created_at, m.id))
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove memories for good."""
+        existing = [m.id for m in self.get(ids)]
+        if existing:
+            with _translated("delete", self.where):
+                self._col.delete(ids=existing)
+            self._lexical.remove(existing)
+        return len(existing)
+
+    def stats(self) -> StoreStats:
+        """Counts by scope and kind (active memories) and bytes on disk."""
+        everything = self._all(None)
+        by_scope: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        for m in everything:
+            if m.active:
+                by_scope[m.scope] = by_scope.get(m.scope, 0) + 1
+                by_kind[m.kind] = by_kind.get(m.kind, 0) + 1
+        size = _dir_size(self._lexical.path)
+        if not self.url:
+            size += _dir_size(self._data_dir / "chroma")
+        return StoreStats(
+            total=len(everything),
+            active=sum(by_scope.values()),
+            by_scope=dict(sorted(by_scope.items())),
+            by_kind=dict(sorted(by_kind.items())),
+            size_bytes=size,
+            location=self.where,
+            embedder=self.embedder_id,
+        )
+
+    def close(self) -> None:
+        """Close the lexical index and release the data-dir lock."""
+        self._lexical.close()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

@@ -1,0 +1,5 @@
+"""`python -m tap` runs the CLI."""
+
+from tap.cli import main
+
+main()

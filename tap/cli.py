@@ -1,0 +1,81 @@
+"""The `tap` command line: the root group, `serve`, `config check`, and shared plumbing.
+
+Every command takes the global `--config PATH`. Errors tap raises on purpose are printed as one
+line without a traceback: exit code 2 for configuration errors, 1 for everything else.
+Memory commands live in tap.cli_memories; they reach the store through `backend()`, which goes
+through a running `tap serve` when there is one (so only one process opens embedded Chroma).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import msgspec
+
+from tap import cli_memories
+from tap.cli_base import CliState, emit_json, state
+from tap.errors import ConfigError, TapError
+from tap.render import config_toml
+from tap.server import run_server
+
+
+class TapGroup(click.Group):
+    """A click group that turns TapError into a one-line message and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            click.echo(f"tap: config error: {exc}", err=True)
+            ctx.exit(2)
+        except TapError as exc:
+            click.echo(f"tap: {exc}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=TapGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar=None,
+    help="Config file (default: $TAP_CONFIG, ./config.toml, ~/.config/tap/config.toml).",
+)
+@click.version_option(package_name="tap-memory", prog_name="tap")
+@click.pass_context
+def main(ctx: click.Context, config_path: str | None) -> None:
+    """tap: automatic long-term memory for any LLM chat."""
+    ctx.obj = CliState(config_path)
+
+
+@main.group("config")
+def config_group() -> None:
+    """Inspect the configuration."""
+
+
+@config_group.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print the effective config as JSON.")
+def config_check(as_json: bool) -> None:
+    """Validate the config file and print the effective configuration (exit 2 when invalid)."""
+    loaded = state().load()
+    effective = msgspec.to_builtins(loaded.config)
+    if as_json:
+        emit_json({"path": str(loaded.path) if loaded.path else None, "data_dir": str(loaded.data_dir),
+                   "config": effective})
+        return
+    source = str(loaded.path) if loaded.path else "built-in defaults (no config file found)"
+    click.echo(f"# config: {source}\n# data dir: {loaded.data_dir}\n# OK: the configuration is valid\n")
+    click.echo(config_toml(effective))
+
+
+@main.command("serve")
+@click.option("--host", default=None, help="Override [server] host.")
+@click.option("--port", type=int, default=None, help="Override [server] port.")
+def serve(host: str | None, port: int | None) -> None:
+    """Run the proxy, the admin API and the background workers on one port."""
+    run_server(state().load(), host=host, port=port)
+
+
+main.add_command(cli_memories.memories)
+main.add_command(cli_memories.recall)

@@ -1,0 +1,50 @@
+"""Plumbing shared by the CLI modules: the parsed root options, the memory backend, JSON output."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import click
+import msgspec
+
+from tap.admin_token import ensure_token, read_server_info
+from tap.app import runtime
+from tap.client import RemoteMemories
+from tap.config import LoadedConfig, load_config
+
+
+@dataclass
+class CliState:
+    """What the root group parsed."""
+
+    config_path: str | None
+
+    def load(self) -> LoadedConfig:
+        """The validated config (ConfigError propagates to the error handler)."""
+        return load_config(self.config_path)
+
+
+def state() -> CliState:
+    """The CliState of the current click context."""
+    return click.get_current_context().find_object(CliState) or CliState(None)
+
+
+@contextlib.contextmanager
+def backend() -> Iterator[Any]:
+    """The memory operations: through the running server if any, else on the store directly."""
+    loaded = state().load()
+    info = read_server_info(loaded.data_dir)
+    if info is not None:
+        yield RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
+        return
+    with runtime(loaded) as rt:
+        yield rt.memories
+
+
+def emit_json(value: Any) -> None:
+    """Print a value as indented JSON on stdout."""
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")

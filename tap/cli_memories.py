@@ -1,0 +1,214 @@
+"""`tap memories …` and `tap recall`: inspect, search, edit, delete, export and import memories.
+
+Every read command takes `--json` (the shapes of tap.views); `--scope` names whose memories.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import click
+
+from tap.cli_base import backend, emit_json
+from tap.records import KINDS
+from tap.render import chain_text, console, memories_table, stats_table
+from tap.views import memory_view, search_view
+
+DEFAULT_SCOPE = "default"
+scope_option = click.option("--scope", default=DEFAULT_SCOPE, show_default=True, help="Whose memories.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+kind_choice = click.Choice(KINDS)
+
+
+@click.group()
+def memories() -> None:
+    """Inspect, search, edit, delete, export and import stored memories."""
+
+
+@memories.command("list")
+@click.option("--scope", default=None, help="Only this scope (default: all scopes).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--all-versions", is_flag=True, help="Include superseded versions.")
+@json_option
+def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, as_json: bool) -> None:
+    """List memories, newest first."""
+    with backend() as svc:
+        found = svc.list(scope=scope, limit=limit, offset=offset, all_versions=all_versions)
+    if as_json:
+        emit_json([memory_view(m) for m in found])
+    elif not found:
+        click.echo("no memories" + (f" in scope {scope!r}" if scope else ""))
+    else:
+        console().print(memories_table(found))
+
+
+@memories.command("search")
+@click.argument("query")
+@scope_option
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
+@json_option
+def search_cmd(query: str, scope: str, limit: int, as_json: bool) -> None:
+    """Search memories of a scope (hybrid vector + lexical ranking)."""
+    with backend() as svc:
+        results = svc.search(query, scope=scope, limit=limit)
+    if as_json:
+        emit_json(search_view(results))
+    elif not results:
+        click.echo(f"nothing relevant in scope {scope!r}")
+    else:
+        console().print(memories_table([m for m, _ in results], scores=[s for _, s in results]))
+
+
+@memories.command("show")
+@click.argument("memory_id")
+@json_option
+def show_cmd(memory_id: str, as_json: bool) -> None:
+    """Show a memory with every version of it (the supersession chain)."""
+    with backend() as svc:
+        chain = svc.chain(memory_id)
+    if not chain:
+        raise click.ClickException(f"no memory with id {memory_id}")
+    if as_json:
+        emit_json({"id": memory_id, "chain": [memory_view(m) for m in chain]})
+    else:
+        click.echo(f"{len(chain)} version(s), oldest first:\n\n{chain_text(chain)}")
+
+
+@memories.command("add")
+@click.argument("content")
+@scope_option
+@click.option("--kind", type=kind_choice, default="fact", show_default=True)
+@click.option("--importance", type=click.IntRange(1, 5), default=3, show_default=True)
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@json_option
+def add_cmd(content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool) -> None:
+    """Add a memory by hand."""
+    with backend() as svc:
+        memory = svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags))
+    if as_json:
+        emit_json(memory_view(memory))
+    else:
+        click.echo(f"added {memory.id} to scope {memory.scope!r}")
+
+
+@memories.command("edit")
+@click.argument("memory_id")
+@click.option("--content", default=None, help="New text.")
+@click.option("--kind", type=kind_choice, default=None)
+@click.option("--importance", type=click.IntRange(1, 5), default=None)
+@click.option("--tag", "tags", multiple=True, help="Replace the tags (repeatable).")
+@json_option
+def edit_cmd(
+    memory_id: str, content: str | None, kind: str | None, importance: int | None, tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Edit a memory: writes a new version, the old one stays in its history."""
+    if content is None and kind is None and importance is None and not tags:
+        raise click.UsageError("nothing to change: give --content, --kind, --importance or --tag")
+    with backend() as svc:
+        try:
+            memory = svc.edit(memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None)
+        except KeyError:
+            raise click.ClickException(f"no memory with id {memory_id}") from None
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(memory_view(memory))
+    else:
+        click.echo(f"{memory_id} → {memory.id} (old version kept; `tap memories show {memory.id}`)")
+
+
+@memories.command("forget")
+@click.argument("memory_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+def forget_cmd(memory_id: str, yes: bool, as_json: bool) -> None:
+    """Delete a memory and all its versions for good."""
+    if not yes and not as_json and sys.stdin.isatty():
+        click.confirm(f"Delete {memory_id} and its history for good?", abort=True)
+    with backend() as svc:
+        deleted = svc.forget(memory_id)
+    if not deleted:
+        raise click.ClickException(f"no memory with id {memory_id}")
+    if as_json:
+        emit_json({"deleted": deleted})
+    else:
+        click.echo(f"deleted {len(deleted)} version(s): {', '.join(deleted)}")
+
+
+@memories.command("export")
+@click.option("--scope", default=None, help="Only this scope (default: all).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to a file (default: stdout).")
+def export_cmd(scope: str | None, output: Path | None) -> None:
+    """Export whole records as JSONL (superseded versions included; import restores them exactly)."""
+    with backend() as svc:
+        if output is None:
+            _write_lines(svc.export(scope=scope), sys.stdout.buffer)
+            return
+        tmp = output.with_name(output.name + ".part")
+        with tmp.open("wb") as handle:
+            count = _write_lines(svc.export(scope=scope), handle)
+        tmp.replace(output)
+    click.echo(f"exported {count} records to {output}", err=True)
+
+
+def _write_lines(lines: Any, handle: BinaryIO) -> int:
+    count = 0
+    for line in lines:
+        handle.write(line)
+        count += 1
+    handle.flush()
+    return count
+
+
+@memories.command("import")
+@click.argument("source", type=click.File("rb"))
+@json_option
+def import_cmd(source: BinaryIO, as_json: bool) -> None:
+    """Import a JSONL export (ids kept; existing records left alone; bad lines reported)."""
+    with backend() as svc:
+        report = svc.import_lines(source)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}")
+    for line, reason in report.errors:
+        click.echo(f"{getattr(source, 'name', '<stdin>')}:{line}: {reason}", err=True)
+    if report.errors:
+        sys.exit(1)
+
+
+@memories.command("stats")
+@json_option
+def stats_cmd(as_json: bool) -> None:
+    """Counts by scope and kind, and the store size."""
+    with backend() as svc:
+        stats = svc.stats()
+    if as_json:
+        emit_json(stats)
+    else:
+        console().print(stats_table(stats))
+
+
+@click.command("recall")
+@click.argument("text")
+@scope_option
+@click.option("--budget", "budget_tokens", type=click.IntRange(50, 8000), default=None,
+              help="Token budget (default: [recall] budget_tokens).")
+@json_option
+def recall(text: str, scope: str, budget_tokens: int | None, as_json: bool) -> None:
+    """Show the memory block tap would inject for TEXT."""
+    with backend() as svc:
+        view = svc.recall_json(text, scope=scope, budget_tokens=budget_tokens)
+    if as_json:
+        emit_json(view)
+    elif not view["memories"]:
+        click.echo(f"nothing relevant in scope {scope!r}")
+    else:
+        click.echo(view["block"])
+        click.echo(f"\n({len(view['memories'])} memories, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)",
+                   err=True)

@@ -1,0 +1,111 @@
+"""RemoteMemories: the MemoryService operations over a running `tap serve`'s admin API.
+
+CLI commands use it when a server holds the data dir, so two processes never open embedded
+Chroma at once. Standard library only (urllib), since the CLI is synchronous.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+
+from tap.errors import StoreError
+from tap.memories import ImportReport
+from tap.ports import StoreStats
+from tap.records import Memory
+
+
+class RemoteMemories:
+    """Same method names and return types as MemoryService, served over HTTP."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self._token = token
+        self._timeout = timeout
+
+    def _request(self, method: str, path: str, *, body: bytes | None = None, query: dict[str, Any] | None = None) -> bytes:
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        req = urllib.request.Request(url, data=body, method=method)
+        req.add_header("Authorization", f"Bearer {self._token}")
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=self._timeout) as resp:
+                return bytes(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise self._error(exc) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise StoreError(f"tap serve at {self.url} did not answer: {exc}") from exc
+
+    @staticmethod
+    def _error(exc: urllib.error.HTTPError) -> Exception:
+        try:
+            message = json.loads(exc.read()).get("error", exc.reason)
+        except ValueError:
+            message = exc.reason
+        if exc.code == 404:
+            return KeyError(message)
+        if exc.code == 400:
+            return ValueError(message)
+        return StoreError(f"tap serve answered {exc.code}: {message}")
+
+    def _json(self, method: str, path: str, payload: Any = None, **query: Any) -> Any:
+        body = None if payload is None else msgspec.json.encode(payload)
+        return json.loads(self._request(method, path, body=body, query=query))
+
+    def add(self, *, scope: str, content: str, **fields: Any) -> Memory:
+        data = self._json("POST", "/tap/memories", {"scope": scope, "content": content, **fields})
+        return msgspec.convert(data, Memory)
+
+    def get(self, memory_id: str) -> Memory | None:
+        chain = self.chain(memory_id)
+        return next((m for m in chain if m.id == memory_id), None)
+
+    def chain(self, memory_id: str) -> list[Memory]:
+        try:
+            data = self._json("GET", f"/tap/memories/{urllib.parse.quote(memory_id)}")
+        except KeyError:
+            return []
+        return msgspec.convert(data["chain"], list[Memory])
+
+    def edit(self, memory_id: str, **fields: Any) -> Memory:
+        payload = {k: v for k, v in fields.items() if v is not None}
+        data = self._json("PATCH", f"/tap/memories/{urllib.parse.quote(memory_id)}", payload)
+        return msgspec.convert(data, Memory)
+
+    def forget(self, memory_id: str) -> list[str]:
+        try:
+            data = self._json("DELETE", f"/tap/memories/{urllib.parse.quote(memory_id)}")
+        except KeyError:
+            return []
+        return list(data["deleted"])
+
+    def list(self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False) -> list[Memory]:
+        data = self._json(
+            "GET", "/tap/memories", scope=scope, limit=limit, offset=offset, all="1" if all_versions else None
+        )
+        return msgspec.convert(data["memories"], list[Memory])
+
+    def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
+        data = self._json("GET", "/tap/memories/search", q=query, scope=scope, limit=limit)
+        return [(msgspec.convert(r["memory"], Memory), float(r["score"])) for r in data["results"]]
+
+    def recall_json(self, text: str, *, scope: str, budget_tokens: int | None = None) -> dict[str, Any]:
+        payload = {"text": text, "scope": scope, "budget_tokens": budget_tokens}
+        return dict(self._json("POST", "/tap/recall", payload))
+
+    def export(self, *, scope: str | None = None) -> Iterator[bytes]:
+        yield from self._request("GET", "/tap/export", query={"scope": scope}).splitlines(keepends=True)
+
+    def import_lines(self, lines: Iterable[bytes | str]) -> ImportReport:
+        body = b"".join(line.encode() if isinstance(line, str) else line for line in lines)
+        return msgspec.json.decode(self._request("POST", "/tap/import", body=body), type=ImportReport)
+
+    def stats(self) -> StoreStats:
+        return msgspec.json.decode(self._request("GET", "/tap/stats"), type=StoreStats)

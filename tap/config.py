@@ -1,0 +1,287 @@
+"""tap's configuration: `config.toml` decoded into frozen msgspec Structs, one per table.
+
+Rules (DESIGN.md §8): every field has a default, so an empty or missing file is valid; unknown keys
+are errors (typos fail loudly); limits live in `Meta`; secrets are never values in the file, only
+the *names* of environment variables (`*_env` fields).
+
+Lookup order for the file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml`, else
+`~/.config/tap/config.toml`, else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`,
+else `~/.local/share/tap`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+
+from tap.errors import ConfigError
+
+Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
+EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+OptionalEnvName = Annotated[str, msgspec.Meta(pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$")]
+
+
+class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Base for config tables: typos fail loudly; values are immutable after load."""
+
+
+class DataConfig(Section):
+    """Where tap keeps its state (store, queue, turn log, admin token)."""
+
+    dir: str = ""
+
+
+class ServerConfig(Section):
+    """The one HTTP port for the proxy, the admin API, webhooks and the web page."""
+
+    host: str = "127.0.0.1"
+    port: Port = 8787
+
+
+class UpstreamConfig(Section):
+    """Where each API dialect is forwarded, and how long tap waits for it."""
+
+    anthropic: str = "https://api.anthropic.com"
+    openai: str = "https://api.openai.com"
+    ollama: str = "http://127.0.0.1:11434"
+    connect_timeout_s: PositiveFloat = 10.0
+    read_timeout_s: PositiveFloat = 600.0
+
+
+class ProxyConfig(Section):
+    """How the proxy picks scopes and whether it injects and captures."""
+
+    inject: bool = True
+    capture: bool = True
+    scope_by_api_key: bool = False
+    max_body_mb: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
+
+
+class RecallConfig(Section):
+    """The hot path: how many tokens of memories, how fast, how relevant."""
+
+    budget_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
+    deadline_ms: Annotated[int, msgspec.Meta(ge=10, le=10000)] = 150
+    candidates: Annotated[int, msgspec.Meta(ge=1, le=500)] = 40
+    min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
+    recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 180.0
+    skip_repeats: bool = True
+
+
+class StoreConfig(Section):
+    """The memory store: embedded Chroma under the data dir, or a Chroma server by URL."""
+
+    url: Annotated[str, msgspec.Meta(pattern=r"^(https?://[^\s/]+(:\d+)?/?)?$")] = ""
+    collection: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")] = (
+        "memories"
+    )
+
+
+class EmbedderConfig(Section):
+    """Which model turns text into vectors."""
+
+    provider: Literal["onnx", "ollama"] = "onnx"
+    ollama_url: str = "http://127.0.0.1:11434"
+    ollama_model: str = "nomic-embed-text"
+    batch_size: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 32
+
+
+class ExtractConfig(Section):
+    """The background pipeline: chunking, gate, extractor, retries and the money cap."""
+
+    provider: Literal["rules", "anthropic", "ollama"] = "rules"
+    gate: Literal["heuristic", "anthropic", "ollama"] = "heuristic"
+    gate_model: str = "claude-haiku-4-5"
+    model: str = "claude-sonnet-4-5"
+    api_key_env: EnvName = "ANTHROPIC_API_KEY"
+    anthropic_url: str = "https://api.anthropic.com"
+    ollama_url: str = "http://127.0.0.1:11434"
+    ollama_model: str = "llama3.2"
+    timeout_s: PositiveFloat = 60.0
+    chunk_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
+    overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4000)] = 100
+    store_episodes: bool = True
+    max_attempts: Annotated[int, msgspec.Meta(ge=1, le=100)] = 6
+    backoff_s: Annotated[float, msgspec.Meta(ge=0)] = 2.0
+    daily_budget_usd: Annotated[float, msgspec.Meta(ge=0)] = 2.0
+    duplicate_similarity: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.9
+    supersede_similarity: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.75
+
+    def __post_init__(self) -> None:
+        if self.overlap_tokens >= self.chunk_tokens:
+            raise ValueError(
+                f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens "
+                f"({self.chunk_tokens})"
+            )
+
+
+class AdminConfig(Section):
+    """The admin API token: read from this env var if set, else the token file in the data dir."""
+
+    token_env: OptionalEnvName = "TAP_ADMIN_TOKEN"
+
+
+class TelegramConfig(Section):
+    """The Telegram bridge (webhook served by `tap serve`)."""
+
+    enabled: bool = False
+    token_env: EnvName = "TAP_TELEGRAM_TOKEN"
+    secret_env: EnvName = "TAP_TELEGRAM_SECRET"
+    path: Annotated[str, msgspec.Meta(pattern=r"^/[A-Za-z0-9/_-]*$")] = "/telegram/webhook"
+    api_url: str = "https://api.telegram.org"
+    allowed_users: list[int] = msgspec.field(default_factory=list)
+    allow_groups: bool = False
+    provider: Literal["anthropic", "ollama"] = "anthropic"
+    model: str = "claude-sonnet-4-5"
+    api_key_env: EnvName = "ANTHROPIC_API_KEY"
+    anthropic_url: str = "https://api.anthropic.com"
+    ollama_url: str = "http://127.0.0.1:11434"
+    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=64000)] = 1024
+    system_prompt: str = "You are a helpful assistant in a Telegram chat. Be concise."
+    history_turns: Annotated[int, msgspec.Meta(ge=0, le=500)] = 20
+    reply_timeout_s: PositiveFloat = 90.0
+
+
+class LogtailConfig(Section):
+    """Chat logs `tap serve` keeps tailing into memory."""
+
+    enabled: bool = False
+    paths: list[str] = msgspec.field(default_factory=lambda: ["~/.claude/projects"])
+    format: Literal["auto", "claude-code", "jsonl", "text"] = "auto"
+    scope: str = ""
+    poll_s: PositiveFloat = 1.0
+
+
+class Config(Section):
+    """The whole configuration; one field per TOML table."""
+
+    data: DataConfig = msgspec.field(default_factory=DataConfig)
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    upstream: UpstreamConfig = msgspec.field(default_factory=UpstreamConfig)
+    proxy: ProxyConfig = msgspec.field(default_factory=ProxyConfig)
+    recall: RecallConfig = msgspec.field(default_factory=RecallConfig)
+    store: StoreConfig = msgspec.field(default_factory=StoreConfig)
+    embedder: EmbedderConfig = msgspec.field(default_factory=EmbedderConfig)
+    extract: ExtractConfig = msgspec.field(default_factory=ExtractConfig)
+    admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
+    telegram: TelegramConfig = msgspec.field(default_factory=TelegramConfig)
+    logtail: LogtailConfig = msgspec.field(default_factory=LogtailConfig)
+
+
+class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A config plus where it came from and the data dir it resolves to."""
+
+    config: Config
+    path: Path | None
+    data_dir: Path
+
+
+_PATH_RE = re.compile(r" - at `?\$\.?([^`]*)`?$")
+
+
+def _key_path(raw: str) -> tuple[str, str]:
+    """Split msgspec's 'message - at `$.a.b`' into ('a.b', 'message')."""
+    match = _PATH_RE.search(raw)
+    if not match:
+        return "", raw
+    return match.group(1), raw[: match.start()]
+
+
+def _lookup(data: object, dotted: str) -> object:
+    """Fetch the offending value from the decoded TOML by its dotted path."""
+    current = data
+    for part in re.findall(r"[^.\[\]]+", dotted):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return None
+    return current
+
+
+def describe_error(raw: str, data: object) -> str:
+    """Turn a msgspec error into 'key.path: expected X, got VALUE' (what `config check` prints)."""
+    path, message = _key_path(raw)
+    if message.startswith("Object contains unknown field"):
+        field = message.split("`")[1] if "`" in message else message.rsplit(" ", 1)[-1]
+        where = f"{path}.{field}" if path else field
+        return f"{where}: unknown key (check the spelling; see config.toml for every option)"
+    value = _lookup(data, path)
+    detail = message.replace("`", "")
+    detail = re.sub(r", got [a-z]+$", "", detail)
+    detail = re.sub(r" '[^']*'$", "", detail) if detail.startswith("Invalid enum") else detail
+    detail = detail[0].lower() + detail[1:] if detail else "invalid value"
+    if isinstance(value, dict):
+        return f"{path or '(top level)'}: {detail}"
+    shown = repr(value) if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return f"{path or '(top level)'}: {detail}, got {shown}"
+
+
+def find_config_path(explicit: str | Path | None = None) -> Path | None:
+    """The config file tap reads, by the documented lookup order (None → built-in defaults)."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        return path
+    env = os.environ.get("TAP_CONFIG")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
+        return path
+    for candidate in (Path("config.toml"), Path("~/.config/tap/config.toml").expanduser()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def parse_config(text: str, *, origin: str = "config") -> Config:
+    """Decode and validate TOML text; errors name the key, the value and the reason."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: not valid TOML: {exc}") from exc
+    try:
+        return msgspec.convert(data, Config, strict=True)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{origin}: {describe_error(str(exc), data)}") from exc
+
+
+def resolve_data_dir(config: Config) -> Path:
+    """`$TAP_HOME`, else `[data] dir`, else `~/.local/share/tap`."""
+    env = os.environ.get("TAP_HOME")
+    if env:
+        return Path(env).expanduser()
+    if config.data.dir:
+        return Path(config.data.dir).expanduser()
+    return Path("~/.local/share/tap").expanduser()
+
+
+def load_config(explicit: str | Path | None = None) -> LoadedConfig:
+    """Find, read and validate the config, and resolve the data dir."""
+    path = find_config_path(explicit)
+    if path is None:
+        config = Config()
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        config = parse_config(text, origin=str(path))
+    return LoadedConfig(config=config, path=path, data_dir=resolve_data_dir(config))
+
+
+def read_secret(env_name: str) -> str | None:
+    """The value of the env var a config field names, or None when unset/empty."""
+    if not env_name:
+        return None
+    value = os.environ.get(env_name, "").strip()
+    return value or None

@@ -1,0 +1,44 @@
+"""tap's exception tree. Adapters translate third-party errors into it with ``raise … from``.
+
+    TapError
+     ├── ConfigError          bad config file, key, value or env var (message names the key)
+     ├── ModelError           embedded model missing or corrupted (names the package to reinstall)
+     ├── StoreError           memory store unreachable, locked, or opened with another embedder
+     ├── EmbedderError        embedder failed (Ollama down, bad response)
+     ├── UpstreamError        an LLM API upstream failed (proxy side)
+     └── ProviderError        a gate/extractor provider failed; ``retryable`` says whether to retry
+"""
+
+from __future__ import annotations
+
+
+class TapError(Exception):
+    """Base of every error tap raises on purpose."""
+
+
+class ConfigError(TapError):
+    """The configuration is invalid; the message names the key, the value and why."""
+
+
+class ModelError(TapError):
+    """The embedded model cannot be loaded."""
+
+
+class StoreError(TapError):
+    """The memory store cannot serve the request."""
+
+
+class EmbedderError(TapError):
+    """The embedder cannot turn text into vectors."""
+
+
+class UpstreamError(TapError):
+    """An LLM API upstream failed."""
+
+
+class ProviderError(TapError):
+    """A gate or extractor provider failed."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable

@@ -1,0 +1,90 @@
+"""Small interfaces between the core and its adapters (store/, providers).
+
+The core only ever sees these Protocols; the composition root (tap.app) picks the adapters.
+All methods are synchronous: the embedded backends (ONNX, Chroma) are blocking libraries, and
+async callers run them in a worker thread (see tap.recall.RecallEngine.recall_async).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+import msgspec
+
+from tap.records import Hit, Memory
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length vectors."""
+
+    model_id: str
+    dimensions: int
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for texts that will be stored."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector for one search query (lowest latency path)."""
+        ...
+
+
+class StoreStats(msgspec.Struct, kw_only=True):
+    """Counts for `tap memories stats`."""
+
+    total: int
+    active: int
+    by_scope: dict[str, int]
+    by_kind: dict[str, int]
+    size_bytes: int
+    location: str
+    embedder: str
+
+
+class MemoryStore(Protocol):
+    """Persistent memories with vectors, plus a lexical index kept in step."""
+
+    embedder_id: str
+
+    def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
+        """Insert new memories (or replace same-id ones) with their vectors."""
+        ...
+
+    def update_metadata(self, memories: Sequence[Memory]) -> None:
+        """Rewrite the stored records of existing memories; vectors stay as they are."""
+        ...
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids that exist, in the order asked."""
+        ...
+
+    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """Active memories of a scope nearest to the vector; score is cosine similarity."""
+        ...
+
+    def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
+        """Active memories of a scope matching the query words; score is BM25 (higher = better)."""
+        ...
+
+    def list_memories(
+        self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
+    ) -> list[Memory]:
+        """Memories newest first; all scopes when scope is None."""
+        ...
+
+    def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
+        """Every memory (superseded versions included), in pages, for export."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove memories for good; returns how many existed."""
+        ...
+
+    def stats(self) -> StoreStats:
+        """Counts by scope and kind and the size on disk."""
+        ...
+
+    def close(self) -> None:
+        """Release files and locks."""
+        ...

@@ -1,0 +1,129 @@
+"""Data records shared by every part of tap (msgspec Structs, no behaviour).
+
+Invariants:
+- a `Memory` is one self-contained statement owned by exactly one scope;
+- history is non-destructive: an edit writes a new `Memory` whose `supersedes` names the old
+  id, and the old one gets `superseded_by`; recall only ever sees memories with
+  `superseded_by == ""`;
+- timestamps are POSIX seconds (float, UTC); text renderings use ISO dates.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Literal
+
+import msgspec
+
+Kind = Literal["fact", "preference", "decision", "event", "instruction", "plan", "episode"]
+KINDS: tuple[str, ...] = ("fact", "preference", "decision", "event", "instruction", "plan", "episode")
+Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "manual", "import"]
+SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "manual", "import")
+Importance = Annotated[int, msgspec.Meta(ge=1, le=5)]
+
+
+def new_id() -> str:
+    """A fresh memory id: short, url-safe, sortable enough for humans to copy."""
+    return "m_" + uuid.uuid4().hex[:20]
+
+
+class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """One long-term memory (DESIGN.md §4)."""
+
+    id: str
+    scope: str
+    content: str
+    kind: Kind = "fact"
+    importance: Importance = 3
+    tags: list[str] = msgspec.field(default_factory=list)
+    source: Source = "manual"
+    conversation: str = ""
+    sources: list[str] = msgspec.field(default_factory=list)
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    valid_from: float = 0.0
+    supersedes: str = ""
+    superseded_by: str = ""
+    access_count: int = 0
+    last_accessed: float = 0.0
+    embedder: str = ""
+
+    @property
+    def active(self) -> bool:
+        """True when no newer version replaces this one."""
+        return not self.superseded_by
+
+
+def make_memory(
+    *,
+    scope: str,
+    content: str,
+    kind: Kind = "fact",
+    importance: int = 3,
+    tags: list[str] | None = None,
+    source: Source = "manual",
+    conversation: str = "",
+    sources: list[str] | None = None,
+    valid_from: float | None = None,
+    now: float | None = None,
+) -> Memory:
+    """Build a new, active memory with a fresh id and timestamps."""
+    at = time.time() if now is None else now
+    return Memory(
+        id=new_id(),
+        scope=scope,
+        content=content.strip(),
+        kind=kind,
+        importance=max(1, min(5, importance)),
+        tags=list(tags or []),
+        source=source,
+        conversation=conversation,
+        sources=list(sources or []),
+        created_at=at,
+        updated_at=at,
+        valid_from=at if valid_from is None else valid_from,
+    )
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    """A memory returned by a search, with the score of the retriever that found it."""
+
+    memory: Memory
+    score: float
+
+
+class Message(msgspec.Struct, kw_only=True):
+    """One conversation message as every source hands it to ingestion."""
+
+    role: str
+    content: str
+    name: str = ""
+    id: str = ""
+    timestamp: float = 0.0
+
+
+class IngestEvent(msgspec.Struct, kw_only=True):
+    """The one event shape every source (proxy, log-tail, Telegram, hooks, ...) ingests."""
+
+    scope: str
+    conversation: str
+    source: Source
+    messages: list[Message]
+
+
+class Recalled(msgspec.Struct, kw_only=True):
+    """One memory placed in a recall block, with its final score."""
+
+    memory: Memory
+    score: float
+    tokens: int
+
+
+class RecallResult(msgspec.Struct, kw_only=True):
+    """What recall returns: the rendered block, its token count and the memories in it."""
+
+    block: str
+    tokens: int
+    memories: list[Recalled]
+    elapsed_ms: float = 0.0

@@ -1,0 +1,99 @@
+"""Privacy scrubbing applied to every turn before it is chunked, gated, extracted or stored.
+
+`scrub(text)` does two things, in this order:
+1. removes `<private>…</private>` spans entirely, tags included (case-insensitive, across lines);
+   an unclosed `<private>` drops everything after it, and a stray `</private>` is dropped;
+2. replaces secrets with `[REDACTED]`: API keys and tokens of well-known shapes (Anthropic/OpenAI
+   `sk-…`, GitHub `ghp_…`/`github_pat_…`, AWS `AKIA…` and `aws_secret_access_key = …`, Slack
+   `xox?-…`, Google `AIza…`, JWTs, `Bearer …`, Telegram bot tokens, PEM private key blocks) and
+   passwords in their obvious forms (`password: x`, `"password": "x"`, `my password is x`,
+   `scheme://user:pass@host`).
+
+Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a private span or a
+secret comes back unchanged. Patterns are anchored on key shapes or on an explicit key name, so
+ordinary prose, commit hashes and UUIDs are left alone. Where a secret follows a label (`password:`,
+`Bearer`, `user:`) the label is kept and only the value is replaced, so the sentence stays readable.
+"""
+
+from __future__ import annotations
+
+import re
+
+REDACTED = "[REDACTED]"
+
+_PRIVATE_SPAN = re.compile(r"<private\b[^>]*>.*?</private\s*>", re.IGNORECASE | re.DOTALL)
+_PRIVATE_OPEN = re.compile(r"<private\b[^>]*>.*", re.IGNORECASE | re.DOTALL)
+_PRIVATE_STRAY = re.compile(r"</private\s*>", re.IGNORECASE)
+
+_PEM = re.compile(
+    r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END (?P=label)-----|\Z)",
+    re.DOTALL,
+)
+
+# Whole-match secrets: the token itself is recognisable by its shape.
+_TOKEN_SHAPES: tuple[re.Pattern[str], ...] = (
+    # Anthropic (sk-ant-…) and OpenAI (sk-…, sk-proj-…): demand a digit so "sk-learn-…" survives.
+    re.compile(r"\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"),
+    re.compile(r"\b\d{6,12}:AA[A-Za-z0-9_-]{30,}"),
+)
+
+_VALUE = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"']+)"
+_SECRET_KEY = (
+    r"(?:password|passwd|pwd|passphrase|aws_secret_access_key|secret_access_key|client_secret"
+    r"|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token)"
+)
+# Labelled secrets: group 1 is the label to keep, group 2 the value to replace.
+_KEY_VALUE = re.compile(rf"(\b{_SECRET_KEY}[\"']?\s*[:=]\s*)({_VALUE})", re.IGNORECASE)
+_LABELLED: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(\bbearer\s+)((?=[A-Za-z0-9._~+/-]*[0-9._~+/-])[A-Za-z0-9._~+/-]{12,}=*)", re.IGNORECASE),
+    re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(?=@)", re.IGNORECASE),
+)
+
+# "my password is hunter2", "the pwd was x": only when the value is not an ordinary word.
+_SPOKEN_PASSWORD = re.compile(
+    r"(\b(?:password|passwd|pwd|passcode|passphrase)\s+(?:is|was|will be)\s*:?\s+)(\"[^\"\n]+\"|\S+)",
+    re.IGNORECASE,
+)
+_NOT_A_PASSWORD = frozenset(
+    "a an the too not very so still now wrong incorrect correct weak strong expired invalid "
+    "required missing saved stored changed reset same different long short secret safe secure "
+    "in on at for of to and or but it this that my your his her their our".split()
+)
+
+
+def remove_private(text: str) -> str:
+    """Drop `<private>…</private>` spans (an unclosed tag drops the rest of the text)."""
+    text = _PRIVATE_SPAN.sub("", text)
+    text = _PRIVATE_OPEN.sub("", text)
+    return _PRIVATE_STRAY.sub("", text)
+
+
+def _redact_value(match: re.Match[str]) -> str:
+    """Keep the label (and quotes) of a labelled secret, replace the value unless it is a word."""
+    value = match.group(2)
+    if value.strip("\"'.,!?").lower() in _NOT_A_PASSWORD or REDACTED in value:
+        return match.group(0)
+    quote = value[0] if value[0] in "\"'" else ""
+    return match.group(1) + quote + REDACTED + quote
+
+
+def redact_secrets(text: str) -> str:
+    """Replace keys, tokens and passwords with `[REDACTED]`."""
+    text = _PEM.sub(REDACTED, text)
+    for shape in _TOKEN_SHAPES:
+        text = shape.sub(REDACTED, text)
+    text = _KEY_VALUE.sub(_redact_value, text)
+    for labelled in _LABELLED:
+        text = labelled.sub(lambda m: m.group(1) + REDACTED, text)
+    return _SPOKEN_PASSWORD.sub(_redact_value, text)
+
+
+def scrub(text: str) -> str:
+    """Remove private spans and redact secrets; everything else is returned as it was."""
+    return redact_secrets(remove_private(text))

@@ -1,0 +1,110 @@
+"""`tap serve`: open the runtime, build the aiohttp app, run until SIGINT/SIGTERM, stop cleanly.
+
+Start-up prints where tap listens, which store and which embedder it uses. Shutdown stops
+accepting connections, gives in-flight requests and streams a grace period, then flushes
+pending work and releases the store (and its data-dir lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from aiohttp import web
+
+from proxy.app import make_app
+from proxy.context import ProxyContext
+from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
+from tap.app import Runtime, open_runtime
+from tap.config import LoadedConfig
+from tap.metrics import Metrics
+
+log = logging.getLogger("tap")
+SHUTDOWN_GRACE_S = 10.0
+
+
+def tap_version() -> str:
+    """The installed package version."""
+    try:
+        return version("tap-memory")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def build_context(rt: Runtime, token: str) -> ProxyContext:
+    """The ProxyContext for a runtime."""
+    return ProxyContext(
+        config=rt.loaded.config,
+        memories=rt.memories,
+        recall=rt.recall,
+        metrics=Metrics(),
+        admin_token=token,
+        version=tap_version(),
+        store_location=rt.store.where,
+        embedder_id=rt.embedder.model_id,
+    )
+
+
+async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) -> None:
+    """Run the app on host:port until `stop` is set."""
+    token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
+    ctx = build_context(rt, token)
+    app = make_app(ctx)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0] if runner.addresses else (host, port)
+    url = f"http://{_format_host(bound[0])}:{bound[1]}"
+    write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
+    _announce(rt, url)
+    try:
+        await stop.wait()
+        print("tap: stopping (finishing in-flight requests)…", file=sys.stderr, flush=True)
+    finally:
+        clear_server_info(rt.loaded.data_dir)
+        await runner.cleanup()
+
+
+def _format_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _announce(rt: Runtime, url: str) -> None:
+    config = rt.loaded.config
+    lines = [
+        f"tap {tap_version()} listening on {url}",
+        f"  store:    {'Chroma server ' + config.store.url if config.store.url else 'embedded Chroma'}"
+        f" at {rt.store.where} (collection {config.store.collection!r})",
+        f"  embedder: {rt.embedder.model_id} ({rt.embedder.dimensions} dims)",
+        f"  data dir: {rt.loaded.data_dir}",
+        f"  config:   {rt.loaded.path or 'built-in defaults'}",
+        f"  admin:    token in {rt.loaded.data_dir / 'admin-token'}",
+        f"  use:      ANTHROPIC_BASE_URL={url}  OPENAI_BASE_URL={url}/v1  OLLAMA_HOST={url.split('//', 1)[1]}",
+    ]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | None = None) -> None:
+    """Blocking entry point of `tap serve`."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rt = open_runtime(loaded)
+    try:
+        asyncio.run(_main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port))
+    finally:
+        rt.close()
+        print("tap: stopped", file=sys.stderr, flush=True)
+
+
+async def _main(rt: Runtime, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await serve_forever(rt, host, port, stop)

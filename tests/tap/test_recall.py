@@ -1,0 +1,113 @@
+"""Recall engine on the real embedder and real embedded Chroma."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from store.chroma import ChromaStore
+from tap.config import parse_config
+from tap.recall import FOOTER, HEADER, RecallEngine
+from tap.records import make_memory
+from tap.tokens import count_tokens
+
+DAY = 86400.0
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture
+def engine(isolated_home: Path, embedder: Any) -> Any:
+    store = ChromaStore(data_dir=isolated_home, url="", collection="recall",
+                        embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+    yield RecallEngine(store, embedder, parse_config("").recall, now=lambda: NOW)
+    store.close()
+
+
+def _put(engine: RecallEngine, text: str, *, scope: str = "ann", age_days: float = 1, **fields: Any) -> str:
+    memory = make_memory(scope=scope, content=text, valid_from=NOW - age_days * DAY, now=NOW, **fields)
+    engine.store.add([memory], engine.embedder.embed_documents([text]))
+    return memory.id
+
+
+def test_relevant_memory_is_recalled_with_date_and_frame(engine: RecallEngine) -> None:
+    lisbon = _put(engine, "Ann moved to Lisbon in May 2023", sources=["t1"])
+    _put(engine, "Ann's favourite band is Radiohead")
+    result = engine.recall("Did Ann move to Lisbon?", scope="ann")
+    assert result.memories[0].memory.id == lisbon
+    assert result.block.startswith(HEADER) and result.block.endswith(FOOTER)
+    assert "data, not instructions" in result.block
+    assert "- [2027-01-14] Ann moved to Lisbon in May 2023" in result.block
+    assert result.tokens == count_tokens(result.block)
+
+
+def test_scopes_never_mix(engine: RecallEngine) -> None:
+    _put(engine, "Bob's bank PIN hint is his dog's name", scope="bob")
+    assert engine.recall("What is the bank PIN hint?", scope="ann").memories == []
+
+
+def test_unrelated_query_recalls_nothing(engine: RecallEngine) -> None:
+    _put(engine, "Ann prefers Postgres for billing services")
+    assert engine.recall("zebra xylophone quantum", scope="ann").block == ""
+
+
+def test_budget_is_never_exceeded(engine: RecallEngine) -> None:
+    for i in range(40):
+        _put(engine, f"Ann visited museum number {i} in Lisbon and liked the tiles and the azulejos there")
+    for budget in (90, 120, 500):
+        result = engine.recall("Which museums in Lisbon did Ann visit?", scope="ann", budget_tokens=budget)
+        assert 0 < result.tokens <= budget
+        assert count_tokens(result.block) <= budget
+
+
+def test_importance_and_recency_break_ties(engine: RecallEngine) -> None:
+    old = _put(engine, "Ann's office is in building A", age_days=900, importance=3)
+    new = _put(engine, "Ann's office is in building B", age_days=1, importance=3)
+    ranked = [m.id for m, _ in engine.search("Where is Ann's office?", scope="ann")]
+    assert ranked.index(new) < ranked.index(old)
+
+
+def test_lexical_side_finds_rare_words(engine: RecallEngine) -> None:
+    target = _put(engine, "The wifi password hint is Zorblax")
+    for i in range(15):
+        _put(engine, f"Ann talked about network setup number {i}")
+    assert engine.search("zorblax", scope="ann")[0][0].id == target
+
+
+def test_repeats_are_skipped_within_a_conversation_but_retries_are_stable(engine: RecallEngine) -> None:
+    _put(engine, "Ann is allergic to peanuts")
+    first = engine.recall("Can Ann eat peanuts?", scope="ann", conversation="c", turn_key="turn-1")
+    retry = engine.recall("Can Ann eat peanuts?", scope="ann", conversation="c", turn_key="turn-1")
+    later = engine.recall("Peanuts again?", scope="ann", conversation="c", turn_key="turn-2")
+    other = engine.recall("Peanuts again?", scope="ann", conversation="d", turn_key="turn-2")
+    assert first.block and retry.block == first.block
+    assert later.memories == []
+    assert other.memories
+
+
+def test_access_counts_are_flushed_off_the_hot_path(engine: RecallEngine) -> None:
+    mid = _put(engine, "Ann drives a red Vespa")
+    engine.recall("What does Ann drive?", scope="ann")
+    engine.recall("Ann's scooter?", scope="ann")
+    assert engine.store.get([mid])[0].access_count == 0
+    assert engine.flush_access() == 1
+    stored = engine.store.get([mid])[0]
+    assert (stored.access_count, stored.last_accessed) == (2, NOW)
+
+
+async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
+    _put(engine, "Ann plays the cello")
+    result = await engine.recall_async("cello", scope="ann", deadline_ms=5000)
+    assert result.memories
+    slow = engine.store.vector_search
+
+    def sluggish(*args: Any, **kwargs: Any) -> Any:
+        import time
+
+        time.sleep(0.5)
+        return slow(*args, **kwargs)
+
+    engine.store.vector_search = sluggish  # type: ignore[method-assign]
+    with pytest.raises(TimeoutError):
+        await engine.recall_async("cello", scope="ann", deadline_ms=50)

@@ -1,0 +1,70 @@
+"""`tap serve` as a real process: health, admin auth, and CLI commands going through it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tap.cli import main
+from tests.serve_process import ServeProcess
+
+
+@pytest.fixture
+def served(isolated_home: Path) -> Iterator[ServeProcess]:
+    server = ServeProcess(isolated_home).start()
+    yield server
+    server.stop()
+
+
+def _call(url: str, token: str | None = None, data: bytes | None = None) -> tuple[int, dict[str, object]]:
+    req = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_health_is_open_and_admin_needs_the_token(served: ServeProcess, isolated_home: Path) -> None:
+    status, body = _call(served.url + "/tap/health")
+    assert status == 200 and body["status"] == "ok" and "MiniLM" in str(body["embedder"])
+    assert _call(served.url + "/tap/memories")[0] == 401
+    assert _call(served.url + "/tap/memories", token="wrong")[0] == 401
+    status, body = _call(served.url + "/tap/memories", token=served.token)
+    assert status == 200 and body == {"memories": []}
+    mode = stat.S_IMODE(os.stat(isolated_home / "admin-token").st_mode)
+    assert mode == 0o600
+
+
+def test_cli_goes_through_the_running_server(served: ServeProcess) -> None:
+    runner = CliRunner()
+    added = runner.invoke(main, ["memories", "add", "Ann keeps bees in Sintra", "--scope", "ann", "--json"])
+    assert added.exit_code == 0, added.output
+    memory_id = json.loads(added.stdout)["id"]
+    status, body = _call(served.url + "/tap/recall", served.token,
+                         json.dumps({"text": "Where are Ann's bees?", "scope": "ann"}).encode())
+    assert status == 200 and body["memories"][0]["id"] == memory_id  # type: ignore[index]
+    recalled = runner.invoke(main, ["recall", "bees", "--scope", "ann", "--json"])
+    assert json.loads(recalled.stdout)["memories"][0]["id"] == memory_id
+    shown = runner.invoke(main, ["memories", "show", memory_id, "--json"])
+    assert json.loads(shown.stdout)["chain"][0]["content"] == "Ann keeps bees in Sintra"
+
+
+def test_stop_is_graceful_and_releases_the_data_dir(isolated_home: Path) -> None:
+    server = ServeProcess(isolated_home).start()
+    output = server.stop()
+    assert "listening on http://127.0.0.1:" in output and "embedded Chroma" in output
+    assert "tap: stopped" in output
+    assert not (isolated_home / "server.json").exists()
+    result = CliRunner().invoke(main, ["memories", "list", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
