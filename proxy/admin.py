@@ -48,8 +48,10 @@ async def _body(request: web.Request) -> dict[str, Any]:
     try:
         data = msgspec.json.decode(await request.read())
     except msgspec.DecodeError as exc:
-        raise web.HTTPBadRequest(text=msgspec.json.encode({"error": f"invalid JSON: {exc}"}).decode(),
-                                 content_type="application/json") from exc
+        raise web.HTTPBadRequest(
+            text=msgspec.json.encode({"error": f"invalid JSON: {exc}"}).decode(),
+            content_type="application/json",
+        ) from exc
     if not isinstance(data, dict):
         raise web.HTTPBadRequest(text='{"error": "expected a JSON object"}', content_type="application/json")
     return data
@@ -62,8 +64,9 @@ async def _run(fn: Callable[[], Any]) -> Any:
 async def health(request: web.Request) -> web.Response:
     """Liveness, with the store and embedder in use."""
     ctx: ProxyContext = request.app[context_key]
-    return json_response({"status": "ok", "version": ctx.version, "store": ctx.store_location,
-                          "embedder": ctx.embedder_id})
+    return json_response(
+        {"status": "ok", "version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id}
+    )
 
 
 async def recall(request: web.Request) -> web.Response:
@@ -88,9 +91,14 @@ async def list_memories(request: web.Request) -> web.Response:
         limit, offset = int(q.get("limit", "50")), int(q.get("offset", "0"))
     except ValueError:
         return error(400, "limit and offset must be integers")
-    found = await _run(lambda: ctx.memories.list(
-        scope=q.get("scope") or None, limit=max(1, min(limit, 100000)), offset=max(0, offset),
-        all_versions=q.get("all") == "1"))
+    found = await _run(
+        lambda: ctx.memories.list_memories(
+            scope=q.get("scope") or None,
+            limit=max(1, min(limit, 100000)),
+            offset=max(0, offset),
+            all_versions=q.get("all") == "1",
+        )
+    )
     return json_response({"memories": [memory_view(m) for m in found]})
 
 
@@ -114,8 +122,9 @@ async def add_memory(request: web.Request) -> web.Response:
     if problem:
         return error(400, problem)
     fields = {k: body[k] for k in ("kind", "importance", "tags") if k in body}
-    memory = await _run(lambda: ctx.memories.add(scope=body.get("scope") or "default", content=body["content"],
-                                                 **fields))
+    memory = await _run(
+        lambda: ctx.memories.add(scope=body.get("scope") or "default", content=body["content"], **fields)
+    )
     return json_response(memory_view(memory), 201)
 
 

@@ -1,11 +1,36 @@
-"""make_app: the one aiohttp application on tap's port (proxy routes + admin API)."""
+"""make_app: the one aiohttp application on tap's port (admin API + LLM API proxy routes)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import aiohttp
 from aiohttp import web
 
 from proxy.admin import add_admin_routes, require_token, tap_errors
-from proxy.context import ProxyContext, context_key
+from proxy.context import ProxyContext, context_key, session_key
+from proxy.routes import add_proxy_routes
+
+
+async def upstream_session(app: web.Application) -> AsyncIterator[None]:
+    """One pooled client session to the upstreams for the app's lifetime."""
+    upstream = app[context_key].config.upstream
+    timeout = aiohttp.ClientTimeout(
+        total=None,
+        connect=upstream.connect_timeout_s,
+        sock_connect=upstream.connect_timeout_s,
+        sock_read=upstream.read_timeout_s,
+    )
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300)
+    async with aiohttp.ClientSession(
+        timeout=timeout,
+        connector=connector,
+        auto_decompress=False,
+        skip_auto_headers=("User-Agent",),
+        trust_env=False,
+    ) as session:
+        app[session_key] = session
+        yield
 
 
 def make_app(ctx: ProxyContext) -> web.Application:
@@ -15,5 +40,7 @@ def make_app(ctx: ProxyContext) -> web.Application:
         client_max_size=ctx.config.proxy.max_body_mb * 1024 * 1024,
     )
     app[context_key] = ctx
+    app.cleanup_ctx.append(upstream_session)
     add_admin_routes(app)
+    add_proxy_routes(app)
     return app

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
+from tap.capture import Capture
 from tap.config import Config
 from tap.memories import MemoryService
 from tap.metrics import Metrics
 from tap.recall import RecallEngine
 from tap.records import IngestEvent
-
-Ingest = Callable[[IngestEvent], Awaitable[int]]
-
-
-async def _no_ingest(event: IngestEvent) -> int:
-    return 0
 
 
 @dataclass
@@ -33,7 +29,8 @@ class ProxyContext:
     version: str = "0"
     store_location: str = ""
     embedder_id: str = ""
-    ingest: Ingest = _no_ingest
+    capture: Capture | None = None
+    ingest: Callable[[IngestEvent], Any] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     def status(self) -> dict[str, Any]:
@@ -42,3 +39,4 @@ class ProxyContext:
 
 
 context_key = web.AppKey("tap_context", ProxyContext)
+session_key = web.AppKey("tap_upstream_session", aiohttp.ClientSession)

@@ -49,6 +49,7 @@ def open_runtime(loaded: LoadedConfig) -> Runtime:
         dimensions=embedder.dimensions,
     )
     recall = RecallEngine(store, embedder, config.recall)
+    recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
     return Runtime(loaded, embedder, store, recall, MemoryService(store, embedder, recall))
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Literal
 
 import msgspec
@@ -28,6 +28,22 @@ import msgspec
 from tap.records import Message, Source
 from tap.scrub import scrub
 from tap.tokens import count_tokens
+
+__all__ = [
+    "Chunk",
+    "Role",
+    "TRUNCATION_MARK",
+    "Turn",
+    "chunk_id",
+    "chunk_turns",
+    "format_date",
+    "prepare_turns",
+    "render_chunk",
+    "render_turn",
+    "truncate_turn",
+    "turn_id",
+    "utc_date",
+]
 
 Role = Literal["user", "assistant"]
 TRUNCATION_MARK = "[…truncated]"
@@ -97,11 +113,20 @@ def prepare_turns(messages: Sequence[Message], *, conversation: str = "") -> lis
     return turns
 
 
+def utc_date(timestamp: float) -> date | None:
+    """The UTC calendar day of a POSIX timestamp; None when unknown (<= 0) or out of range."""
+    if not timestamp > 0:
+        return None
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).date()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def format_date(timestamp: float) -> str:
-    """ISO date (UTC) of a POSIX timestamp; empty for an unknown (zero) timestamp."""
-    if timestamp <= 0:
-        return ""
-    return datetime.fromtimestamp(timestamp, UTC).date().isoformat()
+    """ISO date (UTC) of a POSIX timestamp; empty when the timestamp is unknown."""
+    day = utc_date(timestamp)
+    return day.isoformat() if day else ""
 
 
 def render_turn(turn: Turn) -> str:

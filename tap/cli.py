@@ -61,8 +61,13 @@ def config_check(as_json: bool) -> None:
     loaded = state().load()
     effective = msgspec.to_builtins(loaded.config)
     if as_json:
-        emit_json({"path": str(loaded.path) if loaded.path else None, "data_dir": str(loaded.data_dir),
-                   "config": effective})
+        emit_json(
+            {
+                "path": str(loaded.path) if loaded.path else None,
+                "data_dir": str(loaded.data_dir),
+                "config": effective,
+            }
+        )
         return
     source = str(loaded.path) if loaded.path else "built-in defaults (no config file found)"
     click.echo(f"# config: {source}\n# data dir: {loaded.data_dir}\n# OK: the configuration is valid\n")

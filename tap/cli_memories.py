@@ -36,7 +36,7 @@ def memories() -> None:
 def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, as_json: bool) -> None:
     """List memories, newest first."""
     with backend() as svc:
-        found = svc.list(scope=scope, limit=limit, offset=offset, all_versions=all_versions)
+        found = svc.list_memories(scope=scope, limit=limit, offset=offset, all_versions=all_versions)
     if as_json:
         emit_json([memory_view(m) for m in found])
     elif not found:
@@ -84,7 +84,9 @@ def show_cmd(memory_id: str, as_json: bool) -> None:
 @click.option("--importance", type=click.IntRange(1, 5), default=3, show_default=True)
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @json_option
-def add_cmd(content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool) -> None:
+def add_cmd(
+    content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool
+) -> None:
     """Add a memory by hand."""
     with backend() as svc:
         memory = svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags))
@@ -102,7 +104,11 @@ def add_cmd(content: str, scope: str, kind: str, importance: int, tags: tuple[st
 @click.option("--tag", "tags", multiple=True, help="Replace the tags (repeatable).")
 @json_option
 def edit_cmd(
-    memory_id: str, content: str | None, kind: str | None, importance: int | None, tags: tuple[str, ...],
+    memory_id: str,
+    content: str | None,
+    kind: str | None,
+    importance: int | None,
+    tags: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Edit a memory: writes a new version, the old one stays in its history."""
@@ -110,7 +116,9 @@ def edit_cmd(
         raise click.UsageError("nothing to change: give --content, --kind, --importance or --tag")
     with backend() as svc:
         try:
-            memory = svc.edit(memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None)
+            memory = svc.edit(
+                memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None
+            )
         except KeyError:
             raise click.ClickException(f"no memory with id {memory_id}") from None
         except ValueError as exc:
@@ -141,8 +149,13 @@ def forget_cmd(memory_id: str, yes: bool, as_json: bool) -> None:
 
 @memories.command("export")
 @click.option("--scope", default=None, help="Only this scope (default: all).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to a file (default: stdout).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to a file (default: stdout).",
+)
 def export_cmd(scope: str | None, output: Path | None) -> None:
     """Export whole records as JSONL (superseded versions included; import restores them exactly)."""
     with backend() as svc:
@@ -175,7 +188,9 @@ def import_cmd(source: BinaryIO, as_json: bool) -> None:
     if as_json:
         emit_json(report)
     else:
-        click.echo(f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}")
+        click.echo(
+            f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}"
+        )
     for line, reason in report.errors:
         click.echo(f"{getattr(source, 'name', '<stdin>')}:{line}: {reason}", err=True)
     if report.errors:
@@ -197,8 +212,13 @@ def stats_cmd(as_json: bool) -> None:
 @click.command("recall")
 @click.argument("text")
 @scope_option
-@click.option("--budget", "budget_tokens", type=click.IntRange(50, 8000), default=None,
-              help="Token budget (default: [recall] budget_tokens).")
+@click.option(
+    "--budget",
+    "budget_tokens",
+    type=click.IntRange(50, 8000),
+    default=None,
+    help="Token budget (default: [recall] budget_tokens).",
+)
 @json_option
 def recall(text: str, scope: str, budget_tokens: int | None, as_json: bool) -> None:
     """Show the memory block tap would inject for TEXT."""
@@ -210,5 +230,7 @@ def recall(text: str, scope: str, budget_tokens: int | None, as_json: bool) -> N
         click.echo(f"nothing relevant in scope {scope!r}")
     else:
         click.echo(view["block"])
-        click.echo(f"\n({len(view['memories'])} memories, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)",
-                   err=True)
+        click.echo(
+            f"\n({len(view['memories'])} memories, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)",
+            err=True,
+        )

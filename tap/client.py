@@ -29,7 +29,9 @@ class RemoteMemories:
         self._token = token
         self._timeout = timeout
 
-    def _request(self, method: str, path: str, *, body: bytes | None = None, query: dict[str, Any] | None = None) -> bytes:
+    def _request(
+        self, method: str, path: str, *, body: bytes | None = None, query: dict[str, Any] | None = None
+    ) -> bytes:
         params = {k: v for k, v in (query or {}).items() if v is not None}
         url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
         req = urllib.request.Request(url, data=body, method=method)
@@ -86,7 +88,9 @@ class RemoteMemories:
             return []
         return list(data["deleted"])
 
-    def list(self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False) -> list[Memory]:
+    def list_memories(
+        self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False
+    ) -> list[Memory]:
         data = self._json(
             "GET", "/tap/memories", scope=scope, limit=limit, offset=offset, all="1" if all_versions else None
         )

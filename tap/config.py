@@ -31,20 +31,20 @@ class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     """Base for config tables: typos fail loudly; values are immutable after load."""
 
 
-class DataConfig(Section):
+class DataConfig(Section, frozen=True):
     """Where tap keeps its state (store, queue, turn log, admin token)."""
 
     dir: str = ""
 
 
-class ServerConfig(Section):
+class ServerConfig(Section, frozen=True):
     """The one HTTP port for the proxy, the admin API, webhooks and the web page."""
 
     host: str = "127.0.0.1"
     port: Port = 8787
 
 
-class UpstreamConfig(Section):
+class UpstreamConfig(Section, frozen=True):
     """Where each API dialect is forwarded, and how long tap waits for it."""
 
     anthropic: str = "https://api.anthropic.com"
@@ -54,7 +54,7 @@ class UpstreamConfig(Section):
     read_timeout_s: PositiveFloat = 600.0
 
 
-class ProxyConfig(Section):
+class ProxyConfig(Section, frozen=True):
     """How the proxy picks scopes and whether it injects and captures."""
 
     inject: bool = True
@@ -63,7 +63,7 @@ class ProxyConfig(Section):
     max_body_mb: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
 
 
-class RecallConfig(Section):
+class RecallConfig(Section, frozen=True):
     """The hot path: how many tokens of memories, how fast, how relevant."""
 
     budget_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
@@ -74,7 +74,7 @@ class RecallConfig(Section):
     skip_repeats: bool = True
 
 
-class StoreConfig(Section):
+class StoreConfig(Section, frozen=True):
     """The memory store: embedded Chroma under the data dir, or a Chroma server by URL."""
 
     url: Annotated[str, msgspec.Meta(pattern=r"^(https?://[^\s/]+(:\d+)?/?)?$")] = ""
@@ -83,7 +83,7 @@ class StoreConfig(Section):
     )
 
 
-class EmbedderConfig(Section):
+class EmbedderConfig(Section, frozen=True):
     """Which model turns text into vectors."""
 
     provider: Literal["onnx", "ollama"] = "onnx"
@@ -92,7 +92,7 @@ class EmbedderConfig(Section):
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 32
 
 
-class ExtractConfig(Section):
+class ExtractConfig(Section, frozen=True):
     """The background pipeline: chunking, gate, extractor, retries and the money cap."""
 
     provider: Literal["rules", "anthropic", "ollama"] = "rules"
@@ -121,13 +121,13 @@ class ExtractConfig(Section):
             )
 
 
-class AdminConfig(Section):
+class AdminConfig(Section, frozen=True):
     """The admin API token: read from this env var if set, else the token file in the data dir."""
 
     token_env: OptionalEnvName = "TAP_ADMIN_TOKEN"
 
 
-class TelegramConfig(Section):
+class TelegramConfig(Section, frozen=True):
     """The Telegram bridge (webhook served by `tap serve`)."""
 
     enabled: bool = False
@@ -148,7 +148,7 @@ class TelegramConfig(Section):
     reply_timeout_s: PositiveFloat = 90.0
 
 
-class LogtailConfig(Section):
+class LogtailConfig(Section, frozen=True):
     """Chat logs `tap serve` keeps tailing into memory."""
 
     enabled: bool = False
@@ -158,7 +158,7 @@ class LogtailConfig(Section):
     poll_s: PositiveFloat = 1.0
 
 
-class Config(Section):
+class Config(Section, frozen=True):
     """The whole configuration; one field per TOML table."""
 
     data: DataConfig = msgspec.field(default_factory=DataConfig)

@@ -1,12 +1,12 @@
 """tap's exception tree. Adapters translate third-party errors into it with ``raise … from``.
 
-    TapError
-     ├── ConfigError          bad config file, key, value or env var (message names the key)
-     ├── ModelError           embedded model missing or corrupted (names the package to reinstall)
-     ├── StoreError           memory store unreachable, locked, or opened with another embedder
-     ├── EmbedderError        embedder failed (Ollama down, bad response)
-     ├── UpstreamError        an LLM API upstream failed (proxy side)
-     └── ProviderError        a gate/extractor provider failed; ``retryable`` says whether to retry
+TapError
+ ├── ConfigError          bad config file, key, value or env var (message names the key)
+ ├── ModelError           embedded model missing or corrupted (names the package to reinstall)
+ ├── StoreError           memory store unreachable, locked, or opened with another embedder
+ ├── EmbedderError        embedder failed (Ollama down, bad response)
+ ├── UpstreamError        an LLM API upstream failed (proxy side)
+ └── ProviderError        a gate/extractor provider failed; ``retryable`` says whether to retry
 """
 
 from __future__ import annotations

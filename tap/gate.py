@@ -4,9 +4,10 @@
 strong ones say something about a person or a project (commitment, plan, preference, decision,
 instruction, self-statement, personal event) and weak ones make a statement concrete (named entity,
 date or time, number with a unit, contact detail). `heuristic_gate(chunk)` scores every turn
-(strong signal 2 points, weak signal 1, each counted once per turn) and passes the chunk when the
-total reaches `min_score` (3 by default): chit-chat ("hi", "thanks!", "ok cool") scores 0, a single
-personal fact with any detail passes.
+(strong signal 3 points, weak signal 1, each counted once per turn) and passes the chunk when the
+total reaches `min_score` (3 by default): one strong signal is enough, weak ones need three points
+between them. Chit-chat ("hi", "thanks!", "ok cool") scores 0 and "Thanks, Priya! See you Monday"
+(a name and a day) scores 2, so both fail.
 
 Invariants: pure, deterministic, no model calls; the signal names are stable strings (they are
 used as reasons, and tap.rules reuses the patterns and names as tags).
@@ -20,6 +21,18 @@ from collections.abc import Iterable
 import msgspec
 
 from tap.chunker import Chunk
+
+__all__ = [
+    "GateDecision",
+    "MONTHS",
+    "STRONG",
+    "WEAK",
+    "WEEKDAYS",
+    "heuristic_gate",
+    "heuristic_signals",
+    "named_entities",
+    "signal_score",
+]
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = tuple(
@@ -77,7 +90,7 @@ STRONG: dict[str, re.Pattern[str]] = {
         rf"{_I}(?:'ve| have| just| finally| recently| also)* (?:went|got|made|took|saw|met|ran|began|bought"
         r"|gave|found|won|wrote|read|built|left|lost|became|came|started|finished|visited|joined|moved"
         r"|attended|adopted|signed|graduated|married|travel+ed|painted|tried|learned|learnt|launched"
-        r"|shipped|passed|spent|celebrated|volunteered|been)\b|\bshares? (?:a )?photo\b",
+        r"|shipped|passed|spent|celebrated|volunteered)\b|\bshares? (?:a )?photo\b",
         re.IGNORECASE,
     ),
 }
@@ -107,10 +120,11 @@ _ENTITY_WORD = re.compile(r"\b([A-Z][a-zA-Z'’-]*[a-z][a-zA-Z]*|[A-Z]{2,}[0-9]*
 _NOT_ENTITIES = frozenset(
     "I I'm I’m I'll I've I'd OK Ok Okay Yes No Yeah Hey Hi Hello Thanks Thank Wow Oh Ah Lol LOL Haha "
     "Mr Mrs Ms Dr The A An And But So".split()
+    + [name.title() for name in (*WEEKDAYS, *MONTHS)]  # dates are the "date" signal, not entities
 )
 _SENTENCE_START = re.compile(r"(?:^|[.!?…:]\s+|\n\s*)[\"“'(\[]?([A-Za-z'’]+)")
 
-STRONG_WEIGHT = 2
+STRONG_WEIGHT = 3
 WEAK_WEIGHT = 1
 DEFAULT_MIN_SCORE = 3
 
@@ -144,7 +158,7 @@ def heuristic_signals(text: str) -> list[str]:
 
 
 def signal_score(signals: Iterable[str]) -> int:
-    """Points for one text's signals: strong 2 each, weak 1 each."""
+    """Points for one text's signals: strong 3 each, weak 1 each."""
     return sum(STRONG_WEIGHT if name in STRONG else WEAK_WEIGHT for name in set(signals))
 
 

@@ -17,8 +17,8 @@ import msgspec
 
 from tap.ports import Embedder, MemoryStore, StoreStats
 from tap.recall import RecallEngine
-from tap.views import recall_view
 from tap.records import Kind, Memory, RecallResult, make_memory
+from tap.views import recall_view
 
 _IMPORT_BATCH = 64
 
@@ -135,7 +135,9 @@ class MemoryService:
         ids = [m.id for m in self.store.iter_memories(scope=scope)]
         return self.store.delete(ids)
 
-    def list(self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False) -> list[Memory]:
+    def list_memories(
+        self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False
+    ) -> list[Memory]:
         """Memories newest first."""
         return self.store.list_memories(
             scope=scope, limit=limit, offset=offset, include_superseded=all_versions

@@ -6,12 +6,15 @@ percentiles are computed only when someone asks.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
 _LATENCY_WINDOW = 2048
+_LOG_EVERY_S = 60.0
+log = logging.getLogger("tap.degraded")
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -34,6 +37,7 @@ class Metrics:
         self.recalled = 0
         self._recall_ms: deque[float] = deque(maxlen=_LATENCY_WINDOW)
         self.sections: dict[str, Callable[[], Any]] = {}
+        self._last_logged: dict[str, float] = {}
 
     def request(self, dialect: str) -> None:
         """Count one proxied request."""
@@ -44,9 +48,15 @@ class Metrics:
         self._recall_ms.append(elapsed_ms)
         self.recalled += memories
 
-    def degrade(self, reason: str) -> None:
-        """Count a request forwarded without memories, by reason."""
+    def degrade(self, reason: str, detail: str = "") -> None:
+        """Count a request forwarded without memories; log each reason at most once a minute."""
         self.degraded[reason] += 1
+        now = self._now()
+        if now - self._last_logged.get(reason, -_LOG_EVERY_S) >= _LOG_EVERY_S:
+            self._last_logged[reason] = now
+            log.warning(
+                "forwarding without memories (%s): %s [%d so far]", reason, detail, self.degraded[reason]
+            )
 
     def snapshot(self) -> dict[str, Any]:
         """Everything as JSON-able builtins."""

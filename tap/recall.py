@@ -123,7 +123,13 @@ class RecallEngine:
         return result
 
     async def recall_async(
-        self, query: str, *, scope: str, conversation: str = "", turn_key: str = "", deadline_ms: int | None = None
+        self,
+        query: str,
+        *,
+        scope: str,
+        conversation: str = "",
+        turn_key: str = "",
+        deadline_ms: int | None = None,
     ) -> RecallResult:
         """recall() in a worker thread under the hard deadline; raises TimeoutError past it."""
         loop = asyncio.get_running_loop()
@@ -171,7 +177,7 @@ class RecallEngine:
         importance = 0.6 + 0.1 * memory.importance
         stamp = memory.valid_from or memory.created_at
         age_days = max(0.0, now - stamp) / 86400 if stamp else 0.0
-        recency = 0.5 + 0.5 * 0.5 ** (age_days / self.config.recency_half_life_days)
+        recency = 0.5 + 0.5 * float(0.5 ** (age_days / self.config.recency_half_life_days))
         return importance * recency
 
     @staticmethod

@@ -46,13 +46,17 @@ def chain_text(chain: list[Memory]) -> str:
     for m in chain:
         status = "active" if m.active else f"superseded by {m.superseded_by}"
         sources = (m.conversation + ": " if m.conversation else "") + ", ".join(m.sources)
-        blocks.append("\n".join([
-            f"{m.id}  [{status}]",
-            f"  {m.kind} · importance {m.importance} · scope {m.scope} · source {m.source}"
-            f" · updated {when(m.updated_at)} · valid from {when(m.valid_from)}",
-            f"  tags: {', '.join(m.tags) or '-'} · sources: {sources or '-'} · recalled {m.access_count}x",
-            f"  {m.content}",
-        ]))
+        blocks.append(
+            "\n".join(
+                [
+                    f"{m.id}  [{status}]",
+                    f"  {m.kind} · importance {m.importance} · scope {m.scope} · source {m.source}"
+                    f" · updated {when(m.updated_at)} · valid from {when(m.valid_from)}",
+                    f"  tags: {', '.join(m.tags) or '-'} · sources: {sources or '-'} · recalled {m.access_count}x",
+                    f"  {m.content}",
+                ]
+            )
+        )
     return "\n\n".join(blocks)
 
 

@@ -14,8 +14,17 @@ Each kept sentence becomes one `CandidateMemory`:
   turn's timestamp, removed from the sentence and appended as an
   absolute phrase: "Caroline moved to Lisbon (around April 2023)";
 - provenance is narrow: the turn the sentence came from, plus the question turn of the other
-  speaker when the sentence is the first answer to it. Never a whole chunk.
+  speaker when the sentence is the first answer to it. Never a whole chunk. A brief answer
+  ("Yes, twice.") carries its question: 'Ana asked "Have you been to Porto?"; Ben: Yes, twice';
+- an unnamed assistant (speaker "Assistant") only contributes sentences with a strong signal
+  (its promises, decisions, plans), not its explanations of general knowledge;
+- `valid_from` is the timestamp of the turn the statement was made in.
 `episode_memory(chunk)` is the exception by design: a compact transcript citing all its turns.
+
+Date words are resolved with a few rules: "last/next/this X" name their direction; a bare weekday
+or month needs a preposition ("on Friday", "in July") and then follows the sentence's tense
+(future words → the coming one, past verbs → the previous one; no tense: the coming weekday or the
+nearest month); "the last year" (a duration) and "in July 2022" (already absolute) are left alone.
 
 Invariants: pure and deterministic (same chunk, same memories, same order); no memory without a
 turn id; contents are unique within one extraction (duplicates merge their turn ids).
@@ -25,13 +34,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 import msgspec
 
-from tap.chunker import Chunk, Turn
-from tap.gate import MONTHS, WEEKDAYS, heuristic_signals
+from tap.chunker import Chunk, Turn, utc_date
+from tap.gate import MONTHS, STRONG, WEEKDAYS, heuristic_signals
 from tap.records import Kind
+from tap.scrub import REDACTED
+
+__all__ = [
+    "CandidateMemory",
+    "RulesExtractor",
+    "classify",
+    "content_words",
+    "episode_memory",
+    "format_day",
+    "importance",
+    "is_informative",
+    "merge_duplicates",
+    "render_statement",
+    "resolve_dates",
+    "restore_subject",
+    "rewrite_first_person",
+    "rewrite_we",
+    "split_sentences",
+    "strip_lead",
+    "third_person",
+    "tidy",
+]
 
 
 class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,27 +83,44 @@ _COUNTS |= {"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a cou
 _COUNTS |= {"several": 3, "couple of": 2, "few": 3}
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 _BOUNDARY_PREPS = ("since", "until", "till", "before", "after", "by", "from")
+MAX_AGO = 2000
 
 _ALT_COUNT = "|".join(sorted(map(re.escape, _COUNTS), key=len, reverse=True))
 _ALT_WEEKDAY = "|".join(WEEKDAYS)
 _ALT_MONTH = "|".join(MONTHS)
+_ALT_WEEKDAY_SHORT = "mon|tues|tue|wed|thurs|thu|fri|sat|sun"
+_SHORT_DAYS = frozenset(_ALT_WEEKDAY_SHORT.split("|"))
 _RELATIVE = re.compile(
     r"\b(?:(?P<prep>since|until|till|before|after|by|from|in|on|during|over|around|for)\s+)?(?:"
     r"(?P<day>the day before yesterday|the day after tomorrow|yesterday|today|tonight|tomorrow"
     r"|last night|this (?:morning|afternoon|evening))"
     rf"|(?P<count>\d+|{_ALT_COUNT})\s+(?P<ago>day|week|month|year)s?\s+ago"
     rf"|(?<!the\s)(?P<which>last|next|this|past|coming)\s+(?P<unit>week|weekend|month|year|spring|summer|fall"
-    rf"|autumn|winter|{_ALT_WEEKDAY}|{_ALT_MONTH})"
+    rf"|autumn|winter|{_ALT_WEEKDAY}|{_ALT_MONTH}|{_ALT_WEEKDAY_SHORT})\.?"
     rf"|(?P<weekday>{_ALT_WEEKDAY})"
     rf"|(?P<month>{_ALT_MONTH})"
-    r")\b(?![,']?\s*\d)",
+    r")\b(?![,']?\s*\d|['’]s\b)",
     re.IGNORECASE,
 )
+_DIRECTION = {"last": -1, "past": -1, "this": 0, "next": 1, "coming": 1}
+_PAST = re.compile(
+    r"\b(?:was|were|went|did|had|got|made|took|saw|met|ran|gave|came|ago|last|yesterday|[a-z]{2,}ed)\b",
+    re.IGNORECASE,
+)
+_NOT_PAST = frozenset("need interested excited tired married scared bored worried used red bed".split())
 _FUTURE = re.compile(
     r"\b(?:will|'ll|’ll|going to|gonna|plan|planning|next|upcoming|soon|can't wait|looking forward"
     r"|hope to|want to|tomorrow|coming)\b",
     re.IGNORECASE,
 )
+
+
+def sentence_tense(text: str) -> int:
+    """+1 when the sentence speaks of the future, -1 of the past, 0 when it does not say."""
+    if _FUTURE.search(text):
+        return 1
+    past = (word.lower() for word in _PAST.findall(text))
+    return -1 if any(word not in _NOT_PAST for word in past) else 0
 
 
 def format_day(day: date) -> str:
@@ -106,9 +154,11 @@ def _day_words(word: str, ref: date) -> tuple[str, str]:
     return format_day(day), f"on {format_day(day)}"
 
 
-def _ago(count: str, unit: str, ref: date) -> tuple[str, str]:
+def _ago(count: str, unit: str, ref: date) -> tuple[str, str] | None:
     n = int(count) if count.isdigit() else _COUNTS[count.lower()]
     unit = unit.lower()
+    if n > MAX_AGO:
+        return None  # "100000 days ago" is no date anyone means (and would overflow)
     if unit == "day":
         day = ref - timedelta(days=n)
         return format_day(day), f"around {format_day(day)}"
@@ -144,28 +194,32 @@ def _season(which: str, name: str, ref: date) -> tuple[str, str]:
     return label, f"in {label}"
 
 
-def _named_month(which: str, month: int, ref: date, future: bool) -> tuple[str, str]:
+def _named_month(which: str, month: int, ref: date, tense: int) -> tuple[str, str]:
+    """A month name: `which` (last/next/this) decides, else the tense, else the nearest such month."""
+    direction = _DIRECTION.get(which, tense)
     year = ref.year
-    if which in ("last", "past") or (which == "" and not future):
-        year -= 1 if month > ref.month or (which and month == ref.month) else 0
-    elif which in ("next", "coming") or (which == "" and future):
-        year += 1 if month < ref.month or (which and month == ref.month) else 0
+    if direction < 0 and (month > ref.month or (which and month == ref.month)):
+        year -= 1
+    elif direction > 0 and (month < ref.month or (which and month == ref.month)):
+        year += 1
+    elif direction == 0 and not which and abs(month - ref.month) > 6:
+        year += 1 if month < ref.month else -1
     label = _month_name(year, month)
     return label, f"in {label}"
 
 
-def _named_weekday(which: str, weekday: int, ref: date, future: bool) -> tuple[str, str]:
+def _named_weekday(which: str, weekday: int, ref: date, tense: int) -> tuple[str, str]:
+    """A weekday: `which` decides, else the tense, else the coming one ("the party is on Friday")."""
     if which == "this":
         day = ref if ref.weekday() == weekday else _weekday_near(ref, weekday, 1)
     else:
-        ahead = which in ("next", "coming") or (which == "" and future)
-        day = _weekday_near(ref, weekday, 1 if ahead else -1)
+        day = _weekday_near(ref, weekday, -1 if _DIRECTION.get(which, tense) < 0 else 1)
     label = f"{WEEKDAYS[weekday].title()} {format_day(day)}"
     return label, f"on {label}"
 
 
-def _which_unit(which: str, unit: str, ref: date, future: bool) -> tuple[str, str]:
-    step = {"last": -1, "past": -1, "this": 0, "next": 1, "coming": 1}[which]
+def _which_unit(which: str, unit: str, ref: date, tense: int) -> tuple[str, str]:
+    step = _DIRECTION[which]
     if unit == "week":
         label = {-1: "the week before", 0: "the week of", 1: "the week after"}[step] + f" {format_day(ref)}"
         return label, label
@@ -178,12 +232,13 @@ def _which_unit(which: str, unit: str, ref: date, future: bool) -> tuple[str, st
         return str(ref.year + step), f"in {ref.year + step}"
     if unit in _SEASONS:
         return _season(which, unit, ref)
-    if unit in WEEKDAYS:
-        return _named_weekday(which, WEEKDAYS.index(unit), ref, future)
-    return _named_month(which, MONTHS.index(unit) + 1, ref, future)
+    if unit in MONTHS:
+        return _named_month(which, MONTHS.index(unit) + 1, ref, tense)
+    weekday = next(i for i, name in enumerate(WEEKDAYS) if name.startswith(unit))
+    return _named_weekday(which, weekday, ref, tense)
 
 
-def _when(match: re.Match[str], ref: date, future: bool) -> tuple[str, str] | None:
+def _when(match: re.Match[str], ref: date, tense: int) -> tuple[str, str] | None:
     """(bare, phrase) for one relative expression, or None to leave it as written."""
     groups = match.groupdict()
     if groups["day"]:
@@ -191,25 +246,30 @@ def _when(match: re.Match[str], ref: date, future: bool) -> tuple[str, str] | No
     if groups["count"]:
         return _ago(groups["count"], groups["ago"], ref)
     if groups["which"]:
-        return _which_unit(groups["which"].lower(), groups["unit"].lower(), ref, future)
+        unit = groups["unit"]
+        if unit.islower() and unit in _SHORT_DAYS:
+            return None  # "this sun", "last sat": words, not days
+        return _which_unit(groups["which"].lower(), groups["unit"].lower(), ref, tense)
+    if groups["prep"] is None:
+        return None  # a bare weekday or month is often not a date ("Sunday school", "may")
     if groups["weekday"]:
-        return _named_weekday("", WEEKDAYS.index(groups["weekday"].lower()), ref, future)
+        return _named_weekday("", WEEKDAYS.index(groups["weekday"].lower()), ref, tense)
     name = groups["month"] or ""
-    if groups["prep"] is None or name == name.lower():  # "may"/"march" alone are verbs
+    if name == name.lower():  # "in may", "in march": too likely to be verbs
         return None
-    return _named_month("", MONTHS.index(name.lower()) + 1, ref, future)
+    return _named_month("", MONTHS.index(name.lower()) + 1, ref, tense)
 
 
 def resolve_dates(text: str, timestamp: float) -> tuple[str, list[str]]:
     """Remove relative date expressions from `text` and return them as absolute phrases."""
-    if timestamp <= 0:
+    ref = utc_date(timestamp)
+    if ref is None:
         return text, []
-    ref = datetime.fromtimestamp(timestamp, UTC).date()
-    future = bool(_FUTURE.search(text))
+    tense = sentence_tense(text)
     phrases: list[str] = []
 
     def replace(match: re.Match[str]) -> str:
-        resolved = _when(match, ref, future)
+        resolved = _when(match, ref, tense)
         if resolved is None:
             return match.group(0)
         bare, phrase = resolved
@@ -258,11 +318,12 @@ _REACTION = re.compile(
     r"|nice|great|awesome|sweet|fun)|i'?m (?:so |really )?(?:glad|happy|sorry|proud)|love (?:that|it|this)"
     r"|(?:really |so )?(?:cool|great|awesome|nice|amazing|wonderful|lovely|beautiful)\b|no worries"
     r"|you'?re welcome|any time|anytime|hope (?:you|it|that)|can'?t wait to (?:see|hear)"
-    r"|keep (?:it up|going))",
+    r"|keep (?:it up|going)|long time no)",
     re.IGNORECASE,
 )
 _SECOND_PERSON = re.compile(r"^(?:you|your|you'?re|you’re|you'?ve|you'?d|you'?ll|u|ur)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"^(?:I|my|me and)\b", re.IGNORECASE)
+_PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
 _STOPWORDS = frozenset(
     "the a an and or but so of to in on at for with from by about as is are was were be been being am "
@@ -270,15 +331,17 @@ _STOPWORDS = frozenset(
     "i'll i'd me my mine we our us you your yours he she him her his they them their just really very "
     "too also so then than now well yeah yes no not dont don't can can't could would should will shall "
     "do does did done have has had get got gonna wanna like some any all more most much many lot lots "
-    "thing things stuff way oh hey hi wow cool great good nice awesome amazing love totally kinda sure "
+    "thing things stuff way oh hey hi wow cool great good nice awesome amazing totally kinda sure "
     "one ever even still again always never sometimes".split()
 )
 MIN_WORDS = 4
-PERSONAL_MIN_CONTENT = 1
+_VOCATIVE_START = re.compile(r"^(?P<name>[A-Z][a-z]+)\s*[,!.:]+\s*")
+_VOCATIVE_END = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[.!?,]|$)")
+PERSONAL_MIN_CONTENT = 2
 PLAIN_MIN_CONTENT = 3
 _DROPPED_SUBJECT = re.compile(
     r"^(?:gonna|going|planning|hoping|thinking|trying|working|heading|been|went|got|had|started"
-    r"|finished|loved|just|can't wait|can’t wait)\b",
+    r"|finished|loved|just|lost|moved|bought|made|took|tried|visited|signed|joined|can't wait|can’t wait)\b",
     re.IGNORECASE,
 )
 
@@ -302,11 +365,15 @@ def strip_lead(sentence: str, names: Sequence[str]) -> str:
     while previous != sentence:
         previous = sentence
         sentence = _LEAD.sub("", sentence).strip()
-        for name in names:
-            sentence = re.sub(rf"^{re.escape(name)}\s*[,!.:]+\s*", "", sentence)
-    for name in names:
-        sentence = re.sub(rf",\s*{re.escape(name)}(?=\s*[.!?,]|$)", "", sentence)
-    return sentence.strip()
+        sentence = _VOCATIVE_START.sub(lambda m: _unless_name(m, names), sentence)
+    return _VOCATIVE_END.sub(lambda m: _unless_name(m, names), sentence).strip()
+
+
+def _unless_name(match: re.Match[str], names: Sequence[str]) -> str:
+    """'' when the matched word is a speaker's name or its short form ('Mel' for Melanie)."""
+    word = match.group("name").lower()
+    is_name = len(word) >= 3 and any(name.lower().startswith(word) for name in names)
+    return "" if is_name else match.group(0)
 
 
 def is_informative(sentence: str, signals: Sequence[str]) -> bool:
@@ -361,7 +428,12 @@ _KEEP_VERB = frozenset(
     "knew taught brought caught sold sent spent stood understood held paid sat slept spoke drove ate "
     "drank swam sang flew grew threw drew wore hid rode broke chose forgot froze woke fell led lent "
     "meant put quit set shut let cut hit hurt cost beat bit fought overcame rang rose shook shot "
-    "stole stuck struck swore swept swung tore wept withdrew and or but too as if when".split()
+    "stole stuck struck swore swept swung tore wept withdrew and or but too as if when blown known shown "
+    "grown thrown drawn flown been done gone seen taken given driven written eaten fallen forgotten "
+    "gotten hidden ridden risen spoken stolen woken broken chosen frozen sworn torn worn begun sung".split()
+)
+_PRESENT_ED = frozenset(
+    "need feed bleed breed proceed succeed exceed speed weed seed heed embed shed wed bed".split()
 )
 _NOT_ADVERB_LY = frozenset({"apply", "reply", "rely", "supply", "multiply", "comply", "imply", "fly"})
 
@@ -371,7 +443,7 @@ def third_person(verb: str) -> str:
     low = verb.lower()
     if low in _IRREGULAR_THIRD:
         return _IRREGULAR_THIRD[low]
-    if low in _KEEP_VERB or low.endswith("ed") or not low.isalpha():
+    if low in _KEEP_VERB or (low.endswith("ed") and low not in _PRESENT_ED) or not low.isalpha():
         return verb
     if low.endswith("ly") and low not in _NOT_ADVERB_LY:
         return verb
@@ -423,7 +495,7 @@ _BASE_IMPORTANCE: dict[Kind, int] = {
 }
 _IMPERATIVE = re.compile(
     r"^(?:please\s+)?(?:always|never|don'?t ever|do not ever|from now on|remember (?:that|to)|make sure"
-    r"|call me|answer|reply|respond|write|use|avoid|stop|keep|only)\b",
+    r"|call me|answer|reply|respond|write|use|avoid)\b",
     re.IGNORECASE,
 )
 _SIGNAL_KINDS: tuple[tuple[str, Kind], ...] = (
@@ -448,14 +520,14 @@ def classify(sentence: str, signals: Sequence[str]) -> Kind:
     return "fact"
 
 
-def importance(kind: Kind, signals: Sequence[str], dated: bool, attributed: bool) -> int:
-    """1–5: the kind's base, +1 for personal facts and dated events/plans, -1 for quoted remarks."""
+def importance(kind: Kind, signals: Sequence[str], dated: bool, impersonal: bool) -> int:
+    """1–5: the kind's base, +1 for personal facts and dated events/plans, -1 for impersonal remarks."""
     score = _BASE_IMPORTANCE[kind]
     if "self_statement" in signals:
         score += 1
     if dated and kind in ("event", "plan", "fact"):
         score += 1
-    if attributed:
+    if impersonal:
         score -= 1
     return max(1, min(5, score))
 
@@ -522,22 +594,27 @@ class RulesExtractor:
         found = photos
         question = context.question
         for sentence in split_sentences(text):
-            memory = self.from_sentence(sentence, context, question)
+            clean = restore_subject(strip_lead(sentence, context.names))
+            memory = self.from_sentence(sentence, clean, context, question)
             if memory is not None:
                 found.append(memory)
-                question = None  # only the first statement answers the question
+            if clean:
+                question = None  # only the first sentence past the greetings answers the question
         return found
 
     def from_sentence(
-        self, sentence: str, context: _TurnContext, question: Turn | None
+        self, sentence: str, clean: str, context: _TurnContext, question: Turn | None
     ) -> CandidateMemory | None:
-        """One memory from one sentence, or None when the sentence is not worth keeping."""
-        clean = restore_subject(strip_lead(sentence, context.names))
+        """One memory from one sentence (`clean`: lead-stripped), or None when not worth keeping."""
+        if REDACTED in clean:
+            return None  # a statement about a secret says nothing once the secret is gone
         if question is not None and _answers_briefly(sentence, clean):
-            return _answer_memory(clean or sentence, context.turn, question)
+            return _answer_memory(sentence, context.turn, question)
         signals = heuristic_signals(clean)
         if len(clean.split()) < self.min_words or not is_informative(clean, signals):
             return None
+        if context.turn.speaker == "Assistant" and not STRONG.keys() & set(signals):
+            return None  # an unnamed assistant's explanations are not memories; its promises are
         kind = classify(clean, signals)
         body, dates = resolve_dates(clean, context.turn.timestamp)
         statement, attributed = render_statement(body, kind, context.turn, context.other)
@@ -545,7 +622,7 @@ class RulesExtractor:
         return CandidateMemory(
             content=finish(statement, dates),
             kind=kind,
-            importance=importance(kind, signals, bool(dates), attributed),
+            importance=importance(kind, signals, bool(dates), attributed and not _PERSONAL.search(body)),
             tags=list(signals),
             turn_ids=[*cited, context.turn.id],
             valid_from=context.turn.timestamp,
@@ -593,9 +670,10 @@ def _answers_briefly(sentence: str, clean: str) -> bool:
 def _answer_memory(answer: str, turn: Turn, question: Turn) -> CandidateMemory:
     asked = _last_question(question.text)
     signals = heuristic_signals(f"{asked} {answer}")
+    kind = classify(answer, signals)
     return CandidateMemory(
         content=finish(f'{question.speaker} asked "{asked}"; {turn.speaker}: {answer}', []),
-        kind="fact",
+        kind="fact" if kind == "instruction" else kind,
         importance=2,
         tags=["answer", *signals],
         turn_ids=[question.id, turn.id],
@@ -636,12 +714,13 @@ def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemor
 
 def episode_memory(chunk: Chunk) -> CandidateMemory:
     """The whole chunk as one `episode`: 'Speaker: text' lines under a date header, citing every turn."""
-    stamps = [turn.timestamp for turn in chunk.turns if turn.timestamp > 0]
-    days = sorted({format_day(datetime.fromtimestamp(stamp, UTC).date()) for stamp in stamps})
-    header = "Conversation" + (f" on {days[0]}" if len(days) == 1 else "")
-    if len(days) > 1:
-        first, last = min(stamps), max(stamps)
-        header += f" from {_day_of(first)} to {_day_of(last)}"
+    stamps = [turn.timestamp for turn in chunk.turns if utc_date(turn.timestamp)]
+    days = sorted({day for day in map(utc_date, stamps) if day})
+    header = "Conversation"
+    if len(days) == 1:
+        header += f" on {format_day(days[0])}"
+    elif days:
+        header += f" from {format_day(days[0])} to {format_day(days[-1])}"
     lines = [f"{turn.speaker}: {' '.join(turn.text.split())}" for turn in chunk.turns]
     return CandidateMemory(
         content="\n".join([header + ":", *lines]),
@@ -651,7 +730,3 @@ def episode_memory(chunk: Chunk) -> CandidateMemory:
         turn_ids=[turn.id for turn in chunk.turns],
         valid_from=min(stamps) if stamps else 0.0,
     )
-
-
-def _day_of(timestamp: float) -> str:
-    return format_day(datetime.fromtimestamp(timestamp, UTC).date())

@@ -19,6 +19,13 @@ from __future__ import annotations
 
 import re
 
+__all__ = [
+    "REDACTED",
+    "redact_secrets",
+    "remove_private",
+    "scrub",
+]
+
 REDACTED = "[REDACTED]"
 
 _PRIVATE_SPAN = re.compile(r"<private\b[^>]*>.*?</private\s*>", re.IGNORECASE | re.DOTALL)
@@ -49,7 +56,8 @@ _SECRET_KEY = (
     r"|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token)"
 )
 # Labelled secrets: group 1 is the label to keep, group 2 the value to replace.
-_KEY_VALUE = re.compile(rf"(\b{_SECRET_KEY}[\"']?\s*[:=]\s*)({_VALUE})", re.IGNORECASE)
+# The key may carry a prefix: DB_PASSWORD=…, mysql-root-password: …
+_KEY_VALUE = re.compile(rf"(\b(?:[A-Za-z0-9]+[_-])*{_SECRET_KEY}[\"']?\s*[:=]\s*)({_VALUE})", re.IGNORECASE)
 _LABELLED: tuple[re.Pattern[str], ...] = (
     re.compile(r"(\bbearer\s+)((?=[A-Za-z0-9._~+/-]*[0-9._~+/-])[A-Za-z0-9._~+/-]{12,}=*)", re.IGNORECASE),
     re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(?=@)", re.IGNORECASE),

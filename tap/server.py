@@ -21,8 +21,10 @@ from proxy.app import make_app
 from proxy.context import ProxyContext
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
 from tap.app import Runtime, open_runtime
+from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig
 from tap.metrics import Metrics
+from tap.tasks import running_tasks
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
@@ -36,14 +38,17 @@ def tap_version() -> str:
         return "0+unknown"
 
 
-def build_context(rt: Runtime, token: str) -> ProxyContext:
+def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
     """The ProxyContext for a runtime."""
+    metrics = Metrics()
+    metrics.sections["capture"] = capture.status
     return ProxyContext(
         config=rt.loaded.config,
         memories=rt.memories,
         recall=rt.recall,
-        metrics=Metrics(),
+        metrics=metrics,
         admin_token=token,
+        capture=capture,
         version=tap_version(),
         store_location=rt.store.where,
         embedder_id=rt.embedder.model_id,
@@ -53,7 +58,8 @@ def build_context(rt: Runtime, token: str) -> ProxyContext:
 async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) -> None:
     """Run the app on host:port until `stop` is set."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
-    ctx = build_context(rt, token)
+    turn_log = TurnLog(rt.loaded.data_dir / "turnlog.db")
+    ctx = build_context(rt, token, Capture(turn_log))
     app = make_app(ctx)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
     await runner.setup()
@@ -69,6 +75,15 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     finally:
         clear_server_info(rt.loaded.data_dir)
         await runner.cleanup()
+        await _drain_background_tasks()
+        turn_log.close()
+
+
+async def _drain_background_tasks() -> None:
+    """Let captures started by the last requests finish (bounded wait)."""
+    pending = running_tasks()
+    if pending:
+        await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
 
 
 def _format_host(host: str) -> str:
@@ -95,7 +110,9 @@ def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | Non
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rt = open_runtime(loaded)
     try:
-        asyncio.run(_main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port))
+        asyncio.run(
+            _main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port)
+        )
     finally:
         rt.close()
         print("tap: stopped", file=sys.stderr, flush=True)

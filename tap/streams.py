@@ -3,6 +3,9 @@
 The proxy forwards upstream bytes unchanged and feeds the same chunks here; `finish()` returns a
 `Reply`.  One parser per wire format: Anthropic SSE, OpenAI Chat Completions SSE, Ollama NDJSON
 (both /api/chat and /api/generate); `parse_response` does the same for non-streamed bodies.
+The module is one file in sections (lines/SSE, shared assembler, one section per format) because
+every format builds on the same line splitter and assembler; `stream_parser(name)` and
+`parse_response(name, body)` take the names of `tap.dialects.DIALECTS`.
 
 Invariants:
 - `feed` and `finish` never raise on bad input: an event that is not valid JSON, or has

@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 _running: set[asyncio.Task[Any]] = set()
 
@@ -22,7 +21,7 @@ def _done(task: asyncio.Task[Any]) -> None:
         log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
 
-def create_task(coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
+def create_task[T](coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
     """Start `coro` as a named task that cannot be garbage-collected before it ends."""
     task = asyncio.create_task(coro, name=name)
     _running.add(task)

@@ -26,13 +26,20 @@ class ServeProcess:
         args = [sys.executable, "-m", "tap"]
         if self.config:
             args += ["--config", str(self.config)]
-        self.proc = subprocess.Popen([*args, "serve", "--port", "0"], env=self.env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [*args, "serve", "--port", "0"],
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + timeout
         info = self.home / "server.json"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}")
+                raise RuntimeError(
+                    f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}"
+                )
             if info.exists():
                 self.url = json.loads(info.read_text())["url"]
                 with urllib.request.urlopen(self.url + "/tap/health", timeout=5):

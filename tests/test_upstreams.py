@@ -6,6 +6,8 @@ the scripted failure modes (error status, hang, dropped connection) actually hap
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiohttp
 import anthropic
 import ollama
@@ -15,11 +17,11 @@ import pytest
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
 
 TEXT = "Bonjour ! Le café est prêt — 日本語のテキスト and emoji 🎉🙂👩\u200d💻. Let me check the weather.\n"
-USER = [{"role": "user", "content": "Quel temps fait-il à Zürich ?"}]
+USER: Any = [{"role": "user", "content": "Quel temps fait-il à Zürich ?"}]
 
 
-def anthropic_client(url: str, **kw: float) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=url, api_key="sk-test", max_retries=0, **kw)  # type: ignore[arg-type]
+def anthropic_client(url: str, **kw: Any) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=url, api_key="sk-test", max_retries=0, **kw)
 
 
 async def test_anthropic_sdk_streams_text_thinking_and_tool_use() -> None:
@@ -31,7 +33,9 @@ async def test_anthropic_sdk_streams_text_thinking_and_tool_use() -> None:
         await client.close()
     assert streamed == TEXT
     assert [b.type for b in final.content] == ["thinking", "text", "tool_use"]
-    assert final.content[2].input == {"location": "Zürich, CH", "unit": "celsius"}  # type: ignore[union-attr]
+    tool = final.content[2]
+    assert isinstance(tool, anthropic.types.ToolUseBlock)
+    assert tool.input == {"location": "Zürich, CH", "unit": "celsius"}
     assert final.usage.output_tokens == 89 and final.usage.cache_read_input_tokens == 2048
     assert final.stop_reason == "tool_use"
     (req,) = up.requests
@@ -44,8 +48,8 @@ async def test_anthropic_sdk_streams_text_thinking_and_tool_use() -> None:
 async def test_anthropic_sdk_non_streaming_count_tokens_and_models() -> None:
     async with FakeAnthropic() as up:
         client = anthropic_client(up.url)
-        message = await client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=USER)  # type: ignore[arg-type]
-        counted = await client.messages.count_tokens(model="claude-haiku-4-5", messages=USER)  # type: ignore[arg-type]
+        message = await client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=USER)
+        counted = await client.messages.count_tokens(model="claude-haiku-4-5", messages=USER)
         models = [m.id async for m in client.models.list()]
         await client.close()
     assert "".join(b.text for b in message.content if b.type == "text") == TEXT
@@ -59,12 +63,13 @@ async def test_anthropic_sdk_sees_scripted_error_status_and_mid_stream_error() -
         client = anthropic_client(up.url)
         up.next_response(status=529)
         with pytest.raises(anthropic.APIStatusError) as info:
-            await client.messages.create(model="m", max_tokens=8, messages=USER)  # type: ignore[arg-type]
+            await client.messages.create(model="m", max_tokens=8, messages=USER)
         assert info.value.status_code == 529
-        assert info.value.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
+        body: Any = info.value.body
+        assert body["error"]["type"] == "overloaded_error"
         up.next_response(transcript="anthropic_error.sse")
         with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
-            stream = await client.messages.create(model="m", max_tokens=8, messages=USER, stream=True)  # type: ignore[arg-type]
+            stream = await client.messages.create(model="m", max_tokens=8, messages=USER, stream=True)
             async for _ in stream:
                 pass
         await client.close()
@@ -75,7 +80,7 @@ async def test_hang_times_out_and_drop_truncates() -> None:
         client = anthropic_client(up.url, timeout=0.3)
         up.next_response(hang=True)
         with pytest.raises(anthropic.APITimeoutError):
-            await client.messages.create(model="m", max_tokens=8, messages=USER)  # type: ignore[arg-type]
+            await client.messages.create(model="m", max_tokens=8, messages=USER)
         await client.close()
         up.next_response(transcript="anthropic_stream.sse", drop_after=700)
         async with aiohttp.ClientSession() as session:
@@ -108,10 +113,13 @@ async def test_openai_sdk_streaming_and_not() -> None:
     async with FakeOpenAI() as up:
         client = openai.AsyncOpenAI(base_url=f"{up.url}/v1", api_key="sk-test", max_retries=0)
         stream = await client.chat.completions.create(
-            model="gpt-4o", messages=USER, stream=True, stream_options={"include_usage": True}  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=USER,
+            stream=True,
+            stream_options={"include_usage": True},
         )
         chunks = [c async for c in stream]
-        completion = await client.chat.completions.create(model="gpt-4o", messages=USER)  # type: ignore[arg-type]
+        completion = await client.chat.completions.create(model="gpt-4o", messages=USER)
         models = [m.id async for m in client.models.list()]
         await client.close()
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == TEXT
@@ -134,7 +142,7 @@ async def test_openai_sdk_raises_on_mid_stream_error() -> None:
         client = openai.AsyncOpenAI(base_url=f"{up.url}/v1", api_key="sk-test", max_retries=0)
         up.next_response(transcript="openai_error.sse")
         with pytest.raises(openai.APIError, match="server had an error"):
-            async for _ in await client.chat.completions.create(model="m", messages=USER, stream=True):  # type: ignore[arg-type]
+            async for _ in await client.chat.completions.create(model="m", messages=USER, stream=True):
                 pass
         await client.close()
 
@@ -144,8 +152,14 @@ async def test_ollama_client_chat_generate_and_list() -> None:
         client = ollama.AsyncClient(host=up.url)
         parts = [p async for p in await client.chat(model="qwen3:8b", messages=USER, stream=True)]
         whole = await client.chat(model="qwen3:8b", messages=USER, stream=False)
-        gen = "".join([p.response async for p in await client.generate(model="llama3.2", prompt="hi", stream=True)])
+        gen = "".join(
+            [
+                p.response or ""
+                async for p in await client.generate(model="llama3.2", prompt="hi", stream=True)
+            ]
+        )
         listed = await client.list()
+        await client.close()
     assert "".join(p.message.content or "" for p in parts) == TEXT
     assert parts[-1].done and parts[-1].eval_count == 282
     assert whole.message.content == TEXT
@@ -165,6 +179,7 @@ async def test_ollama_client_raises_on_error_line_and_status() -> None:
         up.next_response(status=404, body=b'{"error":"model \\"nope\\" not found, try pulling it first"}')
         with pytest.raises(ollama.ResponseError) as info:
             await client.chat(model="nope", messages=USER, stream=False)
+        await client.close()
     assert info.value.status_code == 404 and "not found" in info.value.error
 
 

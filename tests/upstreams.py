@@ -110,7 +110,7 @@ class FakeUpstream:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        app = web.Application(middlewares=[self._middleware])
+        app = web.Application(middlewares=[self._middleware], client_max_size=256 * 1024 * 1024)
         app.add_routes([*self.routes(), web.route("*", "/{tail:.*}", self._not_found)])
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -177,7 +177,9 @@ class FakeUpstream:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         body = await request.read()
         self.requests.append(
-            RecordedRequest(request.method, request.path, request.query_string, CIMultiDict(request.headers), body)
+            RecordedRequest(
+                request.method, request.path, request.query_string, CIMultiDict(request.headers), body
+            )
         )
         if self._queue:
             return await self.play(request, self._queue.popleft())
@@ -205,7 +207,9 @@ class FakeUpstream:
         await resp.prepare(request)
         return await self._write_body(request, resp, s)
 
-    async def _write_body(self, request: web.Request, resp: web.StreamResponse, s: Scripted) -> web.StreamResponse:
+    async def _write_body(
+        self, request: web.Request, resp: web.StreamResponse, s: Scripted
+    ) -> web.StreamResponse:
         limit = min(x for x in (s.drop_after, s.hang_after, len(s.body)) if x is not None)
         delay = self.delay if s.delay is None else s.delay
         for piece in chunks(s.body[:limit], s.chunk_sizes or self.chunk_sizes):
@@ -260,7 +264,9 @@ class FakeAnthropic(FakeUpstream):
         return await self.play(request, self.reply_file(name))
 
     async def count_tokens(self, request: web.Request) -> web.StreamResponse:
-        return await self.play(request, self.reply_json({"input_tokens": max(1, len(await request.read()) // 4)}))
+        return await self.play(
+            request, self.reply_json({"input_tokens": max(1, len(await request.read()) // 4)})
+        )
 
     async def models(self, request: web.Request) -> web.StreamResponse:
         model = {"type": "model", "id": "claude-sonnet-4-5-20250929", "display_name": "Claude Sonnet 4.5"}
@@ -322,7 +328,12 @@ class FakeOllama(FakeUpstream):
         return await self._answer(request, "ollama_generate")
 
     async def tags(self, request: web.Request) -> web.StreamResponse:
-        details = {"format": "gguf", "family": "llama", "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}
+        details = {
+            "format": "gguf",
+            "family": "llama",
+            "parameter_size": "3.2B",
+            "quantization_level": "Q4_K_M",
+        }
         model = {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189}
         model |= {"modified_at": "2026-10-01T12:00:00Z", "digest": "a80c4f17acd5", "details": details}
         return await self.play(request, self.reply_json({"models": [model]}))

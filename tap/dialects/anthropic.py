@@ -31,7 +31,6 @@ from tap.dialects.common import (
     nonblank,
     replace_message,
     require_block,
-    str_field,
 )
 
 _ERROR_TYPES = {
@@ -50,12 +49,6 @@ def error_type(status: int) -> str:
     """The Anthropic `error.type` for an HTTP status."""
     default = "invalid_request_error" if 400 <= status < 500 else "api_error"
     return _ERROR_TYPES.get(status, default)
-
-
-def only_tool_results(content: object) -> bool:
-    """True when a block list holds tool_result blocks and nothing else."""
-    blocks = as_list(content)
-    return bool(blocks) and all(str_field(as_dict(b), "type") == "tool_result" for b in blocks)
 
 
 def original_blocks(content: object) -> list[Any]:
@@ -84,11 +77,13 @@ class AnthropicMessages(JsonDialect):
     stream_default = False
 
     def latest_user_text(self, req: JsonObject) -> str | None:
-        """Text blocks of the last message when it is a human user turn (not only tool results)."""
+        """The text blocks of the last message when it is a user message.
+
+        A turn of only `tool_result` blocks (an agent loop, not a human) has no text block, so
+        it gives None, as do image-only turns and an assistant prefill at the end.
+        """
         found = last_message_if(req, "user")
-        if found is None or only_tool_results(found[1].get("content")):
-            return None
-        return nonblank(block_text(found[1].get("content")))
+        return None if found is None else nonblank(block_text(found[1].get("content")))
 
     def first_user_text(self, req: JsonObject) -> str | None:
         """The text of the first user message that has any."""

@@ -21,8 +21,15 @@ def _add(store: ChromaStore, embedder: Any, *texts: str, scope: str = "ann", **f
 
 def test_round_trip_keeps_every_field(store: ChromaStore, embedder: Any) -> None:
     memory = make_memory(
-        scope="ann", content="Ann moved to Lisbon", kind="event", importance=5, tags=["move", "city"],
-        source="proxy", conversation="c1", sources=["t1", "t2"], valid_from=1_700_000_000.0,
+        scope="ann",
+        content="Ann moved to Lisbon",
+        kind="event",
+        importance=5,
+        tags=["move", "city"],
+        source="proxy",
+        conversation="c1",
+        sources=["t1", "t2"],
+        valid_from=1_700_000_000.0,
     )
     memory.embedder = embedder.model_id
     store.add([memory], embedder.embed_documents([memory.content]))
@@ -80,21 +87,35 @@ def test_other_embedder_is_refused(store: ChromaStore, embedder: Any, isolated_h
     url = store.url
     store.close()
     with pytest.raises(StoreError, match="Refusing to mix vectors"):
-        ChromaStore(data_dir=isolated_home, url=url, collection=name, embedder_id="ollama:nomic", dimensions=768)
-    reopened = ChromaStore(data_dir=isolated_home, url=url, collection=name,
-                           embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+        ChromaStore(
+            data_dir=isolated_home, url=url, collection=name, embedder_id="ollama:nomic", dimensions=768
+        )
+    reopened = ChromaStore(
+        data_dir=isolated_home,
+        url=url,
+        collection=name,
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
     reopened.close()
 
 
-def test_lexical_index_is_rebuilt_when_out_of_step(store: ChromaStore, embedder: Any, isolated_home: Path) -> None:
+def test_lexical_index_is_rebuilt_when_out_of_step(
+    store: ChromaStore, embedder: Any, isolated_home: Path
+) -> None:
     (memory,) = _add(store, embedder, "Kubernetes cluster upgrade planned")
     name, url = store._col.name, store.url
     store.close()
     index = LexicalIndex(isolated_home / f"lexical-{name}.db")
     index.clear()
     index.close()
-    reopened = ChromaStore(data_dir=isolated_home, url=url, collection=name,
-                           embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+    reopened = ChromaStore(
+        data_dir=isolated_home,
+        url=url,
+        collection=name,
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
     try:
         assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
     finally:
@@ -102,12 +123,22 @@ def test_lexical_index_is_rebuilt_when_out_of_step(store: ChromaStore, embedder:
 
 
 def test_embedded_store_locks_the_data_dir(isolated_home: Path, embedder: Any) -> None:
-    first = ChromaStore(data_dir=isolated_home, url="", collection="locked",
-                        embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+    first = ChromaStore(
+        data_dir=isolated_home,
+        url="",
+        collection="locked",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
     try:
         with pytest.raises(StoreError, match="in use by another tap process"):
-            ChromaStore(data_dir=isolated_home, url="", collection="locked",
-                        embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+            ChromaStore(
+                data_dir=isolated_home,
+                url="",
+                collection="locked",
+                embedder_id=embedder.model_id,
+                dimensions=embedder.dimensions,
+            )
     finally:
         first.close()
 
@@ -116,5 +147,10 @@ def test_unreachable_server_is_a_store_error(isolated_home: Path, embedder: Any)
     from tests.chroma_server import free_port
 
     with pytest.raises(StoreError, match="connect failed"):
-        ChromaStore(data_dir=isolated_home, url=f"http://127.0.0.1:{free_port()}", collection="x-y-z",
-                    embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+        ChromaStore(
+            data_dir=isolated_home,
+            url=f"http://127.0.0.1:{free_port()}",
+            collection="x-y-z",
+            embedder_id=embedder.model_id,
+            dimensions=embedder.dimensions,
+        )

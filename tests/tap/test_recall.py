@@ -19,8 +19,13 @@ NOW = 1_800_000_000.0
 
 @pytest.fixture
 def engine(isolated_home: Path, embedder: Any) -> Any:
-    store = ChromaStore(data_dir=isolated_home, url="", collection="recall",
-                        embedder_id=embedder.model_id, dimensions=embedder.dimensions)
+    store = ChromaStore(
+        data_dir=isolated_home,
+        url="",
+        collection="recall",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
     yield RecallEngine(store, embedder, parse_config("").recall, now=lambda: NOW)
     store.close()
 

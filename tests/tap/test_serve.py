@@ -51,8 +51,11 @@ def test_cli_goes_through_the_running_server(served: ServeProcess) -> None:
     added = runner.invoke(main, ["memories", "add", "Ann keeps bees in Sintra", "--scope", "ann", "--json"])
     assert added.exit_code == 0, added.output
     memory_id = json.loads(added.stdout)["id"]
-    status, body = _call(served.url + "/tap/recall", served.token,
-                         json.dumps({"text": "Where are Ann's bees?", "scope": "ann"}).encode())
+    status, body = _call(
+        served.url + "/tap/recall",
+        served.token,
+        json.dumps({"text": "Where are Ann's bees?", "scope": "ann"}).encode(),
+    )
     assert status == 200 and body["memories"][0]["id"] == memory_id  # type: ignore[index]
     recalled = runner.invoke(main, ["recall", "bees", "--scope", "ann", "--json"])
     assert json.loads(recalled.stdout)["memories"][0]["id"] == memory_id

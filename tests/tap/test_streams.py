@@ -97,7 +97,11 @@ EXPECTED: dict[str, tuple[str, Reply]] = {
     ),
     "ollama_error.ndjson": (
         "ollama_chat",
-        Reply(text=PARTIAL, model="llama3.2", error="an error was encountered while running the model: unexpected EOF"),
+        Reply(
+            text=PARTIAL,
+            model="llama3.2",
+            error="an error was encountered while running the model: unexpected EOF",
+        ),
     ),
 }
 NAMES = sorted(EXPECTED)
@@ -190,7 +194,7 @@ def test_structurally_odd_events_are_skipped(dialect: str) -> None:
         b"data: []\n\n",
         b"data: null\n\n",
         b'data: {"type": 5, "index": "x", "delta": [], "choices": {"a": 1}, "message": "m"}\n\n',
-        b'data: {"type": "content_block_delta", "index": null, "delta": {"type": "text_delta", "text": 7}}\n\n',
+        b'data: {"type":"content_block_delta","index":null,"delta":{"type":"text_delta","text":7}}\n\n',
         b'data: {"choices": [null, 3, {"index": "0", "delta": null}], "usage": [1], "model": 9}\n\n',
         b'{"message": {"content": ["x"]}, "done": "yes", "prompt_eval_count": "many"}\n',
         b'{"message": null, "response": 12, "error": null}\n',
@@ -253,7 +257,11 @@ def test_anthropic_text_is_joined_in_block_index_order_and_skips_non_text() -> N
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "D"}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "A"}},
-        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{"}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": "{"},
+        },
         {"type": "content_block_delta", "index": 1, "delta": {"type": "thinking_delta", "thinking": "hm"}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "B"}},
         {"type": "content_block_delta", "index": 3, "delta": {"type": "citations_delta", "citation": {}}},
@@ -263,7 +271,10 @@ def test_anthropic_text_is_joined_in_block_index_order_and_skips_non_text() -> N
 
 def test_anthropic_usage_merges_message_start_with_cumulative_message_delta() -> None:
     data = anthropic_events(
-        {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 10, "output_tokens": 1}}},
+        {
+            "type": "message_start",
+            "message": {"model": "m", "usage": {"input_tokens": 10, "output_tokens": 1}},
+        },
         {"type": "message_delta", "delta": {"stop_reason": None}, "usage": {"output_tokens": 5}},
         {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 9}},
         {"type": "message_stop"},
@@ -291,7 +302,9 @@ def test_openai_error_may_be_a_plain_string() -> None:
 
 
 def test_ollama_last_line_without_newline_is_read_at_finish() -> None:
-    data = b'{"model":"m","response":"hi","done":false}\n{"model":"m","response":"!","done":true,"eval_count":2}'
+    data = (
+        b'{"model":"m","response":"hi","done":false}\n{"model":"m","response":"!","done":true,"eval_count":2}'
+    )
     reply = run("ollama_generate", [data])
     assert (reply.text, reply.complete, reply.usage["output_tokens"]) == ("hi!", True, 2)
 
@@ -324,8 +337,16 @@ def test_parse_response_agrees_with_the_stream(dialect: str, body_file: str, str
 @pytest.mark.parametrize(
     ("dialect", "body", "error"),
     [
-        ("anthropic", b'{"type":"error","error":{"type":"not_found_error","message":"model: x"}}', "model: x"),
-        ("openai", b'{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}', "Incorrect API key"),
+        (
+            "anthropic",
+            b'{"type":"error","error":{"type":"not_found_error","message":"model: x"}}',
+            "model: x",
+        ),
+        (
+            "openai",
+            b'{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}',
+            "Incorrect API key",
+        ),
         ("ollama_chat", b'{"error":"model \\"x\\" not found"}', 'model "x" not found'),
         ("ollama_generate", b'{"error":"boom"}', "boom"),
     ],

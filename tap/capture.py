@@ -1,0 +1,146 @@
+"""Capture: one completed exchange → the durable turn log → the ingestion entry point.
+
+The proxy (and the Telegram bridge, the mitmproxy addon) builds an `Exchange` once the response
+has ended — completely, with an upstream error, or because the client went away — and hands it
+to `Capture.record`, which runs in the background: the response to the client never waits for it.
+
+Invariants: the turn log (SQLite `turnlog.db` in the data dir) gets the exchange before ingestion
+sees it, so a crash between the two loses nothing that the log cannot replay; API keys are
+never part of an exchange; turn ids are stable for a retried request, so duplicate delivery is
+harmless downstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tap.records import IngestEvent, Message, Source
+
+log = logging.getLogger(__name__)
+
+Ingest = Callable[[IngestEvent], Awaitable[int]]
+
+
+class Exchange(msgspec.Struct, kw_only=True):
+    """One request/response pair as the proxy saw it."""
+
+    scope: str
+    conversation: str
+    source: Source = "proxy"
+    dialect: str
+    model: str = ""
+    user_turn_id: str
+    user_text: str
+    reply_text: str = ""
+    usage: dict[str, int] = msgspec.field(default_factory=dict)
+    status: int = 0
+    complete: bool = False
+    error: str = ""
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+    def to_event(self) -> IngestEvent:
+        """The ingestion event: the user turn and, when there is one, the assistant reply."""
+        messages = [
+            Message(role="user", content=self.user_text, id=self.user_turn_id, timestamp=self.started_at)
+        ]
+        if self.reply_text.strip():
+            messages.append(
+                Message(
+                    role="assistant",
+                    content=self.reply_text,
+                    id=self.user_turn_id.replace("u-", "a-", 1),
+                    timestamp=self.finished_at,
+                )
+            )
+        return IngestEvent(
+            scope=self.scope, conversation=self.conversation, source=self.source, messages=messages
+        )
+
+
+class TurnLog:
+    """Append-only SQLite log of captured exchanges (thread-safe)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+            "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, "
+            "record BLOB NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS exchanges_conv ON exchanges (scope, conversation)")
+
+    def append(self, exchange: Exchange) -> int:
+        """Store the exchange durably; returns its sequence number."""
+        with self._lock:
+            cur = self._db.execute(
+                "INSERT INTO exchanges (scope, conversation, user_turn_id, recorded_at, record) VALUES (?,?,?,?,?)",
+                (
+                    exchange.scope,
+                    exchange.conversation,
+                    exchange.user_turn_id,
+                    time.time(),
+                    msgspec.json.encode(exchange),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def recent(self, limit: int = 50, *, scope: str | None = None) -> list[Exchange]:
+        """The latest exchanges, newest first."""
+        query = (
+            "SELECT record FROM exchanges"
+            + (" WHERE scope = ?" if scope else "")
+            + " ORDER BY seq DESC LIMIT ?"
+        )
+        params: tuple[Any, ...] = (scope, limit) if scope else (limit,)
+        with self._lock:
+            rows = self._db.execute(query, params).fetchall()
+        return [msgspec.json.decode(row[0], type=Exchange) for row in rows]
+
+    def count(self) -> int:
+        """How many exchanges were captured."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM exchanges").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+
+class Capture:
+    """Records exchanges in the turn log and hands them to ingestion, off the hot path."""
+
+    def __init__(self, turn_log: TurnLog, ingest: Ingest | None = None) -> None:
+        self.turn_log = turn_log
+        self._ingest = ingest
+        self.captured = 0
+        self.failed = 0
+
+    async def record(self, exchange: Exchange) -> None:
+        """Log the exchange, then ingest it; failures are logged and counted, never raised."""
+        try:
+            await asyncio.to_thread(self.turn_log.append, exchange)
+            self.captured += 1
+            if self._ingest is not None and exchange.user_text.strip():
+                await self._ingest(exchange.to_event())
+        except Exception:
+            self.failed += 1
+            log.exception("capture of an exchange in conversation %s failed", exchange.conversation)
+
+    def status(self) -> dict[str, int]:
+        """Counters for /tap/status."""
+        return {"captured": self.captured, "failed": self.failed}

@@ -1,0 +1,248 @@
+"""The Anthropic provider: gate, extraction and reconcile over the Messages API (`anthropic` SDK).
+
+The gate runs on `[extract] gate_model` (Haiku by default), extraction and reconcile on
+`[extract] model` (Sonnet). Every call forces one tool (`tool_choice={"type": "tool", ...}`:
+`gate_verdict`, `record_memories`, `reconcile_memories`) whose `input` is the structured answer,
+validated strictly by tap.providers.schema. No `temperature` is sent (newer models reject
+non-default sampling parameters) and no `strict` tool mode (its schema subset lacks the bounds used
+here); the validation below is what tap relies on.
+
+Invariants:
+- the SDK never retries (`max_retries=0`): tap's durable queue owns retries and backoff;
+- every failure is a `ProviderCallError`: 408/409/429/5xx/overloaded, connection errors and
+  timeouts are retryable (with `retry_after` from `retry-after-ms`/`retry-after` when sent); other
+  4xx (400/401/403/404/413/...), a refusal, running out of `max_tokens` and a missing API key are
+  not; a tool input that fails validation is retryable and carries the call's `usage`;
+- the API key is read from the env var `[extract] api_key_env` names (or passed in), handed to the
+  SDK only, and redacted from every error message; a missing key fails each call, not startup,
+  so the proxy keeps serving while extraction reports the problem.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anthropic
+from anthropic.types import Message
+
+from tap.chunker import Chunk
+from tap.config import ExtractConfig, read_secret
+from tap.providers.base import Decision, GateVerdict, ProviderCallError, Usage
+from tap.providers.prompts import (
+    EXTRACT_SYSTEM,
+    GATE_SYSTEM,
+    RECONCILE_SYSTEM,
+    extract_message,
+    gate_message,
+    reconcile_message,
+)
+from tap.providers.schema import (
+    decisions_schema,
+    gate_schema,
+    memories_schema,
+    parse_decisions,
+    parse_gate,
+    parse_memories,
+)
+from tap.records import Memory
+from tap.rules import CandidateMemory
+
+__all__ = ["AnthropicProvider", "parse_retry_after"]
+
+GATE_MAX_TOKENS = 300
+EXTRACT_MAX_TOKENS = 4096
+RECONCILE_MAX_TOKENS = 4096
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_FINAL_STOPS = {
+    "max_tokens": "ran out of max_tokens before finishing the answer",
+    "refusal": "refused to answer",
+    "model_context_window_exceeded": "ran out of context window",
+}
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms`, else `retry-after` (seconds or an HTTP date)."""
+    try:
+        return max(0.0, float(headers["retry-after-ms"]) / 1000)
+    except (KeyError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    when = email.utils.parsedate_tz(value)
+    return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+
+
+class AnthropicProvider:
+    """`LLMProvider` over Claude: Haiku gates, Sonnet extracts and reconciles."""
+
+    def __init__(self, cfg: ExtractConfig, *, api_key: str | None = None) -> None:
+        self._cfg = cfg
+        key = api_key if api_key is not None else read_secret(cfg.api_key_env)
+        self._client: anthropic.Anthropic | None = None
+        if key:
+            self._client = anthropic.Anthropic(
+                api_key=key, base_url=cfg.anthropic_url, timeout=cfg.timeout_s, max_retries=0
+            )
+
+    def gate(self, chunk_text: str) -> tuple[GateVerdict, Usage]:
+        """Haiku's verdict on whether the rendered chunk holds anything worth remembering."""
+        raw, usage = self._call(
+            model=self._cfg.gate_model,
+            system=GATE_SYSTEM,
+            message=gate_message(chunk_text),
+            tool=("gate_verdict", "Record whether the excerpt is worth remembering.", gate_schema()),
+            max_tokens=GATE_MAX_TOKENS,
+        )
+        return self._validated("gate_verdict", usage, lambda: parse_gate(raw)), usage
+
+    def extract(self, chunk: Chunk, existing: list[Memory]) -> tuple[list[CandidateMemory], Usage]:
+        """Sonnet's memories from the chunk, each citing turns of the chunk."""
+        schema = memories_schema([turn.id for turn in chunk.turns])
+        raw, usage = self._call(
+            model=self._cfg.model,
+            system=EXTRACT_SYSTEM,
+            message=extract_message(chunk, existing),
+            tool=("record_memories", "Record the memories extracted from the excerpt.", schema),
+            max_tokens=EXTRACT_MAX_TOKENS,
+        )
+        return self._validated("record_memories", usage, lambda: parse_memories(raw, chunk)), usage
+
+    def reconcile(
+        self, candidates: list[CandidateMemory], similar: list[list[Memory]]
+    ) -> tuple[list[Decision], Usage]:
+        """Sonnet's add/update/supersede/noop for every candidate, in one call."""
+        if len(similar) != len(candidates):
+            raise ValueError(f"{len(candidates)} candidates but {len(similar)} similar lists")
+        ids = list(dict.fromkeys(memory.id for group in similar for memory in group))
+        raw, usage = self._call(
+            model=self._cfg.model,
+            system=RECONCILE_SYSTEM,
+            message=reconcile_message(candidates, similar),
+            tool=(
+                "reconcile_memories",
+                "Record one decision per candidate memory.",
+                decisions_schema(len(candidates), ids),
+            ),
+            max_tokens=RECONCILE_MAX_TOKENS,
+        )
+        decisions = self._validated(
+            "reconcile_memories", usage, lambda: parse_decisions(raw, candidates, similar)
+        )
+        return decisions, usage
+
+    # --- one call --------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        *,
+        model: str,
+        system: str,
+        message: str,
+        tool: tuple[str, str, dict[str, Any]],
+        max_tokens: int,
+    ) -> tuple[dict[str, object], Usage]:
+        """Send one forced-tool request; the tool's input and the call's usage."""
+        name, description, schema = tool
+        client = self._require_client()
+        try:
+            response = client.messages.create(
+                model=model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": message}],
+                tools=[{"name": name, "description": description, "input_schema": schema}],
+                tool_choice={"type": "tool", "name": name},
+            )
+        except anthropic.APIError as exc:
+            raise self._translate(exc, model) from exc
+        usage = _usage(response, model)
+        return self._tool_input(response, name, usage), usage
+
+    def _require_client(self) -> anthropic.Anthropic:
+        if self._client is None:
+            env = self._cfg.api_key_env
+            raise ProviderCallError(
+                f"no Anthropic API key: environment variable {env} is not set "
+                "(its name comes from [extract] api_key_env)",
+                retryable=False,
+            )
+        return self._client
+
+    def _tool_input(self, response: Message, name: str, usage: Usage) -> dict[str, object]:
+        """The forced tool's input; errors for truncated, refused or tool-less answers."""
+        stop = response.stop_reason or ""
+        if stop in _FINAL_STOPS:
+            raise ProviderCallError(
+                f"{self._where(usage.model)} {_FINAL_STOPS[stop]}", retryable=False, usage=usage
+            )
+        for block in response.content:
+            if block.type == "tool_use" and block.name == name:
+                return block.input
+        raise ProviderCallError(
+            f"{self._where(usage.model)} answered without a {name} tool call (stop_reason {stop or 'none'})",
+            retryable=True,
+            usage=usage,
+        )
+
+    def _validated[T](self, name: str, usage: Usage, parse: Callable[[], T]) -> T:
+        """Run a parser over the tool input; a ValueError becomes a retryable ProviderCallError."""
+        try:
+            return parse()
+        except ValueError as exc:
+            reason = self._redact(str(exc))
+            raise ProviderCallError(
+                f"{self._where(usage.model)} returned an invalid {name} input: {reason}",
+                retryable=True,
+                usage=usage,
+            ) from exc
+
+    # --- errors ----------------------------------------------------------------------------------
+
+    def _translate(self, exc: anthropic.APIError, model: str) -> ProviderCallError:
+        """The SDK's error as a ProviderCallError (retryable or not, with the server's retry hint)."""
+        where = self._where(model)
+        if isinstance(exc, anthropic.APITimeoutError):
+            return ProviderCallError(f"{where} timed out after {self._cfg.timeout_s:g}s", retryable=True)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return ProviderCallError(f"{where} is not reachable: {self._redact(str(exc))}", retryable=True)
+        if not isinstance(exc, anthropic.APIStatusError):
+            return ProviderCallError(f"{where} failed: {self._redact(str(exc))}", retryable=True)
+        status = exc.status_code
+        kind = exc.type or "error"
+        retryable = status in _RETRYABLE_STATUS or status >= 500 or kind == "overloaded_error"
+        detail = f": {self._redact(exc.api_message)}" if exc.api_message else ""
+        hint = f" (check the key in ${self._cfg.api_key_env})" if status in (401, 403) else ""
+        return ProviderCallError(
+            f"{where} answered HTTP {status} {kind}{detail}{hint}",
+            retryable=retryable,
+            retry_after=parse_retry_after(exc.response.headers) if retryable else None,
+        )
+
+    def _where(self, model: str) -> str:
+        return f"Anthropic API at {self._cfg.anthropic_url} (model {model})"
+
+    def _redact(self, text: str) -> str:
+        """Text with the API key blanked out, should a server or library ever echo it."""
+        key = self._client.api_key if self._client is not None else None
+        return text.replace(key, "[redacted]") if key else text
+
+
+def _usage(response: Message, model: str) -> Usage:
+    """Tokens of one response (cache fields are absent when caching was not involved)."""
+    usage = response.usage
+    return Usage(
+        provider="anthropic",
+        model=response.model or model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )

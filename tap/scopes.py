@@ -1,0 +1,66 @@
+"""Whose memories a request may read and write (DESIGN.md §7), and which conversation it is in.
+
+- `x-tap-scope` names the scope, else "default";
+- with `[proxy] scope_by_api_key = true` the scope is a fingerprint of the client's API key and
+  the header is ignored, so in a shared deployment no client can name another's scope; the key
+  itself is never stored, only a salted-free SHA-256 prefix that cannot be reversed into it;
+- `x-tap-conversation` names the conversation, else it is derived from the scope and the first
+  user message (stable for every turn of a chat, different across chats).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+
+DEFAULT_SCOPE = "default"
+_VALID = re.compile(r"^[A-Za-z0-9._:@/-]{1,128}$")
+
+
+def _digest(*parts: str, size: int = 16) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:size]
+
+
+def api_key_of(headers: Mapping[str, str]) -> str:
+    """The client's API key from `x-api-key` or `Authorization: Bearer …` ("" when absent)."""
+    key = headers.get("x-api-key", "").strip()
+    if key:
+        return key
+    auth = headers.get("authorization", "").strip()
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else auth
+
+
+def key_fingerprint(key: str) -> str:
+    """A scope name derived from an API key (the key cannot be recovered from it)."""
+    return "key-" + _digest("tap-scope", key)
+
+
+def resolve_scope(headers: Mapping[str, str], *, by_api_key: bool) -> str:
+    """The scope of a request; ValueError for a malformed `x-tap-scope`."""
+    if by_api_key:
+        key = api_key_of(headers)
+        return key_fingerprint(key) if key else "anonymous"
+    scope = headers.get("x-tap-scope", "").strip()
+    if not scope:
+        return DEFAULT_SCOPE
+    if not _VALID.match(scope):
+        raise ValueError("x-tap-scope must be 1-128 characters of A-Z a-z 0-9 . _ : @ / -")
+    return scope
+
+
+def resolve_conversation(headers: Mapping[str, str], scope: str, first_user_text: str | None) -> str:
+    """The conversation id: the header, else a hash of scope and first user message."""
+    given = headers.get("x-tap-conversation", "").strip()
+    if given:
+        return given[:200]
+    return "c-" + _digest(scope, first_user_text or "")
+
+
+def turn_key(conversation: str, position: int, text: str) -> str:
+    """A stable id for one user turn (same on a retry, different for a later turn)."""
+    return "u-" + _digest(conversation, str(position), text)

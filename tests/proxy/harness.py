@@ -1,0 +1,81 @@
+"""A real tap app (real store, embedder, capture) on 127.0.0.1:0 in front of fake upstreams."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import web
+
+from proxy.app import make_app
+from tap.app import Runtime, open_runtime
+from tap.capture import Capture, TurnLog
+from tap.config import LoadedConfig, parse_config
+from tap.records import IngestEvent
+from tap.server import build_context
+from tap.tasks import running_tasks
+
+
+class TapProxy:
+    """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories."""
+
+    def __init__(
+        self, home: Path, *, extra_toml: str = "", read_timeout: float = 3.0, **upstreams: str
+    ) -> None:
+        lines = [
+            "[upstream]",
+            *(f'{name} = "{url}"' for name, url in upstreams.items()),
+            "connect_timeout_s = 2.0",
+            f"read_timeout_s = {read_timeout}",
+            extra_toml,
+        ]
+        self.config = parse_config("\n".join(lines))
+        self.home = home
+        self.events: list[IngestEvent] = []
+        self.url = ""
+        self.rt: Runtime | None = None
+        self._runner: web.AppRunner | None = None
+        self.turn_log: TurnLog | None = None
+
+    async def _ingest(self, event: IngestEvent) -> int:
+        self.events.append(event)
+        return len(event.messages)
+
+    async def __aenter__(self) -> Self:
+        self.rt = await asyncio.to_thread(
+            open_runtime, LoadedConfig(config=self.config, path=None, data_dir=self.home)
+        )
+        self.turn_log_path = self.home / "turnlog.db"
+        self.turn_log = TurnLog(self.turn_log_path)
+        ctx = build_context(self.rt, "test-token", Capture(self.turn_log, self._ingest))
+        self.ctx = ctx
+        self._runner = web.AppRunner(make_app(ctx), handle_signals=False, shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.settle()
+        if self.turn_log is not None:
+            self.turn_log.close()
+        if self.rt is not None:
+            self.rt.close()
+
+    async def settle(self) -> None:
+        """Wait (up to 5 s) for background captures to finish."""
+        pending = running_tasks()
+        if pending:
+            await asyncio.wait(pending, timeout=5.0)
+
+    def remember(self, text: str, scope: str = "default", **fields: Any) -> str:
+        """Store a memory directly and return its id."""
+        assert self.rt is not None
+        return self.rt.memories.add(scope=scope, content=text, **fields).id
