@@ -16,6 +16,7 @@ from aiohttp import web
 
 from proxy.context import ProxyContext, context_key
 from tap.errors import TapError
+from tap.ingest import parse_event
 from tap.records import KINDS
 from tap.views import memory_view, search_view
 
@@ -200,6 +201,19 @@ async def import_(request: web.Request) -> web.Response:
     return json_response(report)
 
 
+async def ingest(request: web.Request) -> web.Response:
+    """`{"scope", "conversation", "source", "messages": [...]}` → 202 with the new turns queued."""
+    ctx: ProxyContext = request.app[context_key]
+    if ctx.ingest is None:
+        return error(503, "ingestion is not available")
+    try:
+        event = parse_event(await request.read())
+    except ValueError as exc:
+        return error(400, str(exc))
+    queued = await ctx.ingest(event)
+    return json_response({"queued": queued, "messages": len(event.messages)}, 202)
+
+
 async def stats(request: web.Request) -> web.Response:
     """Counts by scope and kind and the store size."""
     ctx: ProxyContext = request.app[context_key]
@@ -235,5 +249,6 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_delete("/tap/memories/{memory_id}", delete_memory)
     app.router.add_get("/tap/export", export)
     app.router.add_post("/tap/import", import_)
+    app.router.add_post("/tap/ingest", ingest)
     app.router.add_get("/tap/stats", stats)
     app.router.add_get("/tap/status", status)

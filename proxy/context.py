@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ class ProxyContext:
     store_location: str = ""
     embedder_id: str = ""
     capture: Capture | None = None
-    ingest: Callable[[IngestEvent], Any] | None = None
+    ingest: Callable[[IngestEvent], Awaitable[int]] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     def status(self) -> dict[str, Any]:

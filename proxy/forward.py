@@ -92,9 +92,7 @@ async def forward(
         )
     except TimeoutError:
         outcome.status = 504
-        return error_response(
-            dialect, 504, f"upstream {_origin(url)} did not answer in time", extra_headers
-        ), outcome
+        return error_response(dialect, 504, f"upstream {_origin(url)} did not answer in time", extra_headers), outcome
     except aiohttp.ClientError as exc:
         outcome.status = 502
         message = f"upstream {_origin(url)} is unreachable: {type(exc).__name__}"
@@ -117,11 +115,7 @@ async def _relay(
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
     if upstream.content_length is not None and "chunked" not in upstream.headers.get("Transfer-Encoding", ""):
         response.content_length = upstream.content_length
-    copy = (
-        _Tee(dialect.name, upstream.headers.get("Content-Type", ""))
-        if tee and upstream.status < 400
-        else None
-    )
+    copy = _Tee(dialect.name, upstream.headers.get("Content-Type", "")) if tee and upstream.status < 400 else None
     try:
         await response.prepare(request)
         async for chunk in upstream.content.iter_any():

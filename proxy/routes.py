@@ -54,9 +54,7 @@ async def _read_body(request: web.Request, dialect: Dialect) -> bytes | web.Resp
     try:
         return await request.read()
     except web.HTTPRequestEntityTooLarge as exc:
-        return error_response(
-            dialect, 413, f"request body too large ({exc.text}); see [proxy] max_body_mb", {}
-        )
+        return error_response(dialect, 413, f"request body too large ({exc.text}); see [proxy] max_body_mb", {})
 
 
 async def _recall(
@@ -168,9 +166,7 @@ def _exchange(
         usage=reply.usage,
         status=outcome.status,
         complete=reply.complete and not outcome.client_gone,
-        error=reply.error
-        or outcome.upstream_failed
-        or ("client disconnected" if outcome.client_gone else ""),
+        error=reply.error or outcome.upstream_failed or ("client disconnected" if outcome.client_gone else ""),
         started_at=started,
         finished_at=time.time(),
     )

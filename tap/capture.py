@@ -50,9 +50,7 @@ class Exchange(msgspec.Struct, kw_only=True):
 
     def to_event(self) -> IngestEvent:
         """The ingestion event: the user turn and, when there is one, the assistant reply."""
-        messages = [
-            Message(role="user", content=self.user_text, id=self.user_turn_id, timestamp=self.started_at)
-        ]
+        messages = [Message(role="user", content=self.user_text, id=self.user_turn_id, timestamp=self.started_at)]
         if self.reply_text.strip():
             messages.append(
                 Message(
@@ -62,9 +60,7 @@ class Exchange(msgspec.Struct, kw_only=True):
                     timestamp=self.finished_at,
                 )
             )
-        return IngestEvent(
-            scope=self.scope, conversation=self.conversation, source=self.source, messages=messages
-        )
+        return IngestEvent(scope=self.scope, conversation=self.conversation, source=self.source, messages=messages)
 
 
 class TurnLog:
@@ -100,11 +96,7 @@ class TurnLog:
 
     def recent(self, limit: int = 50, *, scope: str | None = None) -> list[Exchange]:
         """The latest exchanges, newest first."""
-        query = (
-            "SELECT record FROM exchanges"
-            + (" WHERE scope = ?" if scope else "")
-            + " ORDER BY seq DESC LIMIT ?"
-        )
+        query = "SELECT record FROM exchanges" + (" WHERE scope = ?" if scope else "") + " ORDER BY seq DESC LIMIT ?"
         params: tuple[Any, ...] = (scope, limit) if scope else (limit,)
         with self._lock:
             rows = self._db.execute(query, params).fetchall()

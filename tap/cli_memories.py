@@ -84,9 +84,7 @@ def show_cmd(memory_id: str, as_json: bool) -> None:
 @click.option("--importance", type=click.IntRange(1, 5), default=3, show_default=True)
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @json_option
-def add_cmd(
-    content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool
-) -> None:
+def add_cmd(content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool) -> None:
     """Add a memory by hand."""
     with backend() as svc:
         memory = svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags))
@@ -116,9 +114,7 @@ def edit_cmd(
         raise click.UsageError("nothing to change: give --content, --kind, --importance or --tag")
     with backend() as svc:
         try:
-            memory = svc.edit(
-                memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None
-            )
+            memory = svc.edit(memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None)
         except KeyError:
             raise click.ClickException(f"no memory with id {memory_id}") from None
         except ValueError as exc:
@@ -188,9 +184,7 @@ def import_cmd(source: BinaryIO, as_json: bool) -> None:
     if as_json:
         emit_json(report)
     else:
-        click.echo(
-            f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}"
-        )
+        click.echo(f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}")
     for line, reason in report.errors:
         click.echo(f"{getattr(source, 'name', '<stdin>')}:{line}: {reason}", err=True)
     if report.errors:

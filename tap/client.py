@@ -111,5 +111,8 @@ class RemoteMemories:
         body = b"".join(line.encode() if isinstance(line, str) else line for line in lines)
         return msgspec.json.decode(self._request("POST", "/tap/import", body=body), type=ImportReport)
 
+    def status(self) -> dict[str, Any]:
+        return dict(self._json("GET", "/tap/status"))
+
     def stats(self) -> StoreStats:
         return msgspec.json.decode(self._request("GET", "/tap/stats"), type=StoreStats)

@@ -78,9 +78,7 @@ class StoreConfig(Section, frozen=True):
     """The memory store: embedded Chroma under the data dir, or a Chroma server by URL."""
 
     url: Annotated[str, msgspec.Meta(pattern=r"^(https?://[^\s/]+(:\d+)?/?)?$")] = ""
-    collection: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")] = (
-        "memories"
-    )
+    collection: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")] = "memories"
 
 
 class EmbedderConfig(Section, frozen=True):
@@ -107,6 +105,7 @@ class ExtractConfig(Section, frozen=True):
     chunk_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
     overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4000)] = 100
     store_episodes: bool = True
+    flush_after_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0
     max_attempts: Annotated[int, msgspec.Meta(ge=1, le=100)] = 6
     backoff_s: Annotated[float, msgspec.Meta(ge=0)] = 2.0
     daily_budget_usd: Annotated[float, msgspec.Meta(ge=0)] = 2.0
@@ -116,8 +115,7 @@ class ExtractConfig(Section, frozen=True):
     def __post_init__(self) -> None:
         if self.overlap_tokens >= self.chunk_tokens:
             raise ValueError(
-                f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens "
-                f"({self.chunk_tokens})"
+                f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})"
             )
 
 

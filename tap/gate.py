@@ -35,9 +35,7 @@ __all__ = [
 ]
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = tuple(
-    "january february march april may june july august september october november december".split()
-)
+MONTHS = tuple("january february march april may june july august september october november december".split())
 _I = r"\b(?:I|i)"
 _IM = r"\b(?:I'm|I’m|i'm|I am|i am)"
 

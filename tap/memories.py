@@ -139,9 +139,7 @@ class MemoryService:
         self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False
     ) -> list[Memory]:
         """Memories newest first."""
-        return self.store.list_memories(
-            scope=scope, limit=limit, offset=offset, include_superseded=all_versions
-        )
+        return self.store.list_memories(scope=scope, limit=limit, offset=offset, include_superseded=all_versions)
 
     def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
         """Hybrid-ranked memories for a query, without the token budget."""

@@ -54,9 +54,7 @@ class Metrics:
         now = self._now()
         if now - self._last_logged.get(reason, -_LOG_EVERY_S) >= _LOG_EVERY_S:
             self._last_logged[reason] = now
-            log.warning(
-                "forwarding without memories (%s): %s [%d so far]", reason, detail, self.degraded[reason]
-            )
+            log.warning("forwarding without memories (%s): %s [%d so far]", reason, detail, self.degraded[reason])
 
     def snapshot(self) -> dict[str, Any]:
         """Everything as JSON-able builtins."""

@@ -432,9 +432,7 @@ _KEEP_VERB = frozenset(
     "grown thrown drawn flown been done gone seen taken given driven written eaten fallen forgotten "
     "gotten hidden ridden risen spoken stolen woken broken chosen frozen sworn torn worn begun sung".split()
 )
-_PRESENT_ED = frozenset(
-    "need feed bleed breed proceed succeed exceed speed weed seed heed embed shed wed bed".split()
-)
+_PRESENT_ED = frozenset("need feed bleed breed proceed succeed exceed speed weed seed heed embed shed wed bed".split())
 _NOT_ADVERB_LY = frozenset({"apply", "reply", "rely", "supply", "multiply", "comply", "imply", "fly"})
 
 

@@ -24,7 +24,7 @@ from tap.app import Runtime, open_runtime
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig
 from tap.metrics import Metrics
-from tap.tasks import running_tasks
+from tap.tasks import create_task, running_tasks
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
@@ -42,6 +42,7 @@ def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
     """The ProxyContext for a runtime."""
     metrics = Metrics()
     metrics.sections["capture"] = capture.status
+    metrics.sections["extraction"] = rt.worker.status
     return ProxyContext(
         config=rt.loaded.config,
         memories=rt.memories,
@@ -49,6 +50,7 @@ def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
         metrics=metrics,
         admin_token=token,
         capture=capture,
+        ingest=rt.ingestor.ingest_async,
         version=tap_version(),
         store_location=rt.store.where,
         embedder_id=rt.embedder.model_id,
@@ -59,7 +61,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     """Run the app on host:port until `stop` is set."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
     turn_log = TurnLog(rt.loaded.data_dir / "turnlog.db")
-    ctx = build_context(rt, token, Capture(turn_log))
+    ctx = build_context(rt, token, Capture(turn_log, rt.ingestor.ingest_async))
     app = make_app(ctx)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
     await runner.setup()
@@ -69,19 +71,23 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     url = f"http://{_format_host(bound[0])}:{bound[1]}"
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
     _announce(rt, url)
+    worker_stop = asyncio.Event()
+    worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
     try:
         await stop.wait()
         print("tap: stopping (finishing in-flight requests)…", file=sys.stderr, flush=True)
     finally:
         clear_server_info(rt.loaded.data_dir)
         await runner.cleanup()
-        await _drain_background_tasks()
+        await _drain_background_tasks(exclude=worker)
+        worker_stop.set()
+        await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
         turn_log.close()
 
 
-async def _drain_background_tasks() -> None:
+async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:
     """Let captures started by the last requests finish (bounded wait)."""
-    pending = running_tasks()
+    pending = running_tasks() - {exclude}
     if pending:
         await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
 
@@ -110,9 +116,7 @@ def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | Non
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rt = open_runtime(loaded)
     try:
-        asyncio.run(
-            _main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port)
-        )
+        asyncio.run(_main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port))
     finally:
         rt.close()
         print("tap: stopped", file=sys.stderr, flush=True)

@@ -115,12 +115,12 @@ class AnthropicProvider:
         )
         return self._validated("record_memories", usage, lambda: parse_memories(raw, chunk)), usage
 
-    def reconcile(
-        self, candidates: list[CandidateMemory], similar: list[list[Memory]]
-    ) -> tuple[list[Decision], Usage]:
-        """Sonnet's add/update/supersede/noop for every candidate, in one call."""
+    def reconcile(self, candidates: list[CandidateMemory], similar: list[list[Memory]]) -> tuple[list[Decision], Usage]:
+        """Sonnet's add/update/supersede/noop for every candidate, in one call (none for no candidates)."""
         if len(similar) != len(candidates):
             raise ValueError(f"{len(candidates)} candidates but {len(similar)} similar lists")
+        if not candidates:
+            return [], Usage(provider="anthropic", model=self._cfg.model, input_tokens=0, output_tokens=0)
         ids = list(dict.fromkeys(memory.id for group in similar for memory in group))
         raw, usage = self._call(
             model=self._cfg.model,
@@ -133,10 +133,13 @@ class AnthropicProvider:
             ),
             max_tokens=RECONCILE_MAX_TOKENS,
         )
-        decisions = self._validated(
-            "reconcile_memories", usage, lambda: parse_decisions(raw, candidates, similar)
-        )
+        decisions = self._validated("reconcile_memories", usage, lambda: parse_decisions(raw, candidates, similar))
         return decisions, usage
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        if self._client is not None:
+            self._client.close()
 
     # --- one call --------------------------------------------------------------------------------
 
@@ -180,9 +183,7 @@ class AnthropicProvider:
         """The forced tool's input; errors for truncated, refused or tool-less answers."""
         stop = response.stop_reason or ""
         if stop in _FINAL_STOPS:
-            raise ProviderCallError(
-                f"{self._where(usage.model)} {_FINAL_STOPS[stop]}", retryable=False, usage=usage
-            )
+            raise ProviderCallError(f"{self._where(usage.model)} {_FINAL_STOPS[stop]}", retryable=False, usage=usage)
         for block in response.content:
             if block.type == "tool_use" and block.name == name:
                 return block.input

@@ -6,7 +6,10 @@ already stored (`reconcile`, one batched call for all candidates of a chunk). Ev
 its result together with a `Usage`, so the cost ledger can price it (tap.providers.prices).
 
 Invariants:
-- methods are synchronous (the SDKs are blocking; the worker runs them in a thread);
+- methods are synchronous (the SDKs are blocking; the worker runs them in a thread) and safe to
+  call from several threads at once (the SDK clients are);
+- `reconcile` needs one `similar` list per candidate (ValueError otherwise: a caller bug) and makes
+  no call at all for an empty candidate list;
 - a method either returns a complete, validated result or raises `ProviderCallError` (a
   `tap.errors.ProviderError`); it never returns half a result and never returns `[]` to hide a
   failure (an empty list means the model found nothing);
@@ -98,8 +101,6 @@ class LLMProvider(Protocol):
         """Candidate memories from the chunk; `existing` are similar stored memories not to repeat."""
         ...
 
-    def reconcile(
-        self, candidates: list[CandidateMemory], similar: list[list[Memory]]
-    ) -> tuple[list[Decision], Usage]:
+    def reconcile(self, candidates: list[CandidateMemory], similar: list[list[Memory]]) -> tuple[list[Decision], Usage]:
         """One decision per candidate (in candidate order) against its similar stored memories."""
         ...

@@ -69,12 +69,12 @@ class OllamaProvider:
         raw, usage = self._call(EXTRACT_SYSTEM, extract_message(chunk, existing), schema)
         return self._validated("memories", usage, lambda: parse_memories(raw, chunk)), usage
 
-    def reconcile(
-        self, candidates: list[CandidateMemory], similar: list[list[Memory]]
-    ) -> tuple[list[Decision], Usage]:
-        """The model's add/update/supersede/noop for every candidate, in one call."""
+    def reconcile(self, candidates: list[CandidateMemory], similar: list[list[Memory]]) -> tuple[list[Decision], Usage]:
+        """The model's add/update/supersede/noop for every candidate, in one call (none for no candidates)."""
         if len(similar) != len(candidates):
             raise ValueError(f"{len(candidates)} candidates but {len(similar)} similar lists")
+        if not candidates:
+            return [], Usage(provider="ollama", model=self._cfg.ollama_model, input_tokens=0, output_tokens=0)
         ids = list(dict.fromkeys(memory.id for group in similar for memory in group))
         schema = decisions_schema(len(candidates), ids)
         raw, usage = self._call(RECONCILE_SYSTEM, reconcile_message(candidates, similar), schema)

@@ -9,8 +9,9 @@ Prices are USD per million tokens from Anthropic's pricing page
 
 Invariants:
 - the estimate never under-states what a Claude call cost: a model id is matched by prefix (so
-  dated ids like `claude-sonnet-4-5-20250929` are priced too); an unknown Claude model is priced as
-  Sonnet, and an unknown Opus-class model at the highest Opus price (15 / 75);
+  dated ids like `claude-sonnet-4-5-20250929` are priced too); an unknown Sonnet or Haiku model is
+  priced as Sonnet 4.5 (no Sonnet or Haiku has cost more), and any other unknown model (Opus and
+  larger families) at the highest price Anthropic has listed (Opus 4/4.1: 15 / 75);
 - cache writes are priced at the 5-minute rate (tap sets no 1-hour breakpoints);
 - Ollama runs locally and costs 0; so does any provider other than "anthropic".
 Sonnet 4.5's surcharge for prompts over 200K tokens is not modelled: tap's chunks are ~500 tokens.
@@ -22,7 +23,7 @@ import msgspec
 
 from tap.providers.base import Usage
 
-__all__ = ["PRICES", "Price", "cost_usd", "price_for"]
+__all__ = ["HAIKU", "PRICES", "SONNET", "TOP", "Price", "cost_usd", "price_for"]
 
 _PER_TOKEN = 1_000_000
 
@@ -38,7 +39,7 @@ class Price(msgspec.Struct, frozen=True, kw_only=True):
 
 SONNET = Price(input=3.00, output=15.00, cache_read=0.30, cache_write=3.75)
 HAIKU = Price(input=1.00, output=5.00, cache_read=0.10, cache_write=1.25)
-OPUS_MAX = Price(input=15.00, output=75.00, cache_read=1.50, cache_write=18.75)
+TOP = Price(input=15.00, output=75.00, cache_read=1.50, cache_write=18.75)
 
 PRICES: dict[str, Price] = {
     "claude-haiku-4-5": HAIKU,
@@ -52,7 +53,7 @@ def price_for(model: str) -> Price:
     known = [prefix for prefix in PRICES if name.startswith(prefix)]
     if known:
         return PRICES[max(known, key=len)]
-    return OPUS_MAX if "opus" in name else SONNET
+    return SONNET if "sonnet" in name or "haiku" in name else TOP
 
 
 def cost_usd(usage: Usage) -> float:

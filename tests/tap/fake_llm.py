@@ -33,7 +33,7 @@ class Recorded:
     """One request as the fake received it."""
 
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: Any
 
 
@@ -100,7 +100,8 @@ class FakeLLM:
             body = json.loads(raw)
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        self.requests.append(Recorded(request.path, dict(request.headers), body))
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        self.requests.append(Recorded(request.path, headers, body))
         reply = self.check(request, body) or (
             self._replies.popleft() if self._replies else Reply(500, {"error": "no reply scripted"})
         )
@@ -111,9 +112,7 @@ class FakeLLM:
                 pass
         payload = self.finish(reply, body)
         text = payload if isinstance(payload, str) else json.dumps(payload)
-        return web.Response(
-            status=reply.status, text=text, content_type="application/json", headers=reply.headers
-        )
+        return web.Response(status=reply.status, text=text, content_type="application/json", headers=reply.headers)
 
 
 def anthropic_error(kind: str, message: str) -> dict[str, Any]:
@@ -140,9 +139,7 @@ class FakeAnthropicAPI(FakeLLM):
         if credential(request.headers) != self.api_key:
             return Reply(401, anthropic_error("authentication_error", "invalid x-api-key"))
         if not request.headers.get("anthropic-version"):
-            return Reply(
-                400, anthropic_error("invalid_request_error", "anthropic-version header is required")
-            )
+            return Reply(400, anthropic_error("invalid_request_error", "anthropic-version header is required"))
         return None
 
     def finish(self, reply: Reply, body: Any) -> Any:
@@ -159,14 +156,14 @@ class FakeAnthropicAPI(FakeLLM):
         usage: dict[str, int] | None = None,
         stop_reason: str = "tool_use",
         model: str = "",
+        delay: float = 0.0,
     ) -> None:
         """Queue a message whose content is one `tool_use` block (model "" echoes the request's)."""
         block = {"type": "tool_use", "id": "toolu_fake01", "name": name, "input": tool_input}
-        self.reply(body=message_body([block], usage=usage, stop_reason=stop_reason, model=model))
+        body = message_body([block], usage=usage, stop_reason=stop_reason, model=model)
+        self.reply(body=body, delay=delay)
 
-    def reply_error(
-        self, status: int, kind: str, message: str, headers: dict[str, str] | None = None
-    ) -> None:
+    def reply_error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
         """Queue an API error."""
         self.reply(status=status, body=anthropic_error(kind, message), headers=headers)
 
@@ -205,6 +202,7 @@ class FakeOllamaAPI(FakeLLM):
         prompt_eval_count: int | None = 321,
         eval_count: int | None = 54,
         done_reason: str = "stop",
+        delay: float = 0.0,
     ) -> None:
         """Queue a chat answer whose message content is `content` (JSON-encoded unless a str)."""
         text = content if isinstance(content, str) else json.dumps(content)
@@ -220,7 +218,7 @@ class FakeOllamaAPI(FakeLLM):
             answer["prompt_eval_count"] = prompt_eval_count
         if eval_count is not None:
             answer["eval_count"] = eval_count
-        self.reply(body=answer)
+        self.reply(body=answer, delay=delay)
 
     def reply_error(self, status: int, message: str) -> None:
         """Queue an Ollama error (`{"error": ...}`)."""

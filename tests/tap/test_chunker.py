@@ -173,6 +173,4 @@ def test_render_chunk_labels_turns_with_ids_and_dates() -> None:
         Turn(id="D1:4", role="assistant", speaker="Melanie", text="Wow!", timestamp=0.0),
     ]
     [piece] = chunk(turns)
-    assert render_chunk(piece) == (
-        "[D1:3] Caroline (2023-05-08): I went to a support group.\n[D1:4] Melanie: Wow!"
-    )
+    assert render_chunk(piece) == ("[D1:3] Caroline (2023-05-08): I went to a support group.\n[D1:4] Melanie: Wow!")

@@ -33,6 +33,10 @@ from tap.records import Memory, make_memory
 from tap.rules import CandidateMemory
 from tests.tap.fake_llm import FakeAnthropicAPI, FakeOllamaAPI, credential, message_body
 
+# The anthropic SDK warns on every call to a model it lists as deprecated; tap's default extraction
+# model claude-sonnet-4-5 is on that list (end of life 30 November 2026).
+pytestmark = pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5:DeprecationWarning")
+
 KEY = "sk-ant-test-key-0123456789"
 MAY_7 = datetime(2023, 5, 7, 13, 56, tzinfo=UTC).timestamp()
 MAY_8 = datetime(2023, 5, 8, 9, 30, tzinfo=UTC).timestamp()
@@ -52,30 +56,22 @@ def free_port() -> int:
     return port
 
 
+def turn(ident: str, speaker: str, text: str, role: Any = "user") -> Turn:
+    return Turn(id=ident, role=role, speaker=speaker, text=text, timestamp=MAY_8)
+
+
+def candidate(content: str, kind: Any = "fact", importance: int = 4) -> CandidateMemory:
+    return CandidateMemory(
+        content=content, kind=kind, importance=importance, tags=[], turn_ids=["D1:3"], valid_from=MAY_8
+    )
+
+
 @pytest.fixture
 def chunk() -> Chunk:
     turns = [
-        Turn(
-            id="D1:1",
-            role="user",
-            speaker="Caroline",
-            text="I went to a LGBTQ support group yesterday.",
-            timestamp=MAY_8,
-        ),
-        Turn(
-            id="D1:2",
-            role="assistant",
-            speaker="Melanie",
-            text="That's great! How did it feel?",
-            timestamp=MAY_8,
-        ),
-        Turn(
-            id="D1:3",
-            role="user",
-            speaker="Caroline",
-            text="Empowering. I'm moving to Lisbon next month.",
-            timestamp=MAY_8,
-        ),
+        turn("D1:1", "Caroline", "I went to a LGBTQ support group yesterday."),
+        turn("D1:2", "Melanie", "That's great! How did it feel?", role="assistant"),
+        turn("D1:3", "Caroline", "Empowering. I'm moving to Lisbon next month."),
     ]
     return Chunk(id="c_1", scope="default", conversation="conv-1", source="proxy", turns=turns, tokens=60)
 
@@ -124,9 +120,7 @@ async def failure(call: Any, *args: Any) -> ProviderCallError:
 # --- Anthropic: happy paths ----------------------------------------------------------------------
 
 
-async def test_anthropic_gate_sends_haiku_a_forced_tool_call(
-    anthropic_api: FakeAnthropicAPI, chunk: Chunk
-) -> None:
+async def test_anthropic_gate_sends_haiku_a_forced_tool_call(anthropic_api: FakeAnthropicAPI, chunk: Chunk) -> None:
     anthropic_api.reply_tool("gate_verdict", {"worth": True, "reason": "Caroline's move to Lisbon"})
     verdict, usage = await asyncio.to_thread(claude(anthropic_api).gate, render_chunk(chunk))
 
@@ -148,9 +142,7 @@ async def test_anthropic_gate_sends_haiku_a_forced_tool_call(
 async def test_anthropic_extract_returns_validated_candidates(
     anthropic_api: FakeAnthropicAPI, chunk: Chunk, stored: list[Memory]
 ) -> None:
-    second = memory_input(
-        content="Caroline is moving to Lisbon in June 2023.", kind="plan", turn_ids=["D1:3"]
-    )
+    second = memory_input(content="Caroline is moving to Lisbon in June 2023.", kind="plan", turn_ids=["D1:3"])
     anthropic_api.reply_tool(
         "record_memories",
         {"memories": [memory_input(turn_ids=["D1:1", "[D1:2]", "D1:1"]), second]},
@@ -188,9 +180,7 @@ async def test_anthropic_extract_returns_validated_candidates(
     assert turn_ids["items"]["enum"] == ["D1:1", "D1:2", "D1:3"]
 
 
-async def test_anthropic_extract_accepts_an_empty_answer(
-    anthropic_api: FakeAnthropicAPI, chunk: Chunk
-) -> None:
+async def test_anthropic_extract_accepts_an_empty_answer(anthropic_api: FakeAnthropicAPI, chunk: Chunk) -> None:
     anthropic_api.reply_tool("record_memories", {"memories": []})
     memories, _ = await asyncio.to_thread(claude(anthropic_api).extract, chunk, [])
     assert memories == []
@@ -200,24 +190,7 @@ async def test_anthropic_extract_accepts_an_empty_answer(
 async def test_anthropic_reconcile_decides_every_candidate_in_one_call(
     anthropic_api: FakeAnthropicAPI, stored: list[Memory]
 ) -> None:
-    candidates = [
-        CandidateMemory(
-            content="Caroline lives in Lisbon.",
-            kind="fact",
-            importance=4,
-            tags=[],
-            turn_ids=["D1:3"],
-            valid_from=MAY_8,
-        ),
-        CandidateMemory(
-            content="Caroline likes hiking.",
-            kind="preference",
-            importance=3,
-            tags=[],
-            turn_ids=["D1:1"],
-            valid_from=MAY_8,
-        ),
-    ]
+    candidates = [candidate("Caroline lives in Lisbon."), candidate("Caroline likes hiking.", "preference", 3)]
     target = stored[0].id
     anthropic_api.reply_tool(
         "reconcile_memories",
@@ -316,16 +289,8 @@ async def test_anthropic_reconcile_rejects_malformed_decisions(
     for item in decisions:
         if item.get("target") == "TARGET":
             item["target"] = stored[0].id
-    candidate = CandidateMemory(
-        content="Caroline lives in Lisbon.",
-        kind="fact",
-        importance=4,
-        tags=[],
-        turn_ids=["D1:3"],
-        valid_from=MAY_8,
-    )
     anthropic_api.reply_tool("reconcile_memories", {"decisions": decisions})
-    error = await failure(claude(anthropic_api).reconcile, [candidate], [stored])
+    error = await failure(claude(anthropic_api).reconcile, [candidate("Caroline lives in Lisbon.")], [stored])
     assert error.retryable is True and reason in str(error)
 
 
@@ -361,12 +326,8 @@ async def test_anthropic_429_is_retryable_with_retry_after(anthropic_api: FakeAn
     assert len(anthropic_api.requests) == 1  # the SDK does not retry on its own
 
 
-@pytest.mark.parametrize(
-    ("status", "kind"), [(500, "api_error"), (529, "overloaded_error"), (503, "api_error")]
-)
-async def test_anthropic_server_errors_are_retryable(
-    anthropic_api: FakeAnthropicAPI, status: int, kind: str
-) -> None:
+@pytest.mark.parametrize(("status", "kind"), [(500, "api_error"), (529, "overloaded_error"), (503, "api_error")])
+async def test_anthropic_server_errors_are_retryable(anthropic_api: FakeAnthropicAPI, status: int, kind: str) -> None:
     anthropic_api.reply_error(status, kind, "try again")
     error = await failure(claude(anthropic_api).gate, "[t1] Ann: I moved to Oslo.")
     assert error.retryable is True and error.retry_after is None and f"HTTP {status}" in str(error)
@@ -420,8 +381,7 @@ async def test_anthropic_connection_refused_is_retryable() -> None:
 
 
 async def test_anthropic_timeout_is_retryable(anthropic_api: FakeAnthropicAPI) -> None:
-    anthropic_api.reply_tool("gate_verdict", {"worth": True, "reason": "late"})
-    anthropic_api._replies[-1].delay = 3.0
+    anthropic_api.reply_tool("gate_verdict", {"worth": True, "reason": "late"}, delay=3.0)
     error = await failure(claude(anthropic_api, timeout_s=0.5).gate, "[t1] Ann: I moved to Oslo.")
     assert error.retryable is True and "timed out after 0.5s" in str(error)
 
@@ -452,29 +412,21 @@ async def test_ollama_gate_and_usage(ollama_api: FakeOllamaAPI, chunk: Chunk) ->
     assert render_chunk(chunk) in body["messages"][1]["content"]
 
 
-async def test_ollama_extract_and_reconcile(
-    ollama_api: FakeOllamaAPI, chunk: Chunk, stored: list[Memory]
-) -> None:
+async def test_ollama_extract_and_reconcile(ollama_api: FakeOllamaAPI, chunk: Chunk, stored: list[Memory]) -> None:
     ollama_api.reply_content({"memories": [memory_input(turn_ids=["D1:3"])]}, prompt_eval_count=None)
-    memories, usage = await asyncio.to_thread(
-        local(ollama_api, ollama_model="qwen3:8b").extract, chunk, stored
-    )
+    memories, usage = await asyncio.to_thread(local(ollama_api, ollama_model="qwen3:8b").extract, chunk, stored)
     assert [m.turn_ids for m in memories] == [["D1:3"]] and usage.input_tokens == 0
     body = ollama_api.requests[-1].body
     assert body["model"] == "qwen3:8b" and "Caroline lives in Porto." in body["messages"][1]["content"]
     turn_ids = body["format"]["properties"]["memories"]["items"]["properties"]["turn_ids"]
     assert turn_ids["items"]["enum"] == ["D1:1", "D1:2", "D1:3"]
 
-    ollama_api.reply_content(
-        {"decisions": [{"candidate": 0, "action": "noop", "target": stored[0].id, "content": ""}]}
-    )
+    ollama_api.reply_content({"decisions": [{"candidate": 0, "action": "noop", "target": stored[0].id, "content": ""}]})
     decisions, _ = await asyncio.to_thread(local(ollama_api).reconcile, memories, [stored])
     assert decisions == [Decision(action="noop", candidate=0, target=stored[0].id)]
     assert (
         stored[0].id
-        in ollama_api.requests[-1].body["format"]["properties"]["decisions"]["items"]["properties"]["target"][
-            "enum"
-        ]
+        in ollama_api.requests[-1].body["format"]["properties"]["decisions"]["items"]["properties"]["target"]["enum"]
     )
 
 
@@ -525,8 +477,7 @@ async def test_ollama_connection_refused_names_the_url() -> None:
 
 
 async def test_ollama_timeout_is_retryable(ollama_api: FakeOllamaAPI) -> None:
-    ollama_api.reply_content({"worth": True, "reason": "late"})
-    ollama_api._replies[-1].delay = 3.0
+    ollama_api.reply_content({"worth": True, "reason": "late"}, delay=3.0)
     error = await failure(local(ollama_api, timeout_s=0.5).gate, "[t1] Ann: I moved to Oslo.")
     assert error.retryable is True and "timed out after 0.5s" in str(error)
 
@@ -544,16 +495,15 @@ def test_cost_usd() -> None:
         cache_write_tokens=100_000,
     )
     assert cost_usd(haiku) == pytest.approx(1.00 + 1.00 + 0.05 + 0.125)
-    sonnet = Usage(
-        provider="anthropic", model="claude-sonnet-4-5-20250929", input_tokens=2000, output_tokens=500
-    )
+    sonnet = Usage(provider="anthropic", model="claude-sonnet-4-5-20250929", input_tokens=2000, output_tokens=500)
     assert cost_usd(sonnet) == pytest.approx((2000 * 3.00 + 500 * 15.00) / 1e6)
+    unknown_sonnet = Usage(provider="anthropic", model="claude-sonnet-7", input_tokens=1_000_000, output_tokens=0)
+    assert cost_usd(unknown_sonnet) == pytest.approx(3.00)  # priced as Sonnet 4.5, never under
     unknown = Usage(provider="anthropic", model="claude-future-9", input_tokens=1_000_000, output_tokens=0)
-    assert cost_usd(unknown) == pytest.approx(3.00)  # priced as Sonnet, never under
-    assert price_for("claude-opus-7").output == 75.00
-    assert (
-        cost_usd(Usage(provider="ollama", model="llama3.2", input_tokens=10**9, output_tokens=10**9)) == 0.0
-    )
+    assert cost_usd(unknown) == pytest.approx(15.00)  # an unknown family: the top price
+    assert price_for("claude-sonnet-4-6") == price_for("claude-haiku-9") == price_for("claude-sonnet-4-5")
+    assert price_for("claude-opus-7").output == 75.00 and price_for("claude-fable-5-1").input == 15.00
+    assert cost_usd(Usage(provider="ollama", model="llama3.2", input_tokens=10**9, output_tokens=10**9)) == 0.0
 
 
 def test_make_llm_provider() -> None:
@@ -562,3 +512,12 @@ def test_make_llm_provider() -> None:
     mixed = extract_config(provider="ollama", gate="anthropic")
     assert isinstance(make_llm_provider(mixed, "gate"), AnthropicProvider)
     assert isinstance(make_llm_provider(mixed, "extract"), OllamaProvider)
+
+
+async def test_reconcile_without_candidates_makes_no_call(
+    anthropic_api: FakeAnthropicAPI, ollama_api: FakeOllamaAPI
+) -> None:
+    for provider in (claude(anthropic_api), local(ollama_api)):
+        decisions, usage = await asyncio.to_thread(provider.reconcile, [], [])
+        assert decisions == [] and usage.input_tokens == usage.output_tokens == 0
+    assert anthropic_api.requests == [] and ollama_api.requests == []

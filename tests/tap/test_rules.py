@@ -136,9 +136,7 @@ def test_unnamed_assistant_explanations_are_skipped_but_promises_kept() -> None:
             "I will draft the migration for the orders table tomorrow.",
         ),
     )
-    assert [m.content for m in memories] == [
-        "Assistant will draft the migration for the orders table (on 9 May 2023)"
-    ]
+    assert [m.content for m in memories] == ["Assistant will draft the migration for the orders table (on 9 May 2023)"]
 
 
 def test_shared_photo_becomes_its_own_memory() -> None:
@@ -173,12 +171,8 @@ def test_citations_are_narrow_and_inside_the_chunk() -> None:
     turns = [
         turn("D1:1", "Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."),
         turn("D1:2", "Melanie", "Wow! What happened there? Did you hear any inspiring stories?"),
-        turn(
-            "D1:3", "Caroline", "The transgender stories were so inspiring. I was thankful for the support."
-        ),
-        turn(
-            "D1:4", "Melanie", "I'm off to go swimming with the kids. Painting is my way to relax after work."
-        ),
+        turn("D1:3", "Caroline", "The transgender stories were so inspiring. I was thankful for the support."),
+        turn("D1:4", "Melanie", "I'm off to go swimming with the kids. Painting is my way to relax after work."),
     ]
     memories = extract(*turns)
     assert len(memories) >= 4
@@ -186,9 +180,7 @@ def test_citations_are_narrow_and_inside_the_chunk() -> None:
     for memory in memories:
         assert set(memory.turn_ids) <= ids
         assert 1 <= len(memory.turn_ids) <= 2
-    assert (
-        memories[0].content == "Caroline went to a LGBTQ support group and it was so powerful (on 7 May 2023)"
-    )
+    assert memories[0].content == "Caroline went to a LGBTQ support group and it was so powerful (on 7 May 2023)"
 
 
 def test_extraction_is_deterministic() -> None:

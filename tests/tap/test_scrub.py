@@ -42,8 +42,7 @@ SECRETS = {
         "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
     ),
     "pem": (
-        "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq\nZx9Q==\n"
-        "-----END RSA PRIVATE KEY-----\ndone",
+        "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq\nZx9Q==\n-----END RSA PRIVATE KEY-----\ndone",
         "MIIEowIBAAKCAQEA7bq",
     ),
     "password-colon": ("login with password: Tr0ub4dor&3 please", "Tr0ub4dor"),

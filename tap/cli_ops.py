@@ -1,0 +1,110 @@
+"""`tap status` and `tap extract …`: what the pipeline is doing, and one-shot extraction."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from tap.admin_token import ensure_token, read_server_info
+from tap.app import runtime
+from tap.cli_base import emit_json, state
+from tap.client import RemoteMemories
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def _local_status() -> dict[str, Any]:
+    with runtime(state().load()) as rt:
+        stats = rt.store.stats()
+        return {
+            "server": None,
+            "store": {
+                "location": stats.location,
+                "active": stats.active,
+                "total": stats.total,
+                "embedder": stats.embedder,
+            },
+            "extraction": rt.worker.status(),
+        }
+
+
+@click.command("status")
+@json_option
+def status(as_json: bool) -> None:
+    """Server, queue, dead letters and today's LLM spend."""
+    loaded = state().load()
+    info = read_server_info(loaded.data_dir)
+    if info is not None:
+        remote = RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
+        doc = {"server": info.url, **remote.status()}
+    else:
+        doc = _local_status()
+    if as_json:
+        emit_json(doc)
+        return
+    click.echo(render_status(doc))
+
+
+def render_status(doc: dict[str, Any]) -> str:
+    """A few readable lines from the status document."""
+    lines = [f"server: {doc.get('server') or 'not running'}"]
+    if "uptime_s" in doc:
+        ms = doc["recall_ms"]
+        lines.append(
+            f"requests: {doc['requests_total']} · degraded: {doc['degraded_total']} · "
+            f"recall p50 {ms['p50']} ms, p95 {ms['p95']} ms, p99 {ms['p99']} ms · uptime {doc['uptime_s']} s"
+        )
+    ex = doc.get("extraction") or {}
+    if ex:
+        q = ex["queue"]
+        lines.append(
+            f"queue: {q['queued']} queued, {q['running']} running, {q['done']} done, {q['dead']} dead, "
+            f"{q['turns_waiting']} turns waiting for a full chunk"
+        )
+        cost = ex["cost_today"]
+        lines.append(f"LLM spend today ({cost['day']}): ${cost['cost_usd']:.4f} of ${ex['daily_budget_usd']:.2f}")
+        if ex.get("paused"):
+            lines.append(f"PAUSED: {ex['paused']}")
+        for dead in ex.get("dead_letters", []):
+            lines.append(f"dead letter {dead['id']} ({dead['attempts']} tries): {dead['error']}")
+    return "\n".join(lines)
+
+
+@click.group("extract")
+def extract() -> None:
+    """Run or repair the extraction queue."""
+
+
+@extract.command("run")
+@json_option
+def extract_run(as_json: bool) -> None:
+    """Chunk every open conversation and extract until the queue is empty (one-shot)."""
+    loaded = state().load()
+    if read_server_info(loaded.data_dir) is not None:
+        raise click.ClickException("tap serve is running and already drains the queue (see `tap status`)")
+    with runtime(loaded) as rt:
+        done = rt.worker.drain(on_progress=lambda n: _progress(n, as_json))
+        result = rt.worker.status()
+    if not as_json and sys.stderr.isatty():
+        click.echo("", err=True)
+    if as_json:
+        emit_json({"processed": done, **result})
+    else:
+        click.echo(f"processed {done} chunk(s)\n" + render_status({"server": None, "extraction": result}))
+
+
+def _progress(n: int, quiet: bool) -> None:
+    if not quiet and sys.stderr.isatty():
+        click.echo(f"\rprocessed {n} chunk(s)", err=True, nl=False)
+
+
+@extract.command("retry")
+def extract_retry() -> None:
+    """Put every dead-lettered chunk back in the queue."""
+    loaded = state().load()
+    if read_server_info(loaded.data_dir) is not None:
+        raise click.ClickException("stop tap serve first (it holds the queue)")
+    with runtime(loaded) as rt:
+        click.echo(f"requeued {rt.queue.requeue_dead()} chunk(s)")

@@ -1,0 +1,289 @@
+"""The durable extraction queue (SQLite `queue.db` in the data dir) and the ingestion windows.
+
+Tables:
+- `seen` — every (scope, conversation, turn id) ever ingested: duplicate delivery adds nothing;
+- `windows` — per conversation, the turns not yet closed into a chunk (plus the overlap tail of
+  the last chunk), so chunks of ~N tokens form across many small exchanges;
+- `chunks` — the queue: `queued → running → done`, or back to `queued` with a later `next_at`
+  after a failure, or `dead` after the last attempt (kept with the reason, visible in status).
+
+Invariants: a chunk id is deterministic (tap.chunker.chunk_id), inserted once (`INSERT OR IGNORE`);
+every write is one SQLite transaction (WAL, synchronous=FULL), so a crash or `kill -9` leaves each
+acknowledged turn either in a window or in a queued chunk; chunks left `running` by a crash go back
+to `queued` on open. Memory use is bounded: chunks are claimed one at a time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tap.chunker import Chunk, Turn, chunk_turns
+from tap.records import Source
+from tap.tokens import count_tokens
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS seen (scope TEXT NOT NULL, conversation TEXT NOT NULL, turn_id TEXT NOT NULL,
+    PRIMARY KEY (scope, conversation, turn_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS windows (scope TEXT NOT NULL, conversation TEXT NOT NULL, source TEXT NOT NULL,
+    turns BLOB NOT NULL, covered INTEGER NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (scope, conversation));
+CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, scope TEXT NOT NULL, conversation TEXT NOT NULL,
+    source TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    next_at REAL NOT NULL, last_error TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_ready ON chunks (state, next_at);
+"""
+
+
+class QueuedChunk(msgspec.Struct, kw_only=True):
+    """A claimed chunk and how many times it was tried before."""
+
+    chunk: Chunk
+    attempts: int
+
+
+class ChunkQueue:
+    """Windows and chunks in SQLite; safe to share between threads of one process."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        chunk_tokens: int = 500,
+        overlap_tokens: int = 100,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.chunk_tokens = chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self._now = now
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        self._db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'")
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # -- ingestion ------------------------------------------------------------------------------
+
+    def add_turns(self, scope: str, conversation: str, source: Source, turns: list[Turn]) -> int:
+        """Record new turns (duplicates ignored), close full windows into chunks; returns new turns."""
+        with self._tx() as db:
+            fresh = [t for t in turns if self._first_time(db, scope, conversation, t.id)]
+            if not fresh:
+                return 0
+            window, covered = self._window(db, scope, conversation)
+            window += fresh
+            windows = chunk_turns(
+                window,
+                scope=scope,
+                conversation=conversation,
+                source=source,
+                chunk_tokens=self.chunk_tokens,
+                overlap_tokens=self.overlap_tokens,
+            )
+            for chunk in windows[:-1]:
+                self._enqueue(db, chunk)
+            last = windows[-1]
+            kept_covered = self._covered_in_last(windows, covered)
+            self._save_window(db, scope, conversation, source, last.turns, kept_covered)
+            return len(fresh)
+
+    @staticmethod
+    def _first_time(db: sqlite3.Connection, scope: str, conversation: str, turn_id: str) -> bool:
+        cur = db.execute("INSERT OR IGNORE INTO seen VALUES (?, ?, ?)", (scope, conversation, turn_id))
+        return cur.rowcount == 1
+
+    @staticmethod
+    def _window(db: sqlite3.Connection, scope: str, conversation: str) -> tuple[list[Turn], int]:
+        row = db.execute(
+            "SELECT turns, covered FROM windows WHERE scope = ? AND conversation = ?", (scope, conversation)
+        ).fetchone()
+        if row is None:
+            return [], 0
+        return msgspec.json.decode(row[0], type=list[Turn]), int(row[1])
+
+    @staticmethod
+    def _covered_in_last(windows: list[Chunk], covered: int) -> int:
+        """How many leading turns of the last window are already in an emitted chunk."""
+        if len(windows) == 1:
+            return min(covered, len(windows[0].turns))
+        emitted = {t.id for chunk in windows[:-1] for t in chunk.turns}
+        count = 0
+        for turn in windows[-1].turns:
+            if turn.id not in emitted:
+                break
+            count += 1
+        return count
+
+    def _save_window(
+        self, db: sqlite3.Connection, scope: str, conversation: str, source: Source, turns: list[Turn], covered: int
+    ) -> None:
+        db.execute(
+            "INSERT INTO windows VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, conversation) DO UPDATE SET "
+            "source = excluded.source, turns = excluded.turns, covered = excluded.covered, "
+            "updated_at = excluded.updated_at",
+            (scope, conversation, source, msgspec.json.encode(turns), covered, self._now()),
+        )
+
+    def _enqueue(self, db: sqlite3.Connection, chunk: Chunk) -> None:
+        now = self._now()
+        db.execute(
+            "INSERT OR IGNORE INTO chunks (id, scope, conversation, source, payload, state, next_at, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+            (chunk.id, chunk.scope, chunk.conversation, chunk.source, msgspec.json.encode(chunk), now, now, now),
+        )
+
+    def flush(self, *, idle_s: float = 0.0) -> int:
+        """Close windows idle for `idle_s` seconds (all when 0) into chunks; returns chunks queued."""
+        cutoff = self._now() - idle_s
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT scope, conversation, source, turns, covered FROM windows WHERE updated_at <= ?",
+                (cutoff,),
+            ).fetchall()
+            queued = 0
+            for scope, conversation, source, blob, covered in rows:
+                turns = msgspec.json.decode(blob, type=list[Turn])
+                if covered >= len(turns):
+                    continue
+                for chunk in chunk_turns(
+                    turns,
+                    scope=scope,
+                    conversation=conversation,
+                    source=source,
+                    chunk_tokens=self.chunk_tokens,
+                    overlap_tokens=self.overlap_tokens,
+                ):
+                    self._enqueue(db, chunk)
+                    queued += 1
+                tail = self._overlap_tail(turns)
+                self._save_window(db, scope, conversation, source, tail, len(tail))
+            return queued
+
+    def _overlap_tail(self, turns: list[Turn]) -> list[Turn]:
+        tail: list[Turn] = []
+        used = 0
+        for turn in reversed(turns):
+            cost = count_tokens(turn.text) + 8
+            if used + cost > self.overlap_tokens:
+                break
+            tail.insert(0, turn)
+            used += cost
+        return tail
+
+    # -- the queue ------------------------------------------------------------------------------
+
+    def claim(self) -> QueuedChunk | None:
+        """Take the oldest ready chunk (state → running), or None."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT id, payload, attempts FROM chunks WHERE state = 'queued' AND next_at <= ? "
+                "ORDER BY created_at, id LIMIT 1",
+                (self._now(),),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE chunks SET state = 'running', updated_at = ? WHERE id = ?", (self._now(), row[0]))
+        return QueuedChunk(chunk=msgspec.json.decode(row[1], type=Chunk), attempts=int(row[2]))
+
+    def done(self, chunk_id: str, outcome: str) -> None:
+        """Mark a chunk processed, with a one-line outcome."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE chunks SET state = 'done', outcome = ?, last_error = '', updated_at = ? WHERE id = ?",
+                (outcome, self._now(), chunk_id),
+            )
+
+    def retry(self, chunk_id: str, error: str, *, delay_s: float, max_attempts: int) -> bool:
+        """Record a failed attempt: back to the queue after `delay_s`, or dead; True when dead."""
+        with self._tx() as db:
+            row = db.execute("SELECT attempts FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+            attempts = (int(row[0]) if row else 0) + 1
+            dead = attempts >= max_attempts
+            db.execute(
+                "UPDATE chunks SET state = ?, attempts = ?, next_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
+                ("dead" if dead else "queued", attempts, self._now() + delay_s, error[:2000], self._now(), chunk_id),
+            )
+            return dead
+
+    def postpone(self, chunk_id: str, until: float, reason: str) -> None:
+        """Put a chunk back without counting an attempt (e.g. the daily budget is spent)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE chunks SET state = 'queued', next_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
+                (until, reason, self._now(), chunk_id),
+            )
+
+    def kill(self, chunk_id: str, error: str) -> None:
+        """Dead-letter a chunk at once (a failure retrying cannot fix)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE chunks SET state = 'dead', attempts = attempts + 1, last_error = ?, updated_at = ? "
+                "WHERE id = ?",
+                (error[:2000], self._now(), chunk_id),
+            )
+
+    def requeue_dead(self) -> int:
+        """Give every dead letter a fresh start; returns how many."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE chunks SET state = 'queued', attempts = 0, next_at = ?, updated_at = ? WHERE state = 'dead'",
+                (self._now(), self._now()),
+            )
+            return cur.rowcount
+
+    # -- reporting ------------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        """Chunks by state, plus turns waiting in open windows."""
+        with self._lock:
+            out = {state: 0 for state in ("queued", "running", "done", "dead")}
+            for state, n in self._db.execute("SELECT state, count(*) FROM chunks GROUP BY state"):
+                out[state] = int(n)
+            open_turns = 0
+            for blob, covered in self._db.execute("SELECT turns, covered FROM windows"):
+                open_turns += max(0, len(msgspec.json.decode(blob, type=list[Any])) - int(covered))
+            out["turns_waiting"] = open_turns
+            return out
+
+    def dead_letters(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest dead chunks with their reason."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, scope, conversation, attempts, last_error, updated_at FROM chunks WHERE state = 'dead' "
+                "ORDER BY updated_at DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        keys = ("id", "scope", "conversation", "attempts", "error", "updated_at")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def next_wakeup(self) -> float | None:
+        """When the next postponed chunk becomes ready (None when none waits)."""
+        with self._lock:
+            row = self._db.execute("SELECT min(next_at) FROM chunks WHERE state = 'queued'").fetchone()
+        return float(row[0]) if row and row[0] is not None else None
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()

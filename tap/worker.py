@@ -1,0 +1,138 @@
+"""ExtractionWorker: drains the durable queue, one chunk at a time, with retries and dead letters.
+
+Inside `tap serve` it runs as a background task (`run`): it closes idle conversation windows into
+chunks, claims the oldest ready chunk, processes it in a worker thread and records the outcome.
+`drain` does the same synchronously until nothing is ready (`tap extract run`).
+
+Failures (per chunk, never fatal to the worker): a retryable provider/store error goes back to the
+queue after exponential backoff (or the server's retry-after, whichever is longer) and becomes a
+dead letter after `max_attempts`; a non-retryable one (bad API key, malformed request) is dead at
+once with its reason; a spent daily budget postpones the chunk to UTC midnight without counting an
+attempt. Dead letters are listed in `tap status` and can be requeued with `tap extract retry`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tap.config import ExtractConfig
+from tap.errors import ProviderError
+from tap.extraction import BudgetExhausted, Extraction
+from tap.queue import ChunkQueue
+
+log = logging.getLogger(__name__)
+MAX_BACKOFF_S = 3600.0
+
+
+class ExtractionWorker:
+    """One consumer of the chunk queue."""
+
+    def __init__(
+        self,
+        queue: ChunkQueue,
+        extraction: Extraction,
+        config: ExtractConfig,
+        *,
+        flush_idle_s: float = 60.0,
+        poll_s: float = 0.5,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.queue = queue
+        self.extraction = extraction
+        self.config = config
+        self.flush_idle_s = flush_idle_s
+        self.poll_s = poll_s
+        self._now = now
+        self.paused: str = ""
+        self.processed = 0
+        self.failures = 0
+
+    def backoff(self, attempts: int, retry_after: float | None) -> float:
+        """Seconds before the next try: exponential with jitter, at least the server's hint."""
+        delay = min(MAX_BACKOFF_S, self.config.backoff_s * (2**attempts)) * random.uniform(0.8, 1.2)
+        return max(delay, retry_after or 0.0)
+
+    def run_once(self) -> bool:
+        """Process the oldest ready chunk; False when none is ready."""
+        claimed = self.queue.claim()
+        if claimed is None:
+            return False
+        chunk = claimed.chunk
+        try:
+            outcome = self.extraction.process(chunk)
+        except BudgetExhausted as exc:
+            self.paused = str(exc)
+            self.queue.postpone(chunk.id, exc.until, str(exc))
+            return True
+        except ProviderError as exc:
+            self._failed(chunk.id, claimed.attempts, exc, exc.retryable, getattr(exc, "retry_after", None))
+            return True
+        except Exception as exc:  # store down, a bug, ...: keep the chunk, retry later
+            log.exception("extraction of chunk %s failed", chunk.id)
+            self._failed(chunk.id, claimed.attempts, exc, True, None)
+            return True
+        self.paused = ""
+        self.processed += 1
+        self.queue.done(chunk.id, outcome)
+        return True
+
+    def _failed(self, chunk_id: str, attempts: int, exc: Exception, retryable: bool, retry_after: float | None) -> None:
+        self.failures += 1
+        reason = f"{type(exc).__name__}: {exc}"
+        if not retryable:
+            log.error("chunk %s dead-lettered: %s", chunk_id, reason)
+            self.queue.kill(chunk_id, reason)
+            return
+        delay = self.backoff(attempts, retry_after)
+        if self.queue.retry(chunk_id, reason, delay_s=delay, max_attempts=self.config.max_attempts):
+            log.error("chunk %s dead-lettered after %d attempts: %s", chunk_id, attempts + 1, reason)
+        else:
+            log.warning("chunk %s failed (%s); retrying in %.1f s", chunk_id, reason, delay)
+
+    def drain(self, *, flush: bool = True, on_progress: Callable[[int], None] | None = None) -> int:
+        """Close every window (when `flush`) and process ready chunks until none is left."""
+        if flush:
+            self.queue.flush()
+        done = 0
+        while self.run_once():
+            done += 1
+            if on_progress is not None:
+                on_progress(done)
+        return done
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Background loop for `tap serve`; returns soon after `stop` is set."""
+        while not stop.is_set():
+            try:
+                await asyncio.to_thread(self.queue.flush, idle_s=self.flush_idle_s)
+                worked = await asyncio.to_thread(self.run_once)
+            except Exception:
+                log.exception("extraction worker step failed")
+                worked = False
+            if not worked:
+                try:
+                    await asyncio.wait_for(stop.wait(), self.poll_s)
+                except TimeoutError:
+                    pass
+
+    def status(self) -> dict[str, Any]:
+        """Queue depth, dead letters, gate counters, spend today."""
+        counters = dict(self.extraction.counters)
+        chunks = counters.get("chunks", 0)
+        passed = counters.get("extracted", 0)
+        return {
+            "queue": self.queue.counts(),
+            "dead_letters": self.queue.dead_letters(5),
+            "processed": self.processed,
+            "failures": self.failures,
+            "paused": self.paused,
+            "gate_pass_rate": round(passed / chunks, 3) if chunks else None,
+            "counters": counters,
+            "cost_today": self.extraction.ledger.today(),
+            "daily_budget_usd": self.config.daily_budget_usd,
+        }
