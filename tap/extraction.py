@@ -18,7 +18,8 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from tap.chunker import Chunk, render_chunk
 from tap.config import ExtractConfig
@@ -26,7 +27,7 @@ from tap.errors import TapError
 from tap.gate import heuristic_gate
 from tap.ledger import CostLedger, next_utc_midnight
 from tap.ports import Embedder, MemoryStore
-from tap.providers import LLMProvider, Usage, cost_usd
+from tap.providers import LLMProvider, ProviderCallError, Usage, cost_usd
 from tap.reconcile import Plan, decide_by_rules, plan_from_decision
 from tap.records import Hit, Memory
 from tap.rules import CandidateMemory, RulesExtractor, episode_memory, merge_duplicates
@@ -111,20 +112,31 @@ class Extraction:
             cost_usd=cost_usd(usage),
         )
 
+    @contextmanager
+    def _billed(self, purpose: str) -> Iterator[None]:
+        """Check the budget first; a failed call that was still billed is recorded too."""
+        self._check_budget()
+        try:
+            yield
+        except ProviderCallError as exc:
+            if exc.usage is not None:
+                self._record(exc.usage, purpose)
+            raise
+
     def _llm_gate(self, chunk: Chunk) -> str:
         """'' when the LLM gate lets the chunk through, else its reason."""
         assert self.gate_provider is not None
-        self._check_budget()
-        verdict, usage = self.gate_provider.gate(render_chunk(chunk))
+        with self._billed("gate"):
+            verdict, usage = self.gate_provider.gate(render_chunk(chunk))
         self._record(usage, "gate")
         return "" if verdict.worth else (verdict.reason or "not worth remembering")
 
     def _extract(self, chunk: Chunk) -> list[CandidateMemory]:
         if self.extract_provider is None:
             return self.rules.extract(chunk)
-        self._check_budget()
         existing = self._similar_to_text(chunk, render_chunk(chunk))
-        candidates, usage = self.extract_provider.extract(chunk, existing)
+        with self._billed("extract"):
+            candidates, usage = self.extract_provider.extract(chunk, existing)
         self._record(usage, "extract")
         return candidates
 
@@ -159,9 +171,9 @@ class Extraction:
                 decide_by_rules(c.content, c.kind, c.valid_from, [Hit(memory=m, score=s) for m, s in near], self.config)
                 for c, near in zip(candidates, similar, strict=True)
             ]
-        self._check_budget()
         shown = [[m for m, _ in near] for near in similar]
-        decisions, usage = self.extract_provider.reconcile(candidates, shown)
+        with self._billed("reconcile"):
+            decisions, usage = self.extract_provider.reconcile(candidates, shown)
         self._record(usage, "reconcile")
         by_index = {d.candidate: d for d in decisions}
         plans = []

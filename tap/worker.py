@@ -54,7 +54,7 @@ class ExtractionWorker:
 
     def backoff(self, attempts: int, retry_after: float | None) -> float:
         """Seconds before the next try: exponential with jitter, at least the server's hint."""
-        delay = min(MAX_BACKOFF_S, self.config.backoff_s * (2**attempts)) * random.uniform(0.8, 1.2)
+        delay: float = min(MAX_BACKOFF_S, self.config.backoff_s * 2.0**attempts) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
 
     def run_once(self) -> bool:
