@@ -172,6 +172,8 @@ class Extraction:
                 for c, near in zip(candidates, similar, strict=True)
             ]
         shown = [[m for m, _ in near] for near in similar]
+        if not any(shown):  # nothing similar is stored: every candidate is new, no call needed
+            return [Plan(action="add") for _ in candidates]
         with self._billed("reconcile"):
             decisions, usage = self.extract_provider.reconcile(candidates, shown)
         self._record(usage, "reconcile")

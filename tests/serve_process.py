@@ -23,6 +23,7 @@ class ServeProcess:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
+        (self.home / "server.json").unlink(missing_ok=True)
         args = [sys.executable, "-m", "tap"]
         if self.config:
             args += ["--config", str(self.config)]

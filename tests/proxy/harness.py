@@ -1,4 +1,4 @@
-"""A real tap app (real store, embedder, capture) on 127.0.0.1:0 in front of fake upstreams."""
+"""A real tap app (real store, embedder, capture, ingestion) on 127.0.0.1:0 in front of fake upstreams."""
 
 from __future__ import annotations
 
@@ -40,8 +40,10 @@ class TapProxy:
         self.turn_log: TurnLog | None = None
 
     async def _ingest(self, event: IngestEvent) -> int:
+        """Record the event, then hand it to the real ingestion entry point."""
         self.events.append(event)
-        return len(event.messages)
+        assert self.rt is not None
+        return await self.rt.ingestor.ingest_async(event)
 
     async def __aenter__(self) -> Self:
         self.rt = await asyncio.to_thread(

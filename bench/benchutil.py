@@ -1,0 +1,125 @@
+"""Helpers shared by the benchmarks in bench/: machine description, percentiles, results, tables.
+
+Benchmarks are scripts (``./dev bench NAME`` runs ``bench/NAME.py``); this module sits beside them
+and is imported as ``benchutil`` (the script's directory is on ``sys.path``). It also puts the repo
+root on ``sys.path`` so a benchmark can reuse ``tests/`` helpers such as ``tests.serve_process``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (Linux), else platform.processor()."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def memory_total_gb() -> float:
+    """Total RAM in GB (Linux /proc/meminfo), NaN elsewhere."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return float("nan")
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "ram_gb": memory_total_gb(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The pct-th percentile (inclusive method, linear interpolation); NaN for no values."""
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return float(values[0])
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * pct / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
+
+
+def summary_ms(values: Sequence[float], digits: int = 2) -> dict[str, float]:
+    """n, p50, p95, p99, max and mean of a list of milliseconds."""
+    if not values:
+        return {"n": 0}
+    return {
+        "n": len(values),
+        "p50": round(percentile(values, 50), digits),
+        "p95": round(percentile(values, 95), digits),
+        "p99": round(percentile(values, 99), digits),
+        "max": round(max(values), digits),
+        "mean": round(statistics.fmean(values), digits),
+    }
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident set size of a process (VmRSS from /proc/PID/status), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> Path:
+    """Write `result` as pretty JSON to bench/results/NAME.json (or `out`); returns the path."""
+    path = out or RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table with right-aligned numbers."""
+    cells = [[str(h) for h in headers], *[[_cell(v) for v in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for index, row in enumerate(cells):
+        parts = [
+            value.ljust(widths[i]) if i == 0 else value.rjust(widths[i]) for i, value in enumerate(row)
+        ]
+        lines.append("  ".join(parts))
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
