@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -90,3 +91,16 @@ def events_by_conversation(
         IngestEvent(scope=scope, conversation=conversation, source="logtail", messages=messages)
         for (scope, conversation), messages in groups.items()
     ]
+
+
+def parse_timestamp(value: str | None) -> float:
+    """POSIX seconds of an ISO-8601 timestamp (`Z` or offset; naive means UTC); 0.0 when unknown."""
+    if not value:
+        return 0.0
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return 0.0
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()

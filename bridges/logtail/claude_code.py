@@ -1,0 +1,273 @@
+"""Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`) → IngestEvents.
+
+The conversation is rebuilt the way Claude Code's own reader does it (PROTOCOLS.md (d)): entries are
+linked by `uuid`/`parentUuid`; the conversation is the chain from the newest leaf that is a
+non-sidechain, non-meta user or assistant entry back to the root. Of that chain only user text and
+assistant text are kept: tool results, tool use, thinking, images, meta lines (`isMeta`), sidechains
+(`isSidechain`, sub-agents), team messages, synthetic API-error replies and command noise
+(`<command-name>`, `<local-command-stdout>`, `[Request interrupted by user…]`, …) are dropped, and
+the lines of one assistant message (Claude Code writes one content block per line, all with the
+same `message.id`) are merged into one turn whose id is the uuid of its first line.
+Scope: the session's working directory (`cwd` of its first entry) unless a scope is configured;
+conversation: the entry's `sessionId`; turn ids: entry uuids; timestamps: the ISO `timestamp`.
+
+Streaming, with bounded memory: the file is never loaded whole. Between two checkpoints the parser
+indexes only the entries read since the previous checkpoint (uuid → parent, plus the text of
+visible user/assistant entries). At a checkpoint (end of each pass over the file, or when the index
+grows past `max_nodes` entries or `max_text` bytes of text, then at the next user entry so an
+assistant message is not cut in two) it walks from the newest eligible leaf up the chain until it
+leaves the index, emits the visible turns on that walk, and forgets the index. Because a session is
+append-only and grows at its leaf, this emits each turn of the live conversation once, as it
+arrives, and needs no memory of earlier checkpoints. The rule, which holds across restarts too
+(the offset is committed only after a checkpoint): *an entry is emitted iff it lies on the chain of
+the newest leaf at the first checkpoint after it was written.* Consequences, by design:
+- a branch abandoned within one checkpoint interval (an edited and re-sent prompt) is dropped, as
+  in Claude Code's reader; one that was already emitted stays (memories are not un-learned);
+- in `--follow` mode a checkpoint may fall between two lines of one assistant message; the second
+  part then becomes a turn of its own (nothing is lost or doubled);
+- compaction: a `compact_boundary` entry starts a new root (`parentUuid: null`); the walk follows its
+  `logicalParentUuid` instead, so the conversation before the compaction is not lost. The compact
+  summary (`isCompactSummary`) is a model-written digest of that earlier part: it is dropped when
+  this file already had visible turns, and kept (as an assistant turn) when it is the only record.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from bridges.logtail.formats import (
+    BAD_SHAPE,
+    BROKEN_JSON,
+    TOO_LONG,
+    FileContext,
+    events_by_conversation,
+    fit_scope,
+    parse_timestamp,
+)
+from bridges.logtail.lines import Line
+from tap.records import IngestEvent, Message
+
+__all__ = ["ClaudeCodeParser", "clean_user_text"]
+
+MAX_NODES = 50_000
+MAX_TEXT = 16 << 20
+MAX_SCOPES_KEPT = 64
+
+_NOISE_TAGS = (
+    "command-name|command-message|command-args|command-contents|local-command-stdout|local-command-stderr|"
+    "local-command-caveat|system-reminder|ide_opened_file|ide_selection|ide_diagnostics|session-start-hook|"
+    "user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr|tick|goal"
+)
+_NOISE_SPAN = re.compile(rf"<({_NOISE_TAGS})>.*?</\1>", re.DOTALL)
+_NOISE_OPEN = re.compile(rf"<({_NOISE_TAGS})>.*", re.DOTALL)  # an unclosed noise tag runs to the end
+_INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
+
+
+class _Block(msgspec.Struct):
+    """A content block; only text blocks are read, the rest (tool_result, …) is skipped unparsed."""
+
+    type: str = ""
+    text: str | None = None
+
+
+class _Message(msgspec.Struct):
+    id: str | None = None
+    role: str | None = None
+    model: str | None = None
+    content: str | list[_Block | str] | None = None
+
+
+class _Entry(msgspec.Struct, rename="camel"):
+    """The fields of a transcript line that matter here (tolerant: unknown fields are skipped)."""
+
+    type: str | None = None
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    session_id: str | None = None
+    timestamp: str | None = None
+    cwd: str | None = None
+    is_sidechain: bool | None = None
+    is_meta: bool | None = None
+    is_compact_summary: bool | None = None
+    is_api_error_message: bool | None = None
+    team_name: str | None = None
+    subtype: str | None = None
+    message: _Message | str | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Entry)
+
+
+@dataclass(slots=True)
+class _Turn:
+    role: str
+    text: str
+    message_id: str
+    session: str
+    timestamp: float
+
+
+@dataclass(slots=True)
+class _Node:
+    parent: str | None
+    turn: _Turn | None
+
+
+def clean_user_text(text: str) -> str:
+    """User text without Claude Code's command/IDE/hook noise; empty when nothing else is left."""
+    if "<" in text:
+        text = _NOISE_OPEN.sub("", _NOISE_SPAN.sub("", text))
+    if "[Request interrupted" in text:
+        text = _INTERRUPTED.sub("", text)
+    return text.strip()
+
+
+def _texts(content: str | list[_Block | str] | None) -> tuple[list[str], bool]:
+    """The text blocks of a message, and whether it carries a tool result."""
+    if content is None:
+        return [], False
+    if isinstance(content, str):
+        return [content], False
+    texts: list[str] = []
+    tool_result = False
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+        elif block.type == "text" and block.text:
+            texts.append(block.text)
+        elif block.type == "tool_result":
+            tool_result = True
+    return texts, tool_result
+
+
+class ClaudeCodeParser:
+    """Incremental conversation rebuild for one session file (see the module docstring)."""
+
+    def __init__(self, ctx: FileContext, *, max_nodes: int = MAX_NODES, max_text: int = MAX_TEXT) -> None:
+        self._ctx = ctx
+        self._max_nodes = max_nodes
+        self._max_text = max_text
+        self._nodes: dict[str, _Node] = {}
+        self._leaf: str | None = None
+        self._last_type = ""
+        self._text_bytes = 0
+        saved_scopes = ctx.state.get("scopes")
+        self._scopes: dict[str, str] = dict(saved_scopes) if isinstance(saved_scopes, dict) else {}
+        self._seen_turns = bool(ctx.state.get("seen_turns", False))
+
+    def feed(self, line: Line, lineno: int) -> str | None:
+        """Index one transcript line."""
+        if line.data is None:
+            return TOO_LONG
+        if not line.data.strip():
+            return None
+        try:
+            entry = _DECODER.decode(line.data)
+        except msgspec.ValidationError:
+            return BAD_SHAPE
+        except msgspec.DecodeError:
+            return BROKEN_JSON
+        if not entry.uuid:
+            return None  # metadata without a chain link: summary, title, tag, queue-operation, ...
+        session = entry.session_id or self._ctx.conversation
+        if entry.cwd and session not in self._scopes:
+            self._scopes[session] = entry.cwd
+        parent = entry.parent_uuid
+        if entry.type == "system" and entry.subtype == "compact_boundary" and entry.logical_parent_uuid:
+            parent = entry.logical_parent_uuid
+        turn = self._turn(entry, session)
+        self._nodes[entry.uuid] = _Node(parent, turn)
+        if turn is not None:
+            self._seen_turns = True
+            self._text_bytes += len(turn.text)
+        if entry.type in ("user", "assistant") and not (entry.is_sidechain or entry.is_meta or entry.team_name):
+            self._leaf = entry.uuid
+        self._last_type = entry.type or ""
+        return None
+
+    def _turn(self, entry: _Entry, session: str) -> _Turn | None:
+        """The visible text of a user/assistant entry, or None when it shows nothing to remember."""
+        message = entry.message
+        if entry.type not in ("user", "assistant") or not isinstance(message, _Message):
+            return None
+        if entry.is_sidechain or entry.is_meta or entry.team_name:
+            return None
+        texts, tool_result = _texts(message.content)
+        role = entry.type
+        if role == "assistant":
+            if entry.is_api_error_message or message.model == "<synthetic>":
+                return None
+            text = "\n\n".join(t.strip() for t in texts if t.strip())
+        elif tool_result:
+            return None
+        elif entry.is_compact_summary:
+            if self._seen_turns:
+                return None  # the turns it summarises are in this file and were ingested themselves
+            role, text = "assistant", "\n\n".join(texts).strip()
+        else:
+            text = "\n\n".join(c for c in (clean_user_text(t) for t in texts) if c)
+        if not text:
+            return None
+        message_id = message.id or entry.uuid or ""
+        return _Turn(role, text, message_id, session, parse_timestamp(entry.timestamp))
+
+    def want_checkpoint(self) -> bool:
+        """Over the bound, at a user entry (so assistant lines of one message stay together)."""
+        over = len(self._nodes) >= self._max_nodes or self._text_bytes >= self._max_text
+        far_over = len(self._nodes) >= 4 * self._max_nodes or self._text_bytes >= 4 * self._max_text
+        return far_over or (over and self._last_type == "user")
+
+    def take(self, *, final: bool) -> list[IngestEvent]:
+        """The visible turns on the chain of the newest leaf; then forget the index."""
+        turns = self._chain() if self._leaf is not None else []
+        self._nodes.clear()
+        self._leaf = None
+        self._text_bytes = 0
+        return events_by_conversation(
+            (self._scope(turn.session), turn.session, message) for turn, message in _merge(turns)
+        )
+
+    def _chain(self) -> list[tuple[str, _Turn]]:
+        """(uuid, turn) of the visible entries from the index root to the leaf, in order."""
+        chain: list[tuple[str, _Turn]] = []
+        current = self._leaf
+        for _ in range(len(self._nodes)):  # bounded: a corrupt file with a cycle cannot loop forever
+            node = self._nodes.get(current) if current is not None else None
+            if node is None:
+                break
+            if node.turn is not None:
+                chain.append((current or "", node.turn))
+            current = node.parent
+        chain.reverse()
+        return chain
+
+    def _scope(self, session: str) -> str:
+        return fit_scope(self._ctx.scope_override or self._scopes.get(session) or self._ctx.scope)
+
+    def resume_point(self) -> tuple[int, int] | None:
+        """Everything fed is decided at a checkpoint: resume after the last line."""
+        return None
+
+    def state(self) -> dict[str, Any]:
+        """Session scopes (the first cwd of each session) and whether turns were seen."""
+        scopes = dict(list(self._scopes.items())[-MAX_SCOPES_KEPT:])
+        return {"scopes": scopes, "seen_turns": self._seen_turns}
+
+
+def _merge(chain: list[tuple[str, _Turn]]) -> list[tuple[_Turn, Message]]:
+    """Consecutive assistant lines of one message become one Message (id of the first line)."""
+    merged: list[tuple[_Turn, Message]] = []
+    for uuid, turn in chain:
+        if merged:
+            last, message = merged[-1]
+            if turn.role == "assistant" == last.role and turn.message_id == last.message_id:
+                message.content += "\n\n" + turn.text
+                continue
+        message = Message(role=turn.role, content=turn.text, id=uuid, timestamp=turn.timestamp)
+        merged.append((turn, message))
+    return merged
