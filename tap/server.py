@@ -22,7 +22,7 @@ from proxy.context import ProxyContext
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
 from tap.app import Runtime, open_runtime
 from tap.capture import Capture, TurnLog
-from tap.config import LoadedConfig
+from tap.config import Config, LoadedConfig, read_secret
 from tap.metrics import Metrics
 from tap.tasks import create_task, running_tasks
 
@@ -103,12 +103,27 @@ def _announce(rt: Runtime, url: str) -> None:
         f"  store:    {'Chroma server ' + config.store.url if config.store.url else 'embedded Chroma'}"
         f" at {rt.store.where} (collection {config.store.collection!r})",
         f"  embedder: {rt.embedder.model_id} ({rt.embedder.dimensions} dims)",
+        f"  extract:  {_extraction_line(config)}",
         f"  data dir: {rt.loaded.data_dir}",
         f"  config:   {rt.loaded.path or 'built-in defaults'}",
         f"  admin:    token in {rt.loaded.data_dir / 'admin-token'}",
         f"  use:      ANTHROPIC_BASE_URL={url}  OPENAI_BASE_URL={url}/v1  OLLAMA_HOST={url.split('//', 1)[1]}",
     ]
     print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def _extraction_line(config: Config) -> str:
+    ex = config.extract
+    if ex.provider == "rules" and ex.gate == "heuristic":
+        return "rules (offline, no LLM)"
+    parts = [f"{ex.provider} ({ex.model if ex.provider == 'anthropic' else ex.ollama_model})"]
+    if ex.gate != "heuristic":
+        parts.append(f"gate {ex.gate} ({ex.gate_model if ex.gate == 'anthropic' else ex.ollama_model})")
+    parts.append(f"budget ${ex.daily_budget_usd:.2f}/day")
+    line = ", ".join(parts)
+    if "anthropic" in (ex.provider, ex.gate) and read_secret(ex.api_key_env) is None:
+        line += f"  WARNING: ${ex.api_key_env} is not set; LLM extraction will fail until it is"
+    return line
 
 
 def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | None = None) -> None:
