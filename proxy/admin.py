@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -237,8 +238,19 @@ async def tap_errors(request: web.Request, handler: Handler) -> web.StreamRespon
         raise
 
 
+UI_PAGE = Path(__file__).with_name("static") / "ui.html"
+
+
+async def ui(request: web.Request) -> web.Response:
+    """The memory browser page (static; its API calls carry the admin token the user types)."""
+    return web.Response(body=UI_PAGE.read_bytes(), content_type="text/html", charset="utf-8",
+                        headers={"Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; "
+                                 "style-src 'unsafe-inline'", "X-Frame-Options": "DENY"})
+
+
 def add_admin_routes(app: web.Application) -> None:
-    """Register the admin API on the app."""
+    """Register the admin API and the web page on the app."""
+    app.router.add_get("/ui", ui)
     app.router.add_get("/tap/health", health)
     app.router.add_post("/tap/recall", recall)
     app.router.add_get("/tap/memories", list_memories)

@@ -41,6 +41,7 @@ UNKNOWN = "none"
 QUIET_S = 5.0
 KEEP_SKIPPED = 100
 DETECT_BYTES = 65536
+_FORMATS: dict[str, Format] = {"claude-code": "claude-code", "jsonl": "jsonl", "text": "text"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Tailer:
         self.scope = scope.strip()
         self.quiet_s = quiet_s
         self.stats = TailStats()
+        self._root_errors: set[str] = set()
         self._now = now
         self._on_warning = on_warning
         self._on_error = on_error
@@ -100,6 +102,10 @@ class Tailer:
     def discover(self) -> list[Path]:
         """The files the roots name now (errors recorded)."""
         found = find_files(self.roots)
+        current = {path for path, _ in found.errors}
+        for gone in self._root_errors - current:  # a missing root that appeared since
+            self.stats.errors.pop(gone, None)
+        self._root_errors = current
         for path, reason in found.errors:
             self._error(path, reason)
         return found.files
@@ -169,10 +175,10 @@ class Tailer:
         self._save_seen(record, status)
 
     def _format(self, record: FileRecord) -> Format:
-        fmt = self.fmt if self.fmt != "auto" else record.format
-        if fmt not in ("claude-code", "jsonl", "text"):
-            raise ValueError(f"unknown log format {fmt!r}")
-        return fmt  # type: ignore[return-value]
+        fmt = _FORMATS.get(self.fmt if self.fmt != "auto" else record.format)
+        if fmt is None:
+            raise ValueError(f"unknown log format {record.format!r}")
+        return fmt
 
     def _context(self, path: Path, record: FileRecord) -> FileContext:
         return FileContext(
@@ -214,8 +220,8 @@ class Tailer:
                 if known.path != str(path):
                     self._notice(f"{known.path} is now {path}; continuing where it was left")
                     known.path = str(path)
-                if self.fmt != "auto" and known.format == UNKNOWN:
-                    known.format = self.fmt
+                if known.format == UNKNOWN:
+                    known.format = self.fmt if self.fmt != "auto" else (detect(_first_lines(fd)) or UNKNOWN)
                 return known
             change = "truncated" if status.st_size < known.offset else "rewritten"
             self._notice(f"{path} was {change}; reading it again from the start")

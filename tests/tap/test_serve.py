@@ -71,3 +71,12 @@ def test_stop_is_graceful_and_releases_the_data_dir(isolated_home: Path) -> None
     assert not (isolated_home / "server.json").exists()
     result = CliRunner().invoke(main, ["memories", "list", "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout) == []
+
+
+def test_web_page_is_served_without_secrets(served: ServeProcess) -> None:
+    with urllib.request.urlopen(served.url + "/ui", timeout=10) as resp:
+        page = resp.read().decode()
+        assert resp.headers["Content-Type"].startswith("text/html")
+        assert resp.headers["X-Frame-Options"] == "DENY"
+    assert "/tap/memories" in page and "Authorization" in page
+    assert served.token not in page

@@ -1,0 +1,218 @@
+"""Recall speed at scale (1k, 10k, 100k memories in one scope, embedded Chroma) and `tap serve` idle RSS.
+
+Run: ``./dev bench recall [--sizes 1000,10000,100000] [--queries 200] [--quick]``. Writes
+``bench/results/recall.json`` and prints a table.
+
+Method: one data dir with the default config (embedded Chroma + the FTS5 lexical index, the ONNX
+MiniLM embedder). Synthetic memories (bench/corpus.py: template texts, vectors mixed from real
+MiniLM embeddings) are added in batches to one scope until each size is reached; at each size,
+every query is timed end to end through ``RecallEngine.recall`` (embed + vector search + lexical
+search + rank + pack, exactly what the proxy runs) and, interleaved with it, each stage alone:
+``embed_query``, ``vector_search``, ``text_search``. After the 10k point (the size the speed
+targets name) and after the largest one, the runtime is closed and a real ``tap serve`` process is
+started on that data dir; after a warm-up of recalls through its admin API it idles for a few
+seconds and its VmRSS is read from /proc/PID/status (target ≤ 400 MB at 10k memories).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import benchutil
+import corpus
+
+from tap.app import Runtime, open_runtime
+from tap.config import LoadedConfig, parse_config
+from tests.serve_process import ServeProcess
+
+SCOPE = "bench"
+CONFIG = "[server]\nhost = \"127.0.0.1\"\n"
+TARGETS = {"recall_p50_ms_at_10k": 15, "recall_p99_ms_at_10k": 40, "serve_idle_rss_mb": 400}
+
+
+def open_rt(home: Path) -> Runtime:
+    """The runtime on the benchmark's data dir with the default config."""
+    return open_runtime(LoadedConfig(config=parse_config(CONFIG), path=None, data_dir=home))
+
+
+def measure(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
+    """Per query: the end-to-end recall, then each stage alone (same query, interleaved)."""
+    k = rt.loaded.config.recall.candidates
+    for query in queries[:10]:  # warm-up: caches, HNSW pages, SQLite pages
+        rt.recall.recall(query, scope=SCOPE)
+    e2e: list[float] = []
+    embed: list[float] = []
+    vector: list[float] = []
+    lexical: list[float] = []
+    recalled: list[int] = []
+    tokens: list[int] = []
+    for query in queries:
+        started = time.perf_counter()
+        result = rt.recall.recall(query, scope=SCOPE)
+        e2e.append((time.perf_counter() - started) * 1000)
+        recalled.append(len(result.memories))
+        tokens.append(result.tokens)
+        started = time.perf_counter()
+        vec = rt.embedder.embed_query(query)
+        embed.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        rt.store.vector_search(vec, scope=SCOPE, k=k)
+        vector.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        rt.store.text_search(query, scope=SCOPE, k=k)
+        lexical.append((time.perf_counter() - started) * 1000)
+    rt.recall.flush_access()
+    return {
+        "end_to_end_ms": benchutil.summary_ms(e2e),
+        "embed_query_ms": benchutil.summary_ms(embed),
+        "vector_search_ms": benchutil.summary_ms(vector),
+        "lexical_search_ms": benchutil.summary_ms(lexical),
+        "rank_pack_and_overhead_ms_p50": round(
+            benchutil.percentile(e2e, 50)
+            - benchutil.percentile(embed, 50)
+            - benchutil.percentile(vector, 50)
+            - benchutil.percentile(lexical, 50),
+            2,
+        ),
+        "memories_per_block_mean": round(statistics.fmean(recalled), 1),
+        "block_tokens_mean": round(statistics.fmean(tokens), 1),
+    }
+
+
+def serve_rss(home: Path, queries: Sequence[str], idle_s: float) -> dict[str, Any]:
+    """Start `tap serve` on the data dir, warm it up with recalls, idle, read its RSS."""
+    config = home / "bench-config.toml"
+    config.write_text(CONFIG)
+    proc = ServeProcess(home, config=config)
+    started = time.perf_counter()
+    proc.start(timeout=120)
+    startup_s = time.perf_counter() - started
+    try:
+        assert proc.proc is not None
+        pid = proc.proc.pid
+        after_start = benchutil.rss_mb(pid)
+        for query in queries:
+            request = urllib.request.Request(
+                proc.url + "/tap/recall",
+                data=json.dumps({"text": query, "scope": SCOPE}).encode(),
+                headers={"Authorization": f"Bearer {proc.token}", "Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                response.read()
+        time.sleep(idle_s)
+        status = Path(f"/proc/{pid}/status").read_text()
+        peak = next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0.0)
+        return {
+            "startup_s": round(startup_s, 2),
+            "rss_after_start_mb": round(after_start, 1),
+            "idle_rss_mb": round(benchutil.rss_mb(pid), 1),
+            "peak_rss_mb": round(peak, 1),
+            "warm_up_recalls": len(queries),
+            "idle_s": idle_s,
+        }
+    finally:
+        proc.stop()
+
+
+def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: Sequence[int]) -> dict[str, Any]:
+    """Build the store size by size, measuring recall at each size (and `tap serve` RSS where asked)."""
+    queries = corpus.queries(n_queries)
+    points: list[dict[str, Any]] = []
+    serve: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="tap-bench-recall-") as tmp:
+        home = Path(tmp)
+        rt = open_rt(home)
+        try:
+            pool_corpus = corpus.Corpus(rt.embedder, pool=pool)
+            embed_batch_per_s = pool / pool_corpus.embed_s
+            have = 0
+            for size in sorted(sizes):
+                build_s = corpus.fill(rt.store, pool_corpus, size - have, scope=SCOPE)
+                written = size - have
+                have = size
+                point = {"memories": size, "build_s": round(build_s, 1), "writes_per_s": round(written / build_s)}
+                point |= measure(rt, queries)
+                points.append(point)
+                e2e = point["end_to_end_ms"]
+                print(f"{size:>7} memories: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stderr, flush=True)
+                if size in rss_at:
+                    rt.close()
+                    serve[str(size)] = serve_rss(home, queries[:20], idle_s)
+                    print(f"{size:>7} memories: tap serve idle RSS {serve[str(size)]['idle_rss_mb']} MB", file=sys.stderr)
+                    rt = open_rt(home)
+        finally:
+            rt.close()
+    return {
+        "benchmark": "recall",
+        "machine": benchutil.machine(),
+        "store": "embedded Chroma (PersistentClient) + SQLite FTS5, one scope",
+        "embedder": "all-MiniLM-L6-v2 int8 ONNX, one-thread query session",
+        "method": (
+            "synthetic memories (bench/corpus.py) written in batches of 2000 to one scope; at each size "
+            f"{n_queries} queries timed end to end through RecallEngine.recall (default config: 40 candidates per "
+            "retriever, 500-token budget) and each stage alone, interleaved; tap serve RSS: real process on the "
+            f"same data dir, {min(20, n_queries)} recalls through POST /tap/recall, then {idle_s} s idle, VmRSS"
+        ),
+        "targets": TARGETS,
+        "embed_batch_sentences_per_s": round(embed_batch_per_s, 1),
+        "points": points,
+        "serve": serve,
+    }
+
+
+def print_report(result: dict[str, Any]) -> None:
+    headers = ["memories", "e2e p50", "e2e p99", "embed p50", "vector p50", "vector p99", "lexical p50", "build/s"]
+    rows = [
+        [
+            p["memories"],
+            p["end_to_end_ms"]["p50"],
+            p["end_to_end_ms"]["p99"],
+            p["embed_query_ms"]["p50"],
+            p["vector_search_ms"]["p50"],
+            p["vector_search_ms"]["p99"],
+            p["lexical_search_ms"]["p50"],
+            p["writes_per_s"],
+        ]
+        for p in result["points"]
+    ]
+    print("recall latency (ms), one scope, embedded Chroma")
+    print(benchutil.table(headers, rows))
+    for size, serve in result["serve"].items():
+        print(
+            f"tap serve with {size} memories: idle RSS {serve['idle_rss_mb']} MB (peak {serve['peak_rss_mb']} MB, "
+            f"start-up {serve['startup_s']} s); target ≤ {TARGETS['serve_idle_rss_mb']} MB"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pool", type=int, default=1500, help="really embedded sentences the corpus mixes")
+    parser.add_argument("--idle", type=float, default=5.0, help="seconds tap serve idles before RSS is read")
+    parser.add_argument("--quick", action="store_true", help="200 memories, 20 queries (smoke run)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.quick:
+        sizes, args.queries, args.pool, args.idle = [200], 20, 100, 0.5
+    rss_at = sorted({s for s in sizes if s == 10_000} | {max(sizes)})
+    result = run(sizes, args.queries, args.pool, args.idle, rss_at)
+    result["mode"] = "quick" if args.quick else "full"
+    path = benchutil.write_result("recall", result, args.out)
+    print_report(result)
+    print(f"\nwritten to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""One chat turn: history → recall → inject → model → reply → history → ingestion.
+
+Per incoming message (already admitted by tap.bridges.telegram.access):
+1. the user's turn is stored as *pending* in the chat history (unless `/private` asked for the
+   message not to be stored);
+2. the request is built from the last `[telegram] history_turns` turns plus this one; the
+   memories of the chat's scope relevant to the message are recalled under
+   `[telegram] recall_deadline_ms` and injected by the dialect exactly as the proxy does — on a
+   timeout or an error the request goes out without memories (degrade, never fail);
+3. "typing" is shown every ~4 s while the model works; after `[telegram] reply_timeout_s` (or at
+   once when the model is down) the user gets a short apology, and the turn stays pending:
+   `/retry` answers it, and the next answered message folds it in;
+4. the answer is sent (split, Markdown with plain fallback), the turn is marked answered, the
+   call is billed in the cost ledger (purpose "telegram-reply"), and the exchange goes through
+   the one ingestion entry point with `source = "telegram"`.
+
+Invariants: turns of one conversation are handled one at a time, in arrival order (a lock per
+conversation; other chats run concurrently); memories are recalled from the chat's own scope only;
+a `/private` message is answered but neither stored in the history nor ingested; the recall
+call passes no conversation, so memories are offered again on later turns (the history tap
+sends does not carry earlier blocks, so skipping "already injected" memories would hide them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bridges.telegram.chats import ChatKey
+from bridges.telegram.db import TelegramDB, TurnRow
+from bridges.telegram.model import Line, Reply, ReplyModel, build_request
+from bridges.telegram.send import Sender, keep_typing
+from tap.config import TelegramConfig
+from tap.dialects import JsonObject
+from tap.errors import ProviderError
+from tap.ledger import CostLedger
+from tap.providers.prices import cost_usd
+from tap.recall import RecallEngine
+from tap.records import IngestEvent, Message
+from tap.tasks import create_task
+
+log = logging.getLogger(__name__)
+Ingest = Callable[[IngestEvent], Awaitable[int]]
+TYPING_INTERVAL_S = 4.0
+PURPOSE = "telegram-reply"
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An admitted text message."""
+
+    key: ChatKey
+    message_id: int
+    user_id: int
+    author: str
+    text: str
+    private: bool = False
+
+
+class Conversations:
+    """Answers admitted messages, chat by chat."""
+
+    def __init__(
+        self,
+        cfg: TelegramConfig,
+        *,
+        db: TelegramDB,
+        recall: RecallEngine,
+        ingest: Ingest,
+        ledger: CostLedger,
+        model: ReplyModel,
+        sender: Sender,
+        typing_interval_s: float = TYPING_INTERVAL_S,
+    ) -> None:
+        self.cfg = cfg
+        self.db = db
+        self.recall = recall
+        self.ingest = ingest
+        self.ledger = ledger
+        self.model = model
+        self.sender = sender
+        self.typing_interval_s = typing_interval_s
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, key: ChatKey) -> asyncio.Lock:
+        """The lock that serialises one conversation."""
+        lock = self._locks.get(key.conversation)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[key.conversation] = lock
+        return lock
+
+    async def on_message(self, msg: Incoming) -> None:
+        """Answer one message (see the module docstring)."""
+        lock = self.lock(msg.key)
+        async with lock:
+            if msg.private:
+                history = self.db.history(msg.key.conversation, before=None, limit=self.cfg.history_turns)
+                await self._answer(msg.key, history, msg.author, msg.text, msg.message_id, None)
+                return
+            turn = self.db.add_turn(msg.key.conversation, msg.message_id, msg.user_id, msg.author, msg.text)
+            if turn.pending:
+                await self._answer_turn(msg.key, turn)
+
+    async def retry(self, key: ChatKey, reply_to: int | None) -> bool:
+        """Answer the chat's newest pending turn again; False when there is none."""
+        lock = self.lock(key)
+        async with lock:
+            turn = self.db.last_pending(key.conversation)
+            if turn is None:
+                return False
+            await self._answer_turn(key, turn)
+            return True
+
+    async def _answer_turn(self, key: ChatKey, turn: TurnRow) -> None:
+        history = self.db.history(key.conversation, before=turn.id, limit=self.cfg.history_turns)
+        await self._answer(key, history, turn.author, turn.user_text, turn.message_id, turn)
+
+    async def _answer(
+        self, key: ChatKey, history: list[TurnRow], author: str, text: str, message_id: int, turn: TurnRow | None
+    ) -> None:
+        request = build_request(self.cfg, [*self._lines(key, history), Line("user", self._said(key, author, text))])
+        reply = await self._think_visibly(key, request, text, message_id, stored=turn is not None)
+        if reply is None:
+            return
+        await self.sender.markdown(key, reply.text, reply_to=message_id if key.is_group else None)
+        await self._bill(reply)
+        if turn is not None:
+            folded = self.db.answer(turn.id, reply.text)
+            await self._capture(key, [*folded, turn], reply)
+
+    async def _think_visibly(
+        self, key: ChatKey, request: JsonObject, query: str, message_id: int, *, stored: bool
+    ) -> Reply | None:
+        """The model's reply while "typing" shows; None (after an apology) on timeout or failure."""
+        stop = asyncio.Event()
+        typing = create_task(keep_typing(self.sender, key, stop, self.typing_interval_s), name=f"typing-{key.scope}")
+        try:
+            return await asyncio.wait_for(self._think(key, request, query), self.cfg.reply_timeout_s)
+        except TimeoutError:
+            log.warning("telegram: no reply from the model within %g s (%s)", self.cfg.reply_timeout_s, key.scope)
+            await self._apologise(key, message_id, f"the model did not answer within {self.cfg.reply_timeout_s:g} s", stored)
+        except ProviderError as exc:
+            log.warning("telegram: the reply model failed (%s): %s", key.scope, exc)
+            await self._apologise(key, message_id, "I could not reach the model just now", stored)
+        finally:
+            stop.set()
+            await typing
+        return None
+
+    async def _think(self, key: ChatKey, request: JsonObject, query: str) -> Reply:
+        block = await self._recall(key, query)
+        if block:
+            request = self.model.dialect.inject(request, block)
+        return await self.model.complete(request)
+
+    async def _recall(self, key: ChatKey, query: str) -> str:
+        """The memory block for the message ("" when nothing fits, on timeout or on error)."""
+        try:
+            result = await self.recall.recall_async(query, scope=key.scope, deadline_ms=self.cfg.recall_deadline_ms)
+        except TimeoutError:
+            log.warning("telegram: recall took longer than %d ms; answering without memories", self.cfg.recall_deadline_ms)
+            return ""
+        except Exception as exc:  # a store/embedder failure must not cost the user their answer
+            log.warning("telegram: recall failed (%s: %s); answering without memories", type(exc).__name__, exc)
+            return ""
+        return result.block
+
+    async def _apologise(self, key: ChatKey, message_id: int, why: str, stored: bool) -> None:
+        then = "Your message is saved: send /retry to try again." if stored else "This message was private, so it is not saved: please send it again."
+        await self.sender.html(key, f"Sorry — {why}. {then}", reply_to=message_id)
+
+    def _lines(self, key: ChatKey, history: list[TurnRow]) -> list[Line]:
+        lines: list[Line] = []
+        for turn in history:
+            lines.append(Line("user", self._said(key, turn.author, turn.user_text)))
+            if turn.reply_text:
+                lines.append(Line("assistant", turn.reply_text))
+        return lines
+
+    @staticmethod
+    def _said(key: ChatKey, author: str, text: str) -> str:
+        """In groups the model needs to know who is speaking."""
+        return f"{author}: {text}" if key.is_group and author else text
+
+    async def _bill(self, reply: Reply) -> None:
+        usage = reply.usage
+        try:
+            await asyncio.to_thread(
+                self.ledger.record,
+                provider=usage.provider,
+                model=usage.model,
+                purpose=PURPOSE,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=cost_usd(usage),
+            )
+        except Exception:
+            log.exception("telegram: could not record the reply's cost")
+
+    async def _capture(self, key: ChatKey, turns: list[TurnRow], reply: Reply) -> None:
+        """Hand the exchange to the ingestion entry point (failures are logged, never raised)."""
+        last = turns[-1]
+        messages = [
+            Message(role="user", content=t.user_text, name=t.author, id=turn_id(key, t.message_id), timestamp=t.created_at)
+            for t in turns
+        ]
+        messages.append(
+            Message(role="assistant", content=reply.text, id=turn_id(key, last.message_id) + "-reply", timestamp=time.time())
+        )
+        event = IngestEvent(scope=key.scope, conversation=key.conversation, source="telegram", messages=messages)
+        try:
+            await self.ingest(event)
+        except Exception:
+            log.exception("telegram: could not ingest the exchange (%s)", key.scope)
+
+
+def turn_id(key: ChatKey, message_id: int) -> str:
+    """A stable id for a Telegram message (the same on a retry, unique across chats)."""
+    return f"tg-{key.chat_id}-{message_id}"
