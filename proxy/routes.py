@@ -89,33 +89,13 @@ async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResp
     body = await _read_body(request, dialect)
     if isinstance(body, web.Response):
         return body
-    url = _url(ctx, dialect, request)
-    session = request.app[session_key]
     if request.headers.get("x-tap-no-memory", "").lower() in TRUE:
-        response, _ = await forward(
-            request,
-            session=session,
-            url=url,
-            body=body,
-            dialect=dialect,
-            extra_headers={"x-tap-recalled": "0"},
-            tee=False,
-        )
-        return response
+        return await _unchanged(request, dialect, body, {"x-tap-recalled": "0"})
     try:
         req = dialect.parse_request(body)
     except ValueError as exc:
         ctx.metrics.degrade("bad-request-body", str(exc))
-        response, _ = await forward(
-            request,
-            session=session,
-            url=url,
-            body=body,
-            dialect=dialect,
-            extra_headers={"x-tap-degraded": "unparsable-request"},
-            tee=False,
-        )
-        return response
+        return await _unchanged(request, dialect, body, {"x-tap-degraded": "unparsable-request"})
     try:
         scope = resolve_scope(request.headers, by_api_key=ctx.config.proxy.scope_by_api_key)
     except ValueError as exc:
@@ -127,8 +107,8 @@ async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResp
         recalled = await _recall(ctx, dialect, req, scope, conversation, query)
     response, outcome = await forward(
         request,
-        session=session,
-        url=url,
+        session=request.app[session_key],
+        url=_url(ctx, dialect, request),
         body=recalled.body or body,
         dialect=dialect,
         extra_headers=recalled.headers,
@@ -172,23 +152,30 @@ def _exchange(
     )
 
 
-async def passthrough(request: web.Request, dialect: Dialect) -> web.StreamResponse:
-    """Forward unchanged (no recall, no capture)."""
+async def _unchanged(
+    request: web.Request, dialect: Dialect, body: bytes, headers: dict[str, str]
+) -> web.StreamResponse:
+    """Forward the body as it came (no recall, no capture)."""
     ctx = request.app[context_key]
-    ctx.metrics.request(f"{dialect.name}-passthrough")
-    body = await _read_body(request, dialect)
-    if isinstance(body, web.Response):
-        return body
     response, _ = await forward(
         request,
         session=request.app[session_key],
         url=_url(ctx, dialect, request),
         body=body,
         dialect=dialect,
-        extra_headers={},
+        extra_headers=headers,
         tee=False,
     )
     return response
+
+
+async def passthrough(request: web.Request, dialect: Dialect) -> web.StreamResponse:
+    """Forward unchanged (no recall, no capture)."""
+    request.app[context_key].metrics.request(f"{dialect.name}-passthrough")
+    body = await _read_body(request, dialect)
+    if isinstance(body, web.Response):
+        return body
+    return await _unchanged(request, dialect, body, {})
 
 
 async def anthropic_messages(request: web.Request) -> web.StreamResponse:

@@ -9,10 +9,11 @@ writes, or when several machines share one Chroma server).
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from tap.sqlite import connect
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -36,12 +37,9 @@ class LexicalIndex:
     """FTS5 over active memories; thread-safe; one connection per index."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = connect(path)
         self._db.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS memories USING fts5("
             "id UNINDEXED, scope UNINDEXED, content, tokenize='porter unicode61')"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from typing import Any
 import msgspec
 
 from tap.records import IngestEvent, Message, Source
+from tap.sqlite import connect
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +67,9 @@ class TurnLog:
     """Append-only SQLite log of captured exchanges (thread-safe)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = connect(path)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
             "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, "

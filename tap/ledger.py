@@ -7,13 +7,14 @@ LLM work pauses until the next UTC midnight and the chunks stay queued.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from tap.sqlite import connect
 
 
 def utc_day(stamp: float) -> str:
@@ -31,11 +32,9 @@ class CostLedger:
     """Append-only record of LLM calls with per-day totals (thread-safe)."""
 
     def __init__(self, path: Path, *, now: Callable[[], float] = time.time) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._now = now
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = connect(path)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS llm_calls (at REAL NOT NULL, day TEXT NOT NULL, provider TEXT NOT NULL, "
             "model TEXT NOT NULL, purpose TEXT NOT NULL, input_tokens INTEGER NOT NULL, "

@@ -27,6 +27,7 @@ import msgspec
 
 from tap.chunker import Chunk, Turn, chunk_turns
 from tap.records import Source
+from tap.sqlite import connect
 from tap.tokens import count_tokens
 
 _SCHEMA = """
@@ -60,15 +61,12 @@ class ChunkQueue:
         overlap_tokens: int = 100,
         now: Callable[[], float] = time.time,
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.chunk_tokens = chunk_tokens
         self.overlap_tokens = overlap_tokens
         self._now = now
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = connect(path, synchronous="FULL")
         self._db.executescript(_SCHEMA)
         self._db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'")
 
