@@ -110,9 +110,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = []
     for index, row in enumerate(cells):
-        parts = [
-            value.ljust(widths[i]) if i == 0 else value.rjust(widths[i]) for i, value in enumerate(row)
-        ]
+        parts = [value.ljust(widths[i]) if i == 0 else value.rjust(widths[i]) for i, value in enumerate(row)]
         lines.append("  ".join(parts))
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))

@@ -9,9 +9,10 @@ MiniLM embeddings) are added in batches to one scope until each size is reached;
 every query is timed end to end through ``RecallEngine.recall`` (embed + vector search + lexical
 search + rank + pack, exactly what the proxy runs) and, interleaved with it, each stage alone:
 ``embed_query``, ``vector_search``, ``text_search``. After the 10k point (the size the speed
-targets name) and after the largest one, the runtime is closed and a real ``tap serve`` process is
-started on that data dir; after a warm-up of recalls through its admin API it idles for a few
-seconds and its VmRSS is read from /proc/PID/status (target ≤ 400 MB at 10k memories).
+targets name), after the largest one and once on the empty store (the baseline), the runtime is
+closed and a real ``tap serve`` process is started on that data dir; after a warm-up of recalls
+through its admin API it idles for a few seconds and its VmRSS is read from /proc/PID/status
+(target ≤ 400 MB at 10k memories).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from typing import Any
 
 import benchutil
 import corpus
+from chromadb.api.shared_system_client import SharedSystemClient
 
 from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tests.serve_process import ServeProcess
 
 SCOPE = "bench"
-CONFIG = "[server]\nhost = \"127.0.0.1\"\n"
+CONFIG = '[server]\nhost = "127.0.0.1"\n'
 TARGETS = {"recall_p50_ms_at_10k": 15, "recall_p99_ms_at_10k": 40, "serve_idle_rss_mb": 400}
 
 
@@ -132,6 +134,11 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
         home = Path(tmp)
         rt = open_rt(home)
         try:
+            if 0 in rss_at:  # the baseline: tap serve on an empty store
+                rt.close()
+                serve["0"] = serve_rss(home, queries[:20], idle_s)
+                SharedSystemClient.clear_system_cache()
+                rt = open_rt(home)
             pool_corpus = corpus.Corpus(rt.embedder, pool=pool)
             embed_batch_per_s = pool / pool_corpus.embed_s
             have = 0
@@ -139,15 +146,26 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
                 build_s = corpus.fill(rt.store, pool_corpus, size - have, scope=SCOPE)
                 written = size - have
                 have = size
-                point = {"memories": size, "build_s": round(build_s, 1), "writes_per_s": round(written / build_s)}
+                point: dict[str, Any] = {
+                    "memories": size,
+                    "build_s": round(build_s, 1),
+                    "writes_per_s": round(written / build_s),
+                }
                 point |= measure(rt, queries)
                 points.append(point)
                 e2e = point["end_to_end_ms"]
-                print(f"{size:>7} memories: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stderr, flush=True)
+                print(
+                    f"{size:>7} memories: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stderr, flush=True
+                )
                 if size in rss_at:
                     rt.close()
                     serve[str(size)] = serve_rss(home, queries[:20], idle_s)
-                    print(f"{size:>7} memories: tap serve idle RSS {serve[str(size)]['idle_rss_mb']} MB", file=sys.stderr)
+                    print(
+                        f"{size:>7} memories: tap serve idle RSS {serve[str(size)]['idle_rss_mb']} MB", file=sys.stderr
+                    )
+                    if size == max(sizes):
+                        break
+                    SharedSystemClient.clear_system_cache()  # tap serve wrote to the store meanwhile
                     rt = open_rt(home)
         finally:
             rt.close()
@@ -205,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.quick:
         sizes, args.queries, args.pool, args.idle = [200], 20, 100, 0.5
-    rss_at = sorted({s for s in sizes if s == 10_000} | {max(sizes)})
+    rss_at = sorted({s for s in sizes if s == 10_000} | {max(sizes)} | (set() if args.quick else {0}))
     result = run(sizes, args.queries, args.pool, args.idle, rss_at)
     result["mode"] = "quick" if args.quick else "full"
     path = benchutil.write_result("recall", result, args.out)

@@ -13,7 +13,7 @@ from typing import Any
 import click
 import msgspec
 
-from tap import cli_memories, cli_ops
+from tap import cli_ingest, cli_memories, cli_ops, cli_telegram
 from tap.cli_base import CliState, emit_json, state
 from tap.errors import ConfigError, TapError
 from tap.render import config_toml
@@ -86,3 +86,5 @@ main.add_command(cli_memories.memories)
 main.add_command(cli_memories.recall)
 main.add_command(cli_ops.status)
 main.add_command(cli_ops.extract)
+main.add_command(cli_ingest.ingest)
+main.add_command(cli_telegram.telegram)

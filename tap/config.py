@@ -144,6 +144,7 @@ class TelegramConfig(Section, frozen=True):
     system_prompt: str = "You are a helpful assistant in a Telegram chat. Be concise."
     history_turns: Annotated[int, msgspec.Meta(ge=0, le=500)] = 20
     reply_timeout_s: PositiveFloat = 90.0
+    recall_deadline_ms: Annotated[int, msgspec.Meta(ge=10, le=10000)] = 1000
 
 
 class LogtailConfig(Section, frozen=True):

@@ -149,7 +149,9 @@ class Extraction:
 
     def _reconcile(self, chunk: Chunk, candidates: list[CandidateMemory]) -> Counter[str]:
         actions: Counter[str] = Counter()
-        fresh = [c for c in candidates if not self.store.get([memory_id(chunk.id, c.kind, c.content)])]
+        ids = [memory_id(chunk.id, c.kind, c.content) for c in candidates]
+        existing = {m.id for m in self.store.get(ids)} if ids else set()  # one read for the whole chunk
+        fresh = [c for c, i in zip(candidates, ids, strict=True) if i not in existing]
         actions["already-done"] += len(candidates) - len(fresh)
         if not fresh:
             return actions

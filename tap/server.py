@@ -17,6 +17,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
 
+from bridges.logtail import start_following
+from bridges.telegram import TelegramDeps, add_telegram
 from proxy.app import make_app
 from proxy.context import ProxyContext
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
@@ -63,6 +65,9 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     turn_log = TurnLog(rt.loaded.data_dir / "turnlog.db")
     ctx = build_context(rt, token, Capture(turn_log, rt.ingestor.ingest_async))
     app = make_app(ctx)
+    if rt.loaded.config.telegram.enabled:
+        deps = (rt.loaded.data_dir, rt.recall, rt.memories, rt.ingestor.ingest_async, rt.ledger)
+        add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps))
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -73,10 +78,13 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     _announce(rt, url)
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
+    logtail_stop = asyncio.Event()
+    start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
     try:
         await stop.wait()
         print("tap: stopping (finishing in-flight requests)…", file=sys.stderr, flush=True)
     finally:
+        logtail_stop.set()
         clear_server_info(rt.loaded.data_dir)
         await runner.cleanup()
         await _drain_background_tasks(exclude=worker)

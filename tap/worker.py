@@ -4,6 +4,13 @@ Inside `tap serve` it runs as a background task (`run`): it closes idle conversa
 chunks, claims the oldest ready chunk, processes it in a worker thread and records the outcome.
 `drain` does the same synchronously until nothing is ready (`tap extract run`).
 
+Batches: with the offline pipeline (no LLM gate or extractor) up to BATCH_CHUNKS ready chunks are
+claimed at once and processed through a tap.batching.WriteBuffer, so their store writes go out as
+one add and one update (each store write has a large fixed cost), and repeated sentences are
+embedded once (tap.batching.VectorCache). A chunk is marked done only after the flush; if the flush
+fails, every chunk of the batch is retried (memory ids are deterministic, so nothing is doubled).
+With an LLM in the pipeline a batch is one chunk, so a crash never repeats paid calls.
+
 Failures (per chunk, never fatal to the worker): a retryable provider/store error goes back to the
 queue after exponential backoff (or the server's retry-after, whichever is longer) and becomes a
 dead letter after `max_attempts`; a non-retryable one (bad API key, malformed request) is dead at
@@ -14,19 +21,22 @@ attempt. Dead letters are listed in `tap status` and can be requeued with `tap e
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import random
 import time
 from collections.abc import Callable
 from typing import Any
 
+from tap.batching import VectorCache, WriteBuffer
 from tap.config import ExtractConfig
 from tap.errors import ProviderError
 from tap.extraction import BudgetExhausted, Extraction
-from tap.queue import ChunkQueue
+from tap.queue import ChunkQueue, QueuedChunk
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 3600.0
+BATCH_CHUNKS = 32
 
 
 class ExtractionWorker:
@@ -51,6 +61,7 @@ class ExtractionWorker:
         self.paused: str = ""
         self.processed = 0
         self.failures = 0
+        self._vectors: VectorCache | None = None
 
     def backoff(self, attempts: int, retry_after: float | None) -> float:
         """Seconds before the next try: exponential with jitter, at least the server's hint."""
@@ -59,27 +70,60 @@ class ExtractionWorker:
 
     def run_once(self) -> bool:
         """Process the oldest ready chunk; False when none is ready."""
-        claimed = self.queue.claim()
-        if claimed is None:
-            return False
-        chunk = claimed.chunk
+        return self.run_batch(1) > 0
+
+    def batch_size(self) -> int:
+        """Chunks per batch: one when an LLM is in the pipeline, else BATCH_CHUNKS."""
+        llm = self.extraction.gate_provider is not None or self.extraction.extract_provider is not None
+        return 1 if llm else BATCH_CHUNKS
+
+    def run_batch(self, limit: int | None = None) -> int:
+        """Process up to `limit` ready chunks (oldest first) with buffered writes; returns how many."""
+        claimed: list[QueuedChunk] = []
+        while len(claimed) < (limit or self.batch_size()) and (item := self.queue.claim()) is not None:
+            claimed.append(item)
+        if not claimed:
+            return 0
+        buffer = WriteBuffer(self.extraction.store)
+        extraction = copy.copy(self.extraction)  # same counters, ledger and providers; buffered store
+        extraction.store = buffer
+        extraction.embedder = self._vector_cache()
+        finished = [(item, outcome) for item in claimed if (outcome := self._process(extraction, item)) is not None]
         try:
-            outcome = self.extraction.process(chunk)
+            buffer.flush()
+        except Exception as exc:  # store down: nothing of this batch is done, retry all of it
+            log.exception("writing the memories of %d chunk(s) failed", len(finished))
+            for item, _ in finished:
+                self._failed(item.chunk.id, item.attempts, exc, True, None)
+            return len(claimed)
+        for item, outcome in finished:
+            self.processed += 1
+            self.queue.done(item.chunk.id, outcome)
+        return len(claimed)
+
+    def _vector_cache(self) -> VectorCache:
+        if self._vectors is None or self._vectors.embedder is not self.extraction.embedder:
+            self._vectors = VectorCache(self.extraction.embedder)
+        return self._vectors
+
+    def _process(self, extraction: Extraction, item: QueuedChunk) -> str | None:
+        """One chunk through the pipeline; its outcome, or None when it failed (already recorded)."""
+        chunk = item.chunk
+        try:
+            outcome = extraction.process(chunk)
         except BudgetExhausted as exc:
             self.paused = str(exc)
             self.queue.postpone(chunk.id, exc.until, str(exc))
-            return True
+            return None
         except ProviderError as exc:
-            self._failed(chunk.id, claimed.attempts, exc, exc.retryable, getattr(exc, "retry_after", None))
-            return True
+            self._failed(chunk.id, item.attempts, exc, exc.retryable, getattr(exc, "retry_after", None))
+            return None
         except Exception as exc:  # store down, a bug, ...: keep the chunk, retry later
             log.exception("extraction of chunk %s failed", chunk.id)
-            self._failed(chunk.id, claimed.attempts, exc, True, None)
-            return True
+            self._failed(chunk.id, item.attempts, exc, True, None)
+            return None
         self.paused = ""
-        self.processed += 1
-        self.queue.done(chunk.id, outcome)
-        return True
+        return outcome
 
     def _failed(self, chunk_id: str, attempts: int, exc: Exception, retryable: bool, retry_after: float | None) -> None:
         self.failures += 1
@@ -99,8 +143,8 @@ class ExtractionWorker:
         if flush:
             self.queue.flush()
         done = 0
-        while self.run_once():
-            done += 1
+        while claimed := self.run_batch():
+            done += claimed
             if on_progress is not None:
                 on_progress(done)
         return done
@@ -110,7 +154,7 @@ class ExtractionWorker:
         while not stop.is_set():
             try:
                 await asyncio.to_thread(self.queue.flush, idle_s=self.flush_idle_s)
-                worked = await asyncio.to_thread(self.run_once)
+                worked = await asyncio.to_thread(self.run_batch) > 0
             except Exception:
                 log.exception("extraction worker step failed")
                 worked = False

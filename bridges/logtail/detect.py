@@ -1,9 +1,11 @@
 """Format detection (`auto`) and the parser registry.
 
-Detection looks at the first non-blank complete line of a file: a JSON object with a Claude Code
-entry `type` and a `sessionId`/`uuid`/`leafUuid` is `claude-code`; a JSON object with `role` and
-`content` is `jsonl`; a `Speaker: text` line is `text`; anything else is not a chat log (the file is
-reported and skipped). The chosen format is stored with the file's offset, so it is decided once.
+Detection looks at the first complete lines of a file. When the first non-blank one is a JSON
+object, it decides: a Claude Code entry `type` with a `sessionId`/`uuid`/`leafUuid` is
+`claude-code`, `role` and `content` is `jsonl`, anything else is no chat log. Otherwise the file is
+`text` when one of its first TEXT_LINES non-blank lines is a `Speaker: text` line (a title or an
+export header may come first). Anything else is not a chat log (the file is reported and skipped).
+The chosen format is stored with the file's offset, so it is decided once.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bridges.logtail.text import TextParser, speaker_line
 
 __all__ = ["detect", "make_parser"]
 
+TEXT_LINES = 20
 CLAUDE_CODE_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "attachment", "summary", "custom-title", "ai-title", "tag"}
 )
@@ -26,13 +29,14 @@ CLAUDE_CODE_TYPES = frozenset(
 
 def detect(head: Iterable[bytes]) -> Format | None:
     """The format of a file from its first complete lines; None when it is none of them."""
-    for raw in head:
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith(b"{"):
+    lines = (raw.strip() for raw in head)
+    for number, line in enumerate(line for line in lines if line):
+        if number == 0 and line.startswith(b"{"):
             return _detect_json(line)
-        return "text" if speaker_line(line.decode("utf-8", "replace")) is not None else None
+        if speaker_line(line.decode("utf-8", "replace")) is not None:
+            return "text"
+        if number + 1 >= TEXT_LINES:
+            break
     return None
 
 

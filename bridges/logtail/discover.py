@@ -1,7 +1,8 @@
 """Which files a list of PATH arguments names: files, directories (recursive) and globs.
 
 A file named directly is always taken, whatever its extension. In a directory (walked recursively,
-skipping hidden sub-directories such as `.git`) only chat-log extensions are taken (LOG_SUFFIXES). A
+skipping hidden sub-directories such as `.git`) only chat-log extensions are taken (LOG_SUFFIXES),
+also with a rotation number after them (`chat.log.1`; compressed rotations are not read). A
 glob (`~/logs/*.txt`, `**` allowed) is expanded on every call, so a follower sees new matches. A
 root that does not exist, or a directory that cannot be listed, is reported as an error; the rest
 is still returned.
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["LOG_SUFFIXES", "Found", "find_files"]
+__all__ = ["LOG_SUFFIXES", "Found", "find_files", "is_log_name"]
 
 LOG_SUFFIXES = frozenset({".jsonl", ".ndjson", ".txt", ".log"})
 _MAGIC = frozenset("*?[")
@@ -52,11 +53,19 @@ def find_files(roots: Sequence[str]) -> Found:
     return found
 
 
+def is_log_name(name: str) -> bool:
+    """`*.jsonl`, `*.ndjson`, `*.txt`, `*.log`, or one of them plus a rotation number (`chat.log.1`)."""
+    stem, suffix = os.path.splitext(name.lower())
+    if suffix[1:].isdigit():
+        suffix = os.path.splitext(stem)[1]
+    return suffix in LOG_SUFFIXES
+
+
 def _collect(path: Path, add: Callable[[Path], None], found: Found, *, explicit: bool) -> None:
     if path.is_dir():
         _walk(path, add, found)
     elif path.exists() or path.is_symlink():
-        if explicit or path.suffix.lower() in LOG_SUFFIXES:
+        if explicit or is_log_name(path.name):
             add(path.absolute())
     else:
         found.errors.append((str(path), "no such file or directory"))
@@ -69,5 +78,5 @@ def _walk(root: Path, add: Callable[[Path], None], found: Found) -> None:
     for folder, dirs, files in os.walk(root, onerror=failed):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if os.path.splitext(name)[1].lower() in LOG_SUFFIXES:
+            if is_log_name(name):
                 add(Path(folder, name).absolute())

@@ -30,6 +30,7 @@ MISSING = "no such file or directory"
 
 async def follow(tailer: Tailer, stop: asyncio.Event, poll_s: float) -> None:
     """Poll until `stop` is set; one pass at a time, off the event loop."""
+    tailer.stop_requested = stop.is_set
     while not stop.is_set():
         try:
             queued = await asyncio.to_thread(tailer.poll)

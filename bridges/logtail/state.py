@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -24,7 +23,9 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["HEAD_MAX", "MARK_BYTES", "FileRecord", "OffsetStore", "head_of", "mark_at"]
+from tap.sqlite import connect
+
+__all__ = ["HEAD_MAX", "MARK_BYTES", "FileRecord", "OffsetStore", "head_hash", "head_matches", "head_of", "mark_at"]
 
 HEAD_MAX = 4096
 MARK_BYTES = 64
@@ -100,12 +101,9 @@ class OffsetStore:
     """The `files` table; safe to share between threads of one process, and between processes."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = connect(path, synchronous="FULL")
         self._db.executescript(_SCHEMA)
 
     def get(self, dev: int, ino: int) -> FileRecord | None:

@@ -13,7 +13,8 @@ flushed on one-shot passes and when the file is quiet.
 
 Errors: an unreadable file or directory is recorded in `stats.errors` (and reported once through
 `on_error`); a broken line is counted and reported through `on_warning` with file and line; an
-exception from the sink propagates (nothing of that batch is committed).
+exception from the sink propagates (nothing of that batch is committed). `stop_requested` is
+checked between files and after each checkpoint, so a long backfill stops soon after being asked.
 """
 
 from __future__ import annotations
@@ -95,9 +96,10 @@ class Tailer:
         self.stats = TailStats()
         self._root_errors: set[str] = set()
         self._now = now
-        self._on_warning = on_warning
-        self._on_error = on_error
-        self._on_progress = on_progress
+        self.on_warning = on_warning
+        self.on_error = on_error
+        self.on_progress = on_progress
+        self.stop_requested: Callable[[], bool] = lambda: False
 
     def discover(self) -> list[Path]:
         """The files the roots name now (errors recorded)."""
@@ -114,6 +116,8 @@ class Tailer:
         """One pass over every file; returns the new turns queued."""
         before = self.stats.turns
         for path in self.discover() if files is None else files:
+            if self.stop_requested():
+                break
             self.read_file(path, one_shot=one_shot)
         return self.stats.turns - before
 
@@ -122,7 +126,7 @@ class Tailer:
         try:
             status = os.stat(path)
             known = self.store.get(status.st_dev, status.st_ino)
-            if known is not None and self._unchanged(known, status):
+            if known is not None and self._unchanged(known, status, one_shot=one_shot):
                 self._seen(path, known)
                 return
             with open(path, "rb") as handle:
@@ -133,14 +137,15 @@ class Tailer:
             self._error(str(path), exc.strerror or str(exc))
         else:
             self.stats.errors.pop(str(path), None)
-        if self._on_progress is not None:
-            self._on_progress(self.stats)
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
 
-    def _unchanged(self, record: FileRecord, status: os.stat_result) -> bool:
-        """Nothing to do: same size and mtime as last time, and nothing waiting for quiet."""
+    def _unchanged(self, record: FileRecord, status: os.stat_result, *, one_shot: bool) -> bool:
+        """Nothing to do: same size and mtime as last time, and nothing waiting to be taken now."""
         if record.seen_size != status.st_size or record.seen_mtime != status.st_mtime_ns:
             return False
-        return record.format == UNKNOWN or record.offset >= status.st_size or not self._quiet(status)
+        waiting = record.offset < status.st_size and (one_shot or self._quiet(status))
+        return record.format == UNKNOWN or not waiting
 
     def _quiet(self, status: os.stat_result) -> bool:
         return self._now() - status.st_mtime >= self.quiet_s
@@ -167,6 +172,8 @@ class Tailer:
                 self._skip(path, lineno, reason)
             if parser.want_checkpoint():
                 self._commit(record, parser, fd, end, lineno, final=False)
+                if self.stop_requested():  # committed: the next pass goes on from here
+                    return
         self._commit(record, parser, fd, end, lineno, final=one_shot or quiet)
         if end < status.st_size and not quiet:
             self.stats.waiting.add(str(path))
@@ -200,8 +207,8 @@ class Tailer:
         record.mark = mark_at(fd, offset)
         record.parser_state = parser.state()
         self.store.save(record)
-        if self._on_progress is not None:
-            self._on_progress(self.stats)
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
 
     def _save_seen(self, record: FileRecord, status: os.stat_result) -> None:
         record.seen_size, record.seen_mtime = status.st_size, status.st_mtime_ns
@@ -227,9 +234,7 @@ class Tailer:
             self._notice(f"{path} was {change}; reading it again from the start")
         return self._fresh(path, fd, status, head, known)
 
-    def _fresh(
-        self, path: Path, fd: int, status: os.stat_result, head: bytes, old: FileRecord | None
-    ) -> FileRecord:
+    def _fresh(self, path: Path, fd: int, status: os.stat_result, head: bytes, old: FileRecord | None) -> FileRecord:
         digest = head_hash(head)
         fmt: str = self.fmt if self.fmt != "auto" else (detect(_first_lines(fd)) or UNKNOWN)
         same_head = old is not None and old.head_hash == digest
@@ -258,18 +263,18 @@ class Tailer:
         self.stats.skipped[reason] += 1
         if len(self.stats.skipped_lines) < KEEP_SKIPPED:
             self.stats.skipped_lines.append(Skipped(str(path), lineno, reason))
-        if reason in WARN_REASONS and self._on_warning is not None:
-            self._on_warning(f"{path}:{lineno}: {reason}; line skipped")
+        if reason in WARN_REASONS and self.on_warning is not None:
+            self.on_warning(f"{path}:{lineno}: {reason}; line skipped")
 
     def _error(self, path: str, reason: str) -> None:
         if self.stats.errors.get(path) != reason:
             self.stats.errors[path] = reason
-            if self._on_error is not None:
-                self._on_error(path, reason)
+            if self.on_error is not None:
+                self.on_error(path, reason)
 
     def _notice(self, text: str) -> None:
-        if self._on_warning is not None:
-            self._on_warning(text)
+        if self.on_warning is not None:
+            self.on_warning(text)
 
 
 def _first_lines(fd: int) -> list[bytes]:

@@ -131,9 +131,7 @@ class TextParser:
             return
         who = pending.speaker
         message_id = "x_" + digest(self._ctx.conversation, str(pending.start), body)
-        self._ready.append(
-            Message(role=who.role, content=body, name=who.name, id=message_id, timestamp=who.timestamp)
-        )
+        self._ready.append(Message(role=who.role, content=body, name=who.name, id=message_id, timestamp=who.timestamp))
 
     def want_checkpoint(self) -> bool:
         """A full batch of finished messages is waiting."""

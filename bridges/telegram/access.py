@@ -3,8 +3,8 @@
 Rules (`[telegram] allowed_users`, `allow_groups`):
 - private chat: the sender must be in `allowed_users`, else REFUSE_USER;
 - group or supergroup: only messages *addressed to the bot* count — a mention (`@bot` or a text
-  mention of the bot), a reply to one of the bot's messages, or a `/command` without a bot name
-  or with this bot's name; anything else is IGNOREd (the bot does not read along). An addressed
+  mention of the bot), a reply to one of the bot's messages, a `/command@thisbot`, or one of the
+  bot's own commands without a bot name; anything else is IGNOREd (the bot does not read along). An addressed
   message is REFUSE_GROUP when `allow_groups` is false, else the sender must be an allowed user;
 - channels, messages without a sender (anonymous admins, channel forwards): IGNORE.
 An empty `allowed_users` allows nobody: the bot answers only the people its owner listed.
@@ -33,10 +33,11 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True)
 class BotIdentity:
-    """The bot as getMe describes it."""
+    """The bot as getMe describes it, and the commands it answers."""
 
     id: int
     username: str
+    commands: frozenset[str] = frozenset()
 
 
 def user_allowed(cfg: TelegramConfig, user_id: int) -> bool:
@@ -59,8 +60,10 @@ def _command_for_bot(message: Message, bot: BotIdentity) -> bool:
     if not text.startswith("/"):
         return False
     command = text.split(maxsplit=1)[0]
-    _, _, target = command.partition("@")
-    return not target or target.lower() == bot.username.lower()
+    name, _, target = command[1:].partition("@")
+    if target:
+        return target.lower() == bot.username.lower()
+    return name.lower() in bot.commands  # a bare /command is ours only if we have it
 
 
 def addressed(message: Message, bot: BotIdentity) -> bool:

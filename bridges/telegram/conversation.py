@@ -1,6 +1,6 @@
 """One chat turn: history → recall → inject → model → reply → history → ingestion.
 
-Per incoming message (already admitted by tap.bridges.telegram.access):
+Per incoming message (already admitted by bridges.telegram.access):
 1. the user's turn is stored as *pending* in the chat history (unless `/private` asked for the
    message not to be stored);
 2. the request is built from the last `[telegram] history_turns` turns plus this one; the
@@ -14,8 +14,8 @@ Per incoming message (already admitted by tap.bridges.telegram.access):
    call is billed in the cost ledger (purpose "telegram-reply"), and the exchange goes through
    the one ingestion entry point with `source = "telegram"`.
 
-Invariants: turns of one conversation are handled one at a time, in arrival order (a lock per
-conversation; other chats run concurrently); memories are recalled from the chat's own scope only;
+Invariants: turns of one chat are handled one at a time, in arrival order (the bridge processes
+each chat's updates in order: bridges.telegram.ordering); memories come from the chat's scope only;
 a `/private` message is answered but neither stored in the history nor ingested; the recall
 call passes no conversation, so memories are offered again on later turns (the history tap
 sends does not carry earlier blocks, so skipping "already injected" memories would hide them).
@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -84,37 +83,24 @@ class Conversations:
         self.model = model
         self.sender = sender
         self.typing_interval_s = typing_interval_s
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-
-    def lock(self, key: ChatKey) -> asyncio.Lock:
-        """The lock that serialises one conversation."""
-        lock = self._locks.get(key.conversation)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[key.conversation] = lock
-        return lock
 
     async def on_message(self, msg: Incoming) -> None:
         """Answer one message (see the module docstring)."""
-        lock = self.lock(msg.key)
-        async with lock:
-            if msg.private:
-                history = self.db.history(msg.key.conversation, before=None, limit=self.cfg.history_turns)
-                await self._answer(msg.key, history, msg.author, msg.text, msg.message_id, None)
-                return
-            turn = self.db.add_turn(msg.key.conversation, msg.message_id, msg.user_id, msg.author, msg.text)
-            if turn.pending:
-                await self._answer_turn(msg.key, turn)
+        if msg.private:
+            history = self.db.history(msg.key.conversation, before=None, limit=self.cfg.history_turns)
+            await self._answer(msg.key, history, msg.author, msg.text, msg.message_id, None)
+            return
+        turn = self.db.add_turn(msg.key.conversation, msg.message_id, msg.user_id, msg.author, msg.text)
+        if turn.pending:
+            await self._answer_turn(msg.key, turn)
 
-    async def retry(self, key: ChatKey, reply_to: int | None) -> bool:
+    async def retry(self, key: ChatKey) -> bool:
         """Answer the chat's newest pending turn again; False when there is none."""
-        lock = self.lock(key)
-        async with lock:
-            turn = self.db.last_pending(key.conversation)
-            if turn is None:
-                return False
-            await self._answer_turn(key, turn)
-            return True
+        turn = self.db.last_pending(key.conversation)
+        if turn is None:
+            return False
+        await self._answer_turn(key, turn)
+        return True
 
     async def _answer_turn(self, key: ChatKey, turn: TurnRow) -> None:
         history = self.db.history(key.conversation, before=turn.id, limit=self.cfg.history_turns)
@@ -127,8 +113,8 @@ class Conversations:
         reply = await self._think_visibly(key, request, text, message_id, stored=turn is not None)
         if reply is None:
             return
+        await self._bill(reply)  # billed even if Telegram then fails to take the answer
         await self.sender.markdown(key, reply.text, reply_to=message_id if key.is_group else None)
-        await self._bill(reply)
         if turn is not None:
             folded = self.db.answer(turn.id, reply.text)
             await self._capture(key, [*folded, turn], reply)
@@ -143,10 +129,12 @@ class Conversations:
             return await asyncio.wait_for(self._think(key, request, query), self.cfg.reply_timeout_s)
         except TimeoutError:
             log.warning("telegram: no reply from the model within %g s (%s)", self.cfg.reply_timeout_s, key.scope)
-            await self._apologise(key, message_id, f"the model did not answer within {self.cfg.reply_timeout_s:g} s", stored)
+            await self._apologise(
+                key, message_id, f"the model did not answer within {self.cfg.reply_timeout_s:g} s", stored
+            )
         except ProviderError as exc:
             log.warning("telegram: the reply model failed (%s): %s", key.scope, exc)
-            await self._apologise(key, message_id, "I could not reach the model just now", stored)
+            await self._apologise(key, message_id, "I could not get an answer from the model just now", stored)
         finally:
             stop.set()
             await typing
@@ -163,7 +151,9 @@ class Conversations:
         try:
             result = await self.recall.recall_async(query, scope=key.scope, deadline_ms=self.cfg.recall_deadline_ms)
         except TimeoutError:
-            log.warning("telegram: recall took longer than %d ms; answering without memories", self.cfg.recall_deadline_ms)
+            log.warning(
+                "telegram: recall took longer than %d ms; answering without memories", self.cfg.recall_deadline_ms
+            )
             return ""
         except Exception as exc:  # a store/embedder failure must not cost the user their answer
             log.warning("telegram: recall failed (%s: %s); answering without memories", type(exc).__name__, exc)
@@ -171,7 +161,11 @@ class Conversations:
         return result.block
 
     async def _apologise(self, key: ChatKey, message_id: int, why: str, stored: bool) -> None:
-        then = "Your message is saved: send /retry to try again." if stored else "This message was private, so it is not saved: please send it again."
+        then = (
+            "Your message is saved: send /retry to try again."
+            if stored
+            else "This message was private, so it is not saved: please send it again."
+        )
         await self.sender.html(key, f"Sorry — {why}. {then}", reply_to=message_id)
 
     def _lines(self, key: ChatKey, history: list[TurnRow]) -> list[Line]:
@@ -206,11 +200,15 @@ class Conversations:
         """Hand the exchange to the ingestion entry point (failures are logged, never raised)."""
         last = turns[-1]
         messages = [
-            Message(role="user", content=t.user_text, name=t.author, id=turn_id(key, t.message_id), timestamp=t.created_at)
+            Message(
+                role="user", content=t.user_text, name=t.author, id=turn_id(key, t.message_id), timestamp=t.created_at
+            )
             for t in turns
         ]
         messages.append(
-            Message(role="assistant", content=reply.text, id=turn_id(key, last.message_id) + "-reply", timestamp=time.time())
+            Message(
+                role="assistant", content=reply.text, id=turn_id(key, last.message_id) + "-reply", timestamp=time.time()
+            )
         )
         event = IngestEvent(scope=key.scope, conversation=key.conversation, source="telegram", messages=messages)
         try:

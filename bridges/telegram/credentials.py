@@ -4,7 +4,7 @@ Invariants:
 - secrets only ever come from the environment (`token_env`, `secret_env`), never from the file;
 - a missing or malformed value is a `ConfigError` that names the env var and the rule, never the
   value itself;
-- both values are registered with tap.bridges.telegram.redact as soon as they are read, so no
+- both values are registered with bridges.telegram.redact as soon as they are read, so no
   log line can show them afterwards;
 - the Bot API URLs are built with PTB's `{token}` placeholder, so tap never formats a URL with
   the token itself.

@@ -15,7 +15,7 @@ Invariants:
   would not nest, `to_html` returns None and the caller sends plain text instead of letting
   Telegram reject it (Telegram's own "can't parse entities" answer is the second safety net);
 - the visible text is never longer than the input (markup is only removed or replaced 1:1), so
-  a chunk cut by tap.bridges.telegram.split still fits after rendering.
+  a chunk cut by bridges.telegram.split still fits after rendering.
 """
 
 from __future__ import annotations

@@ -86,7 +86,12 @@ def build_request(cfg: TelegramConfig, lines: list[Line]) -> JsonObject:
             req["system"] = cfg.system_prompt
         return {**req, "messages": messages}
     system = [{"role": "system", "content": cfg.system_prompt}] if cfg.system_prompt.strip() else []
-    return {"model": cfg.model, "messages": [*system, *messages], "stream": False, "options": {"num_predict": cfg.max_tokens}}
+    return {
+        "model": cfg.model,
+        "messages": [*system, *messages],
+        "stream": False,
+        "options": {"num_predict": cfg.max_tokens},
+    }
 
 
 class AnthropicReplies:
@@ -154,7 +159,9 @@ class OllamaReplies:
             response = await self._client.chat(**args, stream=False)
         except ollama.ResponseError as exc:
             retryable = exc.status_code in (408, 429) or exc.status_code >= 500
-            raise ProviderError(f"{self._where} answered HTTP {exc.status_code}: {exc.error}", retryable=retryable) from exc
+            raise ProviderError(
+                f"{self._where} answered HTTP {exc.status_code}: {exc.error}", retryable=retryable
+            ) from exc
         except (ConnectionError, httpx.HTTPError) as exc:
             raise ProviderError(f"{self._where} is not reachable: {type(exc).__name__}", retryable=True) from exc
         text = (response.message.content or "").strip()

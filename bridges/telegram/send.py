@@ -1,7 +1,7 @@
 """Sending to Telegram: long answers split, Markdown rendered safely, flood limits respected.
 
-- `Sender.markdown`: a model answer, split at 4,096 characters (tap.bridges.telegram.split), each
-  chunk rendered to HTML (tap.bridges.telegram.markdown); a chunk whose markers cross goes out as
+- `Sender.markdown`: a model answer, split at 4,096 characters (bridges.telegram.split), each
+  chunk rendered to HTML (bridges.telegram.markdown); a chunk whose markers cross goes out as
   plain text, and when Telegram still answers 400 "can't parse entities" the chunk is re-sent as
   plain text (its Markdown source, which reads fine as is);
 - `Sender.html`: tap's own HTML (command answers), with the same plain-text fallback;
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import os
 import re
 import warnings
 from collections.abc import Awaitable, Callable
@@ -37,8 +38,17 @@ _TAGS = re.compile(r"<[^>]+>")
 Sleep = Callable[[float], Awaitable[None]]
 
 
+def use_timedelta_periods() -> None:
+    """Opt in to PTB's future `timedelta` time periods (its documented switch, `PTB_TIMEDELTA`).
+
+    Without it PTB 22 emits a deprecation warning from inside `RetryAfter.__init__` on every 429,
+    which a program running with warnings as errors (tap's tests) turns into a failed request.
+    """
+    os.environ.setdefault("PTB_TIMEDELTA", "true")
+
+
 def retry_after_s(exc: RetryAfter) -> float:
-    """The wait Telegram asked for, in seconds (PTB 22 warns when reading it as an int)."""
+    """The wait Telegram asked for, in seconds (an int or a timedelta, depending on PTB_TIMEDELTA)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PTBDeprecationWarning)
         value = exc.retry_after

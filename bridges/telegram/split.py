@@ -5,7 +5,7 @@ counted after entity parsing, in UTF-16 code units like every Bot API offset).
 
 Invariants of `split_message(text, limit)`:
 - every chunk is non-empty and at most `limit` UTF-16 code units long (so also after rendering:
-  tap.bridges.telegram.markdown never makes the visible text longer);
+  bridges.telegram.markdown never makes the visible text longer);
 - cuts prefer paragraph boundaries, then line breaks, then spaces; a word is cut only when it is
   longer than a whole message;
 - a fenced code block is never cut open: it travels whole, or, when it alone is too long, as
@@ -82,12 +82,14 @@ def pack(parts: list[str], sep: str, limit: int) -> list[str]:
 def hard_cut(text: str, limit: int) -> list[str]:
     """Cut at code-point boundaries into pieces of at most `limit` UTF-16 units."""
     pieces: list[str] = []
-    current, size = [], 0
+    current: list[str] = []
+    size = 0
     for char in text:
         width = utf16_len(char)
         if current and size + width > limit:
             pieces.append("".join(current))
-            current, size = [], 0
+            current = []
+            size = 0
         current.append(char)
         size += width
     if current:

@@ -182,9 +182,7 @@ def test_server_error_is_an_embedder_error(fake: FakeOllama, embedder: OllamaEmb
 
 
 @pytest.mark.parametrize("body", ["not json", '{"model": "m"}', '{"embeddings": "nope"}'])
-def test_malformed_response_is_an_embedder_error(
-    fake: FakeOllama, embedder: OllamaEmbedder, body: str
-) -> None:
+def test_malformed_response_is_an_embedder_error(fake: FakeOllama, embedder: OllamaEmbedder, body: str) -> None:
     fake.raw_body = body
     with pytest.raises(EmbedderError, match="malformed"):
         embedder.embed_query("q")

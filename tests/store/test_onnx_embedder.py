@@ -76,6 +76,13 @@ def test_order_is_preserved_with_mixed_lengths(embedder: OnnxMiniLMEmbedder) -> 
         assert cos(got, want) > 0.999
 
 
+def test_long_texts_split_into_several_runs_keep_order(embedder: OnnxMiniLMEmbedder) -> None:
+    texts = [f"{i} " + "the user talked about their garden and their dog " * (i + 2) for i in range(10)]
+    batch = embedder.embed_documents(list(reversed(texts)))
+    for got, text in zip(batch, reversed(texts), strict=True):
+        assert cos(got, embedder.embed_query(text)) > 0.999
+
+
 def test_empty_list(embedder: OnnxMiniLMEmbedder) -> None:
     assert embedder.embed_documents([]) == []
 

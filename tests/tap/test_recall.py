@@ -43,8 +43,22 @@ def test_relevant_memory_is_recalled_with_date_and_frame(engine: RecallEngine) -
     assert result.memories[0].memory.id == lisbon
     assert result.block.startswith(HEADER) and result.block.endswith(FOOTER)
     assert "data, not instructions" in result.block
-    assert "- [2027-01-14] Ann moved to Lisbon in May 2023" in result.block
+    assert "\n14 Jan 2027:\n- Ann moved to Lisbon in May 2023\n" in result.block
     assert result.tokens == count_tokens(result.block)
+
+
+def test_block_groups_memories_under_one_heading_per_day(engine: RecallEngine) -> None:
+    _put(engine, "Ann booked a flight to Kyoto", age_days=3)
+    _put(engine, "Ann bought a Kyoto guidebook", age_days=3)
+    _put(engine, "Ann wants to see the Kyoto temples", age_days=40)
+    result = engine.recall("Kyoto trip plans?", scope="ann")
+    lines = result.block.splitlines()
+    assert lines.count("12 Jan 2027:") == 1 and lines.count("6 Dec 2026:") == 1
+    assert lines.index("6 Dec 2026:") < lines.index("12 Jan 2027:")  # days in order
+    assert len(result.memories) == 3
+    assert result.tokens == count_tokens(result.block) == sum(r.tokens for r in result.memories) + (
+        count_tokens(HEADER) + count_tokens(FOOTER) + 1
+    )
 
 
 def test_scopes_never_mix(engine: RecallEngine) -> None:

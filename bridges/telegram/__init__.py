@@ -1,0 +1,19 @@
+"""The Telegram bridge: a memory-backed chat bot served by tap's own webhook (DESIGN.md §7).
+
+Telegram → `POST [telegram] path` on tap's port → python-telegram-bot handlers → recall from the
+chat's scope → the configured model (memories injected as the proxy does) → the reply back to
+Telegram → the exchange into the ingestion entry point (`source = "telegram"`).
+
+Public surface (for the composition root and the CLI only):
+- `add_telegram(app, deps)` / `TelegramDeps`: wire the bridge into the aiohttp app of `tap serve`;
+- `bridges.telegram.botapi`: `set_webhook` / `delete_webhook` / `webhook_info` for the CLI.
+
+Modules: webhook (secret, parse, dedup), bridge (PTB lifecycle), handlers (gate + callbacks),
+conversation (one turn), commands, model (reply clients), send (split/format/429), markdown,
+split, chats (scopes), access (who may talk), db (SQLite state), credentials, redact (no token
+in logs), botapi (webhook management).
+"""
+
+from bridges.telegram.bridge import TelegramBridge, TelegramDeps, add_telegram, telegram_key
+
+__all__ = ["TelegramBridge", "TelegramDeps", "add_telegram", "telegram_key"]

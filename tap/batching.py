@@ -1,0 +1,164 @@
+"""Batching for the extraction worker: buffered store writes and a vector cache.
+
+Extracting a chunk writes a few memories (one `add` each, plus `update_metadata` for superseded or
+re-confirmed ones). On embedded Chroma every write call costs a fixed ~20-50 ms (a durable
+commit) whatever its size, which dominated backfills. `WriteBuffer` wraps the store for a batch of
+chunks: writes are kept in memory and flushed as one `add` and one `update_metadata`; reads see
+the buffered writes (read-your-writes), so the extraction logic behaves exactly as if each write
+had gone to the store at once: `get` returns the buffered version, `vector_search` drops store hits
+whose buffered version is no longer active and ranks buffered new memories of the scope by cosine.
+
+`VectorCache` remembers the vectors of recently embedded texts: overlapping chunks of one
+conversation yield the same candidate sentences again, and those need no second embedding.
+
+Invariants: after `flush()` the store holds exactly what unbuffered writes would have produced
+(adds before updates, as the extraction code writes them); a failed flush raises and leaves the
+buffer intact, so the caller retries the whole batch (memory ids are deterministic per chunk, so a
+retried chunk finds its memories instead of writing them twice). Both wrappers are used by one
+worker thread at a time.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.records import Hit, Memory
+
+__all__ = ["VectorCache", "WriteBuffer"]
+
+Vector = npt.NDArray[np.float32]
+
+
+class WriteBuffer:
+    """A MemoryStore view that holds writes until `flush()` (see the module docstring)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.embedder_id = store.embedder_id
+        self._added: dict[str, tuple[Memory, Vector]] = {}
+        self._updated: dict[str, Memory] = {}
+
+    def __len__(self) -> int:
+        return len(self._added) + len(self._updated)
+
+    def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
+        """Buffer new memories with their vectors."""
+        if len(memories) != len(vectors):
+            raise ValueError("one vector per memory")
+        for memory, vector in zip(memories, vectors, strict=True):
+            self._updated.pop(memory.id, None)
+            self._added[memory.id] = (memory, np.asarray(vector, dtype=np.float32))
+
+    def update_metadata(self, memories: Sequence[Memory]) -> None:
+        """Buffer new records of existing (stored or buffered) memories."""
+        for memory in memories:
+            if memory.id in self._added:
+                self._added[memory.id] = (memory, self._added[memory.id][1])
+            else:
+                self._updated[memory.id] = memory
+
+    def _buffered(self, memory_id: str) -> Memory | None:
+        if memory_id in self._added:
+            return self._added[memory_id][0]
+        return self._updated.get(memory_id)
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """Buffered versions first, then the store."""
+        missing = [i for i in ids if self._buffered(i) is None]
+        stored = {m.id: m for m in self.store.get(missing)} if missing else {}
+        found = [self._buffered(i) or stored.get(i) for i in ids]
+        return [m for m in found if m is not None]
+
+    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """The store's hits as the buffer changed them, merged with buffered new memories."""
+        retired = sum(1 for m in self._updated.values() if m.scope == scope and not m.active)
+        hits: dict[str, Hit] = {}
+        for hit in self.store.vector_search(vector, scope=scope, k=k + retired):
+            current = self._buffered(hit.memory.id) or hit.memory
+            if current.active and current.scope == scope:
+                hits[current.id] = Hit(memory=current, score=hit.score)
+        query = np.asarray(vector, dtype=np.float32)
+        query_norm = float(np.linalg.norm(query)) or 1.0
+        for memory, stored in self._added.values():
+            if memory.active and memory.scope == scope:
+                cosine = float(np.dot(query, stored)) / (query_norm * (float(np.linalg.norm(stored)) or 1.0))
+                hits[memory.id] = Hit(memory=memory, score=cosine)
+        return sorted(hits.values(), key=lambda h: h.score, reverse=True)[:k]
+
+    def flush(self) -> int:
+        """Write everything buffered (one add, then one update); returns the records written."""
+        written = len(self)
+        if self._added:
+            added = list(self._added.values())
+            self.store.add([m for m, _ in added], [v.tolist() for _, v in added])
+        if self._updated:
+            self.store.update_metadata(list(self._updated.values()))
+        self._added.clear()
+        self._updated.clear()
+        return written
+
+    # -- the rest of the MemoryStore protocol reads the store directly --------------------------------
+
+    def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
+        """The store's lexical search (not used while extracting)."""
+        return self.store.text_search(query, scope=scope, k=k)
+
+    def list_memories(
+        self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
+    ) -> list[Memory]:
+        """The store's listing."""
+        return self.store.list_memories(scope=scope, limit=limit, offset=offset, include_superseded=include_superseded)
+
+    def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
+        """The store's memories."""
+        return self.store.iter_memories(scope=scope)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete from the store (and forget buffered writes of those ids)."""
+        for i in ids:
+            self._added.pop(i, None)
+            self._updated.pop(i, None)
+        return self.store.delete(ids)
+
+    def stats(self) -> StoreStats:
+        """The store's counts."""
+        return self.store.stats()
+
+    def close(self) -> None:
+        """Nothing to release: the wrapped store is closed by its owner."""
+
+
+class VectorCache:
+    """An Embedder that remembers the last `size` document vectors by text."""
+
+    def __init__(self, embedder: Embedder, size: int = 2048) -> None:
+        self.embedder = embedder
+        self.model_id = embedder.model_id
+        self.dimensions = embedder.dimensions
+        self.size = size
+        self.hits = 0
+        self._vectors: OrderedDict[str, Vector] = OrderedDict()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Cached vectors, computing the missing ones in one call."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        self.hits += len(texts) - len(missing)
+        if missing:
+            for text, vector in zip(missing, self.embedder.embed_documents(missing), strict=True):
+                self._vectors[text] = np.asarray(vector, dtype=np.float32)
+        result: list[list[float]] = []
+        for text in texts:
+            self._vectors.move_to_end(text)
+            result.append(self._vectors[text].tolist())
+        while len(self._vectors) > self.size:
+            self._vectors.popitem(last=False)
+        return result
+
+    def embed_query(self, text: str) -> list[float]:
+        """Queries are not cached (one-off)."""
+        return self.embedder.embed_query(text)

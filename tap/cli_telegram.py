@@ -1,0 +1,78 @@
+"""`tap telegram set-webhook URL | delete-webhook | info`: point Telegram at tap, and check it.
+
+These talk to the Bot API directly (`[telegram] api_url`), not to a running `tap serve`. The token
+and the secret come from the env vars `[telegram] token_env` / `secret_env`; a missing one is a
+config error (exit 2) naming the variable. Bot API failures exit 1 with a one-line message that
+never contains the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from bridges.telegram import botapi
+from tap.cli_base import emit_json, state
+from tap.config import TelegramConfig
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+drop_option = click.option(
+    "--drop-pending-updates", is_flag=True, help="Discard the updates Telegram queued while no webhook answered."
+)
+
+
+def _config() -> TelegramConfig:
+    return state().load().config.telegram
+
+
+def _show(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(doc)
+        return
+    click.echo(f"bot:              {doc['bot']}")
+    click.echo(f"webhook:          {doc['url'] or '(none)'}")
+    click.echo(f"allowed updates:  {', '.join(doc['allowed_updates']) or '(Telegram default)'}")
+    click.echo(f"pending updates:  {doc['pending_update_count']}")
+    if doc["last_error_message"]:
+        click.echo(f"last error:       {doc['last_error_date']}: {doc['last_error_message']}")
+
+
+@click.group("telegram")
+def telegram() -> None:
+    """Manage the Telegram bot's webhook (the bot itself runs inside `tap serve`)."""
+
+
+@telegram.command("set-webhook")
+@click.argument("url")
+@drop_option
+@json_option
+def set_webhook(url: str, drop_pending_updates: bool, as_json: bool) -> None:
+    """Tell Telegram to deliver the bot's updates to URL (https, e.g. https://host/telegram/webhook)."""
+    cfg = _config()
+    try:
+        warnings = botapi.check_webhook_url(url, cfg.path)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="URL") from None
+    doc = asyncio.run(botapi.set_webhook(cfg, url, drop_pending_updates=drop_pending_updates))
+    for warning in warnings:
+        click.echo(f"tap: warning: {warning}", err=True)
+    if not cfg.enabled:
+        click.echo("tap: warning: [telegram] enabled = false, so `tap serve` will not answer yet", err=True)
+    _show(doc, as_json)
+
+
+@telegram.command("delete-webhook")
+@drop_option
+@json_option
+def delete_webhook(drop_pending_updates: bool, as_json: bool) -> None:
+    """Stop Telegram from delivering updates to tap."""
+    _show(asyncio.run(botapi.delete_webhook(_config(), drop_pending_updates=drop_pending_updates)), as_json)
+
+
+@telegram.command("info")
+@json_option
+def info(as_json: bool) -> None:
+    """Show the bot and its webhook as Telegram sees them (URL, pending updates, last error)."""
+    _show(asyncio.run(botapi.webhook_info(_config())), as_json)

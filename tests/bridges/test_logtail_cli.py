@@ -1,0 +1,239 @@
+"""`tap ingest` as a user runs it: CliRunner on `tap.cli.main`, and real processes (`--follow`, kill -9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tap.cli import main
+from tests.bridges.transcripts import (
+    CWD,
+    EXPECTED,
+    SESSION,
+    Clock,
+    assistant,
+    claude_session_entries,
+    jsonl_line,
+    text,
+    user,
+    write_claude_session,
+)
+
+BO_CWD = "/home/bo/garden"
+BO_SESSION = "9d3f7a52-1b6e-4c0a-8f21-5e4d3c2b1a09"
+
+
+def bo_entries(start: int, count: int, parent: str | None = None) -> list[dict[str, Any]]:
+    """A second project: Bo's garden, `count` user/assistant exchanges from number `start`."""
+    at = Clock()
+    entries = []
+    for i in range(start, start + count):
+        entries.append(user(f"bo-u{i}", parent, f"I decided to plant {i + 2} apple trees along the north fence.", at))
+        entries.append(assistant(f"bo-a{i}", f"bo-u{i}", f"msg_bo{i}", text(f"Planting plan {i} noted."), at))
+        parent = f"bo-a{i}"
+    for entry in entries:
+        entry["cwd"], entry["sessionId"] = BO_CWD, BO_SESSION
+    return entries
+
+
+def write_projects(root: Path) -> Path:
+    projects = root / "projects"
+    write_claude_session(projects)
+    bo = projects / "-home-bo-garden" / f"{BO_SESSION}.jsonl"
+    bo.parent.mkdir(parents=True)
+    bo.write_text("".join(jsonl_line(e) for e in bo_entries(0, 3)), encoding="utf-8")
+    return projects
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def seen_turns(home: Path) -> list[str]:
+    with sqlite3.connect(home / "queue.db") as db:
+        return sorted(row[0] for row in db.execute("SELECT turn_id FROM seen"))
+
+
+def test_backfill_writes_memories_per_project_and_a_second_run_adds_nothing(tmp_path: Path) -> None:
+    projects = write_projects(tmp_path)
+    code, out, err = run("ingest", str(projects), "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["files"] == 3 and summary["formats"] == {"claude-code": 3}
+    assert summary["turns"] == len(EXPECTED) + 6 and summary["errors"] == [] and summary["skipped"] == {}
+    assert summary["server"] is None and summary["memories_written"] >= 4 and summary["chunks"] >= 2
+    code, out, _ = run("memories", "list", "--scope", CWD, "--json")
+    ana = json.loads(out)
+    assert ana and {m["source"] for m in ana} == {"logtail"} and {m["conversation"] for m in ana} == {SESSION}
+    assert any("Postgres" in m["content"] for m in ana)
+    assert {s for m in ana for s in m["sources"]} <= {e[0] for e in EXPECTED}
+    code, out, _ = run("memories", "list", "--scope", BO_CWD, "--json")
+    assert any("apple trees" in m["content"] for m in json.loads(out))
+    code, out, _ = run("ingest", str(projects), "--json")
+    again = json.loads(out)
+    assert code == 0 and again["turns"] == 0 and again["lines"] == 0 and again["memories_written"] == 0
+
+
+def test_human_summary_warns_about_broken_lines_and_counts_them(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "tea.jsonl").write_text(
+        '{"role": "user", "content": "I prefer green tea in the morning."}\n{"role": \n'
+        '{"role": "assistant", "content": "Green tea it is."}\n',
+        encoding="utf-8",
+    )
+    (logs / "porto.txt").write_text("User: I moved to Porto in March.\nAssistant: Welcome to Porto!\n", encoding="utf-8")
+    code, out, err = run("ingest", str(logs), "--scope", "me")
+    assert code == 0
+    assert f"{logs / 'tea.jsonl'}:2: broken JSON; line skipped" in err
+    assert "files: 2 (jsonl 1, text 1)" in out and "new turns queued: 4" in out
+    assert "skipped lines: 1 (broken JSON: 1)" in out and "memories written:" in out
+    code, out, _ = run("memories", "search", "tea", "--scope", "me", "--json")
+    assert any("green tea" in r["memory"]["content"] for r in json.loads(out))
+
+
+def test_unreadable_paths_are_named_and_exit_1(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "ok.txt").write_text("User: My bike is a green Brompton.\nAssistant: Nice bike.\n", encoding="utf-8")
+    (logs / "dangling.log").symlink_to(tmp_path / "deleted.log")
+    unreadable = [str(logs / "dangling.log"), str(tmp_path / "no-such-dir")]
+    if os.geteuid() != 0:  # as root, permissions do not stop reading
+        locked = logs / "locked.txt"
+        locked.write_text("User: secret\n", encoding="utf-8")
+        locked.chmod(0)
+        unreadable.append(str(locked))
+    code, out, err = run("ingest", str(logs), str(tmp_path / "no-such-dir"), "--json")
+    assert code == 1
+    summary = json.loads(out)
+    assert sorted(e["path"] for e in summary["errors"]) == sorted(unreadable)
+    assert summary["turns"] == 2
+    for path in unreadable:
+        assert f"cannot read {path}" in err
+
+
+def test_format_option_overrides_detection(tmp_path: Path) -> None:
+    path = tmp_path / "odd.log"
+    path.write_text("random header line\nUser: I live in Oslo.\n", encoding="utf-8")
+    code, out, _ = run("ingest", str(path), "--format", "jsonl", "--json")
+    assert code == 0 and json.loads(out)["skipped"] == {"broken JSON": 2}
+
+
+# -- real processes ---------------------------------------------------------------------------------
+
+
+def tap_process(home: Path, config: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "TAP_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tap", "--config", str(config), *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except sqlite3.OperationalError:
+            pass  # queue.db not created yet
+        time.sleep(0.2)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def fast_config(tmp_path: Path) -> Path:
+    config = tmp_path / "tap.toml"
+    config.write_text("[logtail]\npoll_s = 0.2\n\n[extract]\nflush_after_s = 0.0\n", encoding="utf-8")
+    return config
+
+
+@pytest.mark.slow
+def test_one_shot_in_a_real_process(tmp_path: Path, isolated_home: Path, fast_config: Path) -> None:
+    projects = write_projects(tmp_path)
+    proc = tap_process(isolated_home, fast_config, "ingest", str(projects / "*" / "*.jsonl"), "--json")
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["files"] == 2 and summary["turns"] == len(EXPECTED) + 6 and summary["memories_written"] > 0
+    assert "\x1b[" not in err  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.slow
+def test_follow_picks_up_appends_and_new_files_then_stops_on_ctrl_c(
+    tmp_path: Path, isolated_home: Path, fast_config: Path
+) -> None:
+    projects = write_projects(tmp_path)
+    proc = tap_process(isolated_home, fast_config, "ingest", str(projects), "--follow", "--json")
+    try:
+        wait_for(lambda: len(seen_turns(isolated_home)) == len(EXPECTED) + 6)
+        with (projects / "-home-bo-garden" / f"{BO_SESSION}.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write("".join(jsonl_line(e) for e in bo_entries(3, 2, parent="bo-a2")))
+        late = projects / "-home-cy-notes" / "c0ffee00-0000-4000-8000-000000000001.jsonl"
+        late.parent.mkdir()
+        late.write_text("".join(jsonl_line({**e, "cwd": "/home/cy/notes"}) for e in bo_entries(50, 1)), "utf-8")
+        wait_for(lambda: len(seen_turns(isolated_home)) == len(EXPECTED) + 12)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["turns"] == len(EXPECTED) + 12 and summary["memories_written"] > 0 and summary["files"] == 4
+    assert "bo-u3" in seen_turns(isolated_home) and "bo-u50" in seen_turns(isolated_home)
+
+
+@pytest.mark.slow
+def test_kill_9_and_restart_loses_nothing_and_doubles_nothing(
+    tmp_path: Path, isolated_home: Path, fast_config: Path
+) -> None:
+    projects = tmp_path / "projects"
+    path = projects / "-home-ana-projects-billing" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    entries = [jsonl_line(e) for e in claude_session_entries()]
+    path.write_text("".join(entries[:8]), encoding="utf-8")
+    proc = tap_process(isolated_home, fast_config, "ingest", str(projects), "--follow", "--json")
+    try:
+        wait_for(lambda: len(seen_turns(isolated_home)) == 2)
+        with path.open("a", encoding="utf-8") as handle:
+            for line in entries[8:20]:
+                handle.write(line)
+                handle.flush()
+                time.sleep(0.03)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(entries[20:]))
+    proc = tap_process(isolated_home, fast_config, "ingest", str(projects), "--follow", "--json")
+    try:
+        wait_for(lambda: len(seen_turns(isolated_home)) >= len(EXPECTED))
+        time.sleep(1.0)  # a few more polls: nothing more may arrive
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED)
+    code, out, _ = run("--config", str(fast_config), "ingest", str(projects), "--json")
+    again = json.loads(out)
+    assert code == 0 and again["turns"] == 0 and again["memories_written"] == 0
+    code, out, _ = run("--config", str(fast_config), "memories", "list", "--scope", CWD, "--json")
+    memories = json.loads(out)
+    assert len({m["id"] for m in memories}) == len(memories) and memories

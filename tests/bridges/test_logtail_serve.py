@@ -1,0 +1,91 @@
+"""Log-tail with a real `tap serve`: `tap ingest` through its HTTP API, and `[logtail]` inside serve."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tap.cli import main
+from tests.bridges.transcripts import CWD, EXPECTED, SESSION, claude_session_entries, jsonl_line, write_claude_session
+from tests.serve_process import ServeProcess
+
+pytestmark = pytest.mark.slow
+
+
+def memories(server: ServeProcess, scope: str) -> list[dict[str, Any]]:
+    url = f"{server.url}/tap/memories?{urllib.parse.urlencode({'scope': scope, 'limit': 200})}"
+    req = urllib.request.Request(url)
+    req.add_header("Authorization", f"Bearer {server.token}")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return list(json.loads(resp.read())["memories"])
+
+
+def seen_turns(home: Path) -> list[str]:
+    with sqlite3.connect(home / "queue.db") as db:
+        return sorted(row[0] for row in db.execute("SELECT turn_id FROM seen"))
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("condition not met in time")
+
+
+def test_ingest_goes_through_the_running_server(tmp_path: Path, isolated_home: Path) -> None:
+    config = tmp_path / "tap.toml"
+    config.write_text("[extract]\nflush_after_s = 0.0\n", encoding="utf-8")
+    projects = tmp_path / "projects"
+    write_claude_session(projects)
+    server = ServeProcess(isolated_home, config=config).start()
+    try:
+        result = CliRunner().invoke(main, ["--config", str(config), "ingest", str(projects), "--json"])
+        assert result.exit_code == 0, result.stderr
+        summary = json.loads(result.stdout)
+        assert summary["server"] == server.url and summary["turns"] == len(EXPECTED)
+        assert summary["memories_written"] is None and summary["chunks"] is None
+        wait_for(lambda: any("Postgres" in m["content"] for m in memories(server, CWD)))
+        again = json.loads(CliRunner().invoke(main, ["--config", str(config), "ingest", str(projects), "--json"]).stdout)
+        assert again["turns"] == 0 and again["lines"] == 0
+        assert {m["source"] for m in memories(server, CWD)} == {"logtail"}
+    finally:
+        server.stop()
+
+
+def test_serve_follows_the_configured_paths(tmp_path: Path, isolated_home: Path) -> None:
+    projects = tmp_path / "claude" / "projects"
+    path = projects / "-home-ana-projects-billing" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    entries = [jsonl_line(e) for e in claude_session_entries()]
+    path.write_text("".join(entries[:20]), encoding="utf-8")
+    config = tmp_path / "tap.toml"
+    config.write_text(
+        f'[logtail]\nenabled = true\npaths = ["{projects}", "{tmp_path / "not-yet"}"]\npoll_s = 0.2\n\n'
+        "[extract]\nflush_after_s = 0.0\n",
+        encoding="utf-8",
+    )
+    server = ServeProcess(isolated_home, config=config).start()
+    try:
+        wait_for(lambda: len(seen_turns(isolated_home)) == 4)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(entries[20:]))
+        wait_for(lambda: seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED))
+        wait_for(lambda: any("June 30" in m["content"] for m in memories(server, CWD)))
+    finally:
+        started = time.monotonic()
+        output = server.stop()
+        stopped_in = time.monotonic() - started
+    assert "logtail: following" in output and "tap: stopped" in output
+    assert f"{tmp_path / 'not-yet'}: no such file or directory" in output
+    assert stopped_in < 15

@@ -1,0 +1,126 @@
+"""The embedded store's fast read paths: the lexical index's id map and records, and the
+unfiltered-then-checked vector search, which must give the same answers as Chroma's filtered query."""
+
+from __future__ import annotations
+
+import math
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from store.chroma import ChromaStore
+from store.lexical import LexicalIndex
+from tap.records import Memory, make_memory
+
+
+def _row(memory_id: str, scope: str, content: str) -> tuple[str, str, str, bytes]:
+    return (memory_id, scope, content, f'{{"id": "{memory_id}"}}'.encode())
+
+
+def test_upsert_replaces_by_id_and_counts_per_scope(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        index.upsert([_row("a", "ann", "Ann plays the cello"), _row("b", "ann", "Ann likes tea")])
+        index.upsert([_row("a", "bob", "Bob plays the cello")])  # same id: replaced, scope moved
+        assert (index.count(), index.count("ann"), index.count("bob")) == (2, 1, 1)
+        assert [i for i, _ in index.search("cello", scope="bob", k=5)] == ["a"]
+        assert index.search("cello", scope="ann", k=5) == []
+        assert index.in_scope(["a", "b", "zzz"], "ann") == {"b"}
+        assert set(index.records(["a", "b", "zzz"])) == {"a", "b"}
+        index.remove(["a", "missing"])
+        assert (index.count(), index.count("bob")) == (1, 0)
+        assert index.search("cello", scope="bob", k=5) == []
+        fts_rows = index._db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        assert fts_rows == 1  # no stale FTS row left behind by the replace or the remove
+    finally:
+        index.close()
+
+
+def test_counts_survive_reopening(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lexical.db")
+    index.upsert([_row(f"m{i}", "ann" if i % 3 else "bob", f"note {i}") for i in range(30)])
+    index.close()
+    reopened = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        assert (reopened.count("ann"), reopened.count("bob")) == (20, 10)
+    finally:
+        reopened.close()
+
+
+def test_an_index_without_entries_is_rebuilt_from_chroma(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    memory = make_memory(scope="ann", content="Kubernetes cluster upgrade planned")
+    store.add([memory], embedder.embed_documents([memory.content]))
+    store.close()
+    db = sqlite3.connect(isolated_home / "lexical-fast.db")  # an index written before `entries` existed
+    db.execute("DROP TABLE entries")
+    db.commit()
+    db.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+        hits = reopened.vector_search(embedder.embed_query("cluster upgrade"), scope="ann", k=3)
+        assert [_fields(h.memory) for h in hits] == [_fields(memory)]
+    finally:
+        reopened.close()
+
+
+def _fields(memory: Memory) -> tuple[object, ...]:
+    """A memory's fields but its timestamps (Chroma keeps fewer digits of floats than the index)."""
+    names = ("id", "scope", "content", "kind", "importance", "sources", "superseded_by", "access_count", "tags")
+    return tuple(getattr(memory, name) for name in names)
+
+
+def _same_times(a: Memory, b: Memory) -> bool:
+    names = ("created_at", "updated_at", "valid_from", "last_accessed")
+    return all(math.isclose(getattr(a, n), getattr(b, n), abs_tol=0.01) for n in names)
+
+
+def _open(home: Path, embedder: Any) -> ChromaStore:
+    return ChromaStore(
+        data_dir=home, url="", collection="fast", embedder_id=embedder.model_id, dimensions=embedder.dimensions
+    )
+
+
+def test_fast_vector_search_matches_exact_search(isolated_home: Path, embedder: Any) -> None:
+    """Several scopes of different sizes plus superseded versions: the fast path returns active
+    memories of the scope only, best first, with the same records as the store, and finds what an
+    exact search finds (HNSW is approximate: aggregated recall, not per-query identity)."""
+    rng = np.random.default_rng(3)
+    pick = random.Random(3)
+    store = _open(isolated_home, embedder)
+    try:
+        memories: list[Memory] = []
+        for index in range(600):
+            scope = pick.choices(["big", "mid", "tiny"], weights=[80, 18, 2])[0]
+            memories.append(make_memory(scope=scope, content=f"memory {index} of {scope}", importance=1 + index % 5))
+        vectors = rng.normal(size=(len(memories), embedder.dimensions)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.add(memories, vectors.tolist())
+        superseded = [m for m in memories if m.scope in ("big", "mid")][::4]
+        for old in superseded:
+            old.superseded_by = "m_newer"
+        store.update_metadata(superseded)
+        found = expected = 0
+        for _ in range(15):
+            query = rng.normal(size=embedder.dimensions)
+            query /= np.linalg.norm(query)
+            for scope in ("big", "mid", "tiny", "nobody"):
+                allowed = [i for i, m in enumerate(memories) if m.scope == scope and m.active]
+                exact = sorted(allowed, key=lambda i: -float(vectors[i] @ query))
+                for k in (1, 10, 40):
+                    fast = store.vector_search(query.tolist(), scope=scope, k=k)
+                    assert len(fast) == min(k, len(allowed))
+                    assert all(h.memory.active and h.memory.scope == scope for h in fast)
+                    assert [h.score for h in fast] == sorted((h.score for h in fast), reverse=True)
+                    stored = store.get([h.memory.id for h in fast])
+                    assert [_fields(h.memory) for h in fast] == [_fields(m) for m in stored]
+                    assert all(_same_times(h.memory, m) for h, m in zip(fast, stored, strict=True))
+                    found += len({h.memory.id for h in fast} & {memories[i].id for i in exact[:k]})
+                    expected += min(k, len(allowed))
+        assert found >= 0.95 * expected
+    finally:
+        store.close()
