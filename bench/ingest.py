@@ -38,8 +38,16 @@ from tap.records import IngestEvent
 PEOPLE = ["Ana", "Priya", "Tomás", "Lea", "Kenji", "Olu", "Marta", "Sven", "Ines", "Ravi"]
 PLACES = ["Lisbon", "Porto", "Berlin", "Osaka", "Lagos", "Oslo", "Sintra", "Braga", "Austin", "Lyon"]
 THINGS = [
-    "the billing service", "the invoice exporter", "the search index", "the mobile app", "the data pipeline",
-    "the auth gateway", "the nightly backup job", "the pricing page", "the onboarding flow", "the CI runners",
+    "the billing service",
+    "the invoice exporter",
+    "the search index",
+    "the mobile app",
+    "the data pipeline",
+    "the auth gateway",
+    "the nightly backup job",
+    "the pricing page",
+    "the onboarding flow",
+    "the CI runners",
 ]
 TOOLS = ["Postgres", "Redis", "Kafka", "Alembic", "pytest", "Terraform", "Grafana", "DuckDB", "FastAPI", "Celery"]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
@@ -95,8 +103,14 @@ class Writer:
     def fill(self, template: str) -> str:
         r = self.rng
         return template.format(
-            person=r.choice(PEOPLE), place=r.choice(PLACES), thing=r.choice(THINGS), tool=r.choice(TOOLS),
-            weekday=r.choice(WEEKDAYS), month=r.choice(MONTHS), day=r.randint(1, 28), n=r.randint(2, 90),
+            person=r.choice(PEOPLE),
+            place=r.choice(PLACES),
+            thing=r.choice(THINGS),
+            tool=r.choice(TOOLS),
+            weekday=r.choice(WEEKDAYS),
+            month=r.choice(MONTHS),
+            day=r.randint(1, 28),
+            n=r.randint(2, 90),
         )
 
     def entry(self, kind: str, **fields: Any) -> str:
@@ -104,9 +118,19 @@ class Writer:
         self.clock += self.rng.uniform(1, 40)
         uuid = f"{self.session[:8]}-{self.count:06d}-4000-8000-{self.rng.getrandbits(48):012x}"
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock)) + ".000Z"
-        line = {"parentUuid": self.parent, "isSidechain": False, "userType": "external", "cwd": self.cwd,
-                "sessionId": self.session, "version": "2.0.14", "gitBranch": "main", "type": kind,
-                "uuid": uuid, "timestamp": stamp, **fields}
+        line = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session,
+            "version": "2.0.14",
+            "gitBranch": "main",
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": stamp,
+            **fields,
+        }
         self.parent = uuid
         return json.dumps(line, separators=(",", ":"))
 
@@ -115,8 +139,15 @@ class Writer:
 
     def assistant(self, msg_id: str, block: dict[str, Any]) -> str:
         usage = {"input_tokens": 4, "cache_read_input_tokens": 12000, "output_tokens": 80}
-        message = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                   "content": [block], "stop_reason": None, "usage": usage}
+        message = {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [block],
+            "stop_reason": None,
+            "usage": usage,
+        }
         return self.entry("assistant", message=message, requestId="req_" + msg_id)
 
     def exchange(self) -> list[str]:
@@ -126,14 +157,31 @@ class Writer:
         for step in range(r.randint(1, 3)):
             msg = f"msg_{self.session[:6]}{self.count:06d}{step}"
             if r.random() < 0.3:
-                lines.append(self.assistant(msg, {"type": "thinking", "thinking": self.fill(r.choice(USER_TEMPLATES)),
-                                                  "signature": "EqQBCkYIBxgCKkB"}))
+                lines.append(
+                    self.assistant(
+                        msg,
+                        {
+                            "type": "thinking",
+                            "thinking": self.fill(r.choice(USER_TEMPLATES)),
+                            "signature": "EqQBCkYIBxgCKkB",
+                        },
+                    )
+                )
             lines.append(self.assistant(msg, {"type": "text", "text": self.fill(r.choice(ASSISTANT_TEMPLATES))}))
             if r.random() < 0.5:
                 lines.append(self.assistant(msg, {"type": "text", "text": self.fill(r.choice(ASSISTANT_TEMPLATES))}))
             tool_id = f"toolu_{self.count:08d}{step}"
-            lines.append(self.assistant(msg, {"type": "tool_use", "id": tool_id, "name": r.choice(["Bash", "Read"]),
-                                              "input": {"command": "pytest -q"}}))
+            lines.append(
+                self.assistant(
+                    msg,
+                    {
+                        "type": "tool_use",
+                        "id": tool_id,
+                        "name": r.choice(["Bash", "Read"]),
+                        "input": {"command": "pytest -q"},
+                    },
+                )
+            )
             if r.random() < 0.5:
                 lines.append(self.entry("progress", data={"type": "hook_progress"}, toolUseID=tool_id))
             output = self.fill(r.choice(OUTPUTS)) * r.randint(1, 6)
@@ -167,8 +215,12 @@ def generate(root: Path, total_lines: int, seed: int = 7) -> dict[str, int]:
                     count += 1
         written += count
         sessions += 1
-    return {"lines": written, "projects": len(list(root.iterdir())), "sessions": sessions,
-            "bytes": sum(p.stat().st_size for p in root.rglob("*.jsonl"))}
+    return {
+        "lines": written,
+        "projects": len(list(root.iterdir())),
+        "sessions": sessions,
+        "bytes": sum(p.stat().st_size for p in root.rglob("*.jsonl")),
+    }
 
 
 class Timed:
@@ -213,13 +265,50 @@ def cpu_seconds() -> tuple[float, float, float]:
     return (sum(fields) - idle) / ticks, sum(fields) / ticks, own.user + own.system
 
 
-def run(tree: Path, data_dir: Path) -> dict[str, Any]:
+def stream_check(size_mb: int, work: Path) -> dict[str, Any]:
+    """Parse one huge session file (no extraction): throughput and how much RSS the tailer adds."""
+    path = work / "huge" / "-home-ana-src-huge" / "0badc0de-1b6e-4c0a-8f21-000000000001.jsonl"
+    path.parent.mkdir(parents=True)
+    writer = Writer(random.Random(3), "0badc0de-1b6e-4c0a-8f21-000000000001", "/home/ana/src/huge")
+    with path.open("w", encoding="utf-8") as handle:
+        while handle.tell() < size_mb << 20:
+            handle.write("\n".join(writer.exchange()) + "\n")
+    before = benchutil.rss_mb()
+    messages = 0
+
+    def count(events: Sequence[IngestEvent]) -> int:
+        nonlocal messages
+        messages += sum(len(e.messages) for e in events)
+        return 0
+
+    offsets = OffsetStore(work / "huge-state.db")
+    started = time.perf_counter()
+    tailer = Tailer([str(path.parent)], offsets, count)
+    tailer.poll(one_shot=True)
+    elapsed = time.perf_counter() - started
+    offsets.close()
+    return {
+        "file_mb": round(path.stat().st_size / 2**20, 1),
+        "lines": tailer.stats.lines,
+        "messages": messages,
+        "seconds": round(elapsed, 1),
+        "mb_per_s": round(path.stat().st_size / 2**20 / elapsed, 1),
+        "rss_before_mb": round(before, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+VARIANTS = {"default": "", "no-episodes": "[extract]\nstore_episodes = false\n"}
+
+
+def run(tree: Path, data_dir: Path, variant: str = "default") -> dict[str, Any]:
     """The whole backfill; phases timed, embedder and store time measured inside extraction."""
-    loaded = LoadedConfig(config=parse_config(""), path=None, data_dir=data_dir)
+    loaded = LoadedConfig(config=parse_config(VARIANTS[variant]), path=None, data_dir=data_dir)
     started = time.perf_counter()
     busy0, total0, own0 = cpu_seconds()
     rt: Runtime = open_runtime(loaded)
     opened = time.perf_counter()
+    rss = {"after_open_runtime": benchutil.rss_mb()}
     embedder = Timed(rt.worker.extraction.embedder, ["embed_documents", "embed_query"])
     store = Timed(rt.worker.extraction.store, ["add", "get", "vector_search", "update_metadata"])
     rt.worker.extraction.embedder = embedder
@@ -233,6 +322,7 @@ def run(tree: Path, data_dir: Path) -> dict[str, Any]:
         tailer = Tailer([str(tree)], offsets, sink)
         tailer.poll(one_shot=True)
         parsed = time.perf_counter()
+        rss["after_parse_and_queue"] = benchutil.rss_mb()
         chunks = rt.worker.drain()
         done = time.perf_counter()
         counters = dict(rt.worker.extraction.counters)
@@ -257,11 +347,20 @@ def run(tree: Path, data_dir: Path) -> dict[str, Any]:
         },
         "turns_per_s": round(stats.turns / total_s, 1),
         "lines_per_s_parse_and_queue": round(stats.lines / (parsed - opened), 0),
-        "embedder": {"seconds": round(embedder.seconds, 2), "calls": embedder.calls,
-                     "share_of_end_to_end": round(embedder.seconds / total_s, 3), "by_method": embedder.breakdown()},
-        "store": {"seconds": round(store.seconds, 2), "calls": store.calls,
-                  "share_of_end_to_end": round(store.seconds / total_s, 3), "by_method": store.breakdown()},
+        "embedder": {
+            "seconds": round(embedder.seconds, 2),
+            "calls": embedder.calls,
+            "share_of_end_to_end": round(embedder.seconds / total_s, 3),
+            "by_method": embedder.breakdown(),
+        },
+        "store": {
+            "seconds": round(store.seconds, 2),
+            "calls": store.calls,
+            "share_of_end_to_end": round(store.seconds / total_s, 3),
+            "by_method": store.breakdown(),
+        },
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "rss_mb": {k: round(v, 1) for k, v in rss.items()},
         "cpu": {
             "process_s": round(own1 - own0, 1),
             "turns_per_cpu_s": round(stats.turns / max(1e-9, own1 - own0), 1),
@@ -270,37 +369,82 @@ def run(tree: Path, data_dir: Path) -> dict[str, Any]:
     }
 
 
+def table_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The printed summary of a backfill result."""
+    generated, seconds, rss, cpu = result["input"], result["seconds"], result["rss_mb"], result["cpu"]
+    embedder, store = result["embedder"], result["store"]
+    return [
+        (
+            "input",
+            f"{generated['lines']:,} lines, {generated['bytes'] / 1e6:.1f} MB, "
+            f"{generated['projects']} projects, {generated['sessions']} sessions",
+        ),
+        ("turns queued", f"{result['turns']:,} in {result['chunks']:,} chunks"),
+        ("memories", ", ".join(f"{k} {v}" for k, v in result["memories"].items())),
+        ("parse + queue", f"{seconds['parse_and_queue']} s ({result['lines_per_s_parse_and_queue']:,.0f} lines/s)"),
+        ("chunk..store", f"{seconds['chunk_gate_extract_store']} s"),
+        ("embedder share", f"{embedder['seconds']} s ({100 * embedder['share_of_end_to_end']:.0f}%)"),
+        ("store share", f"{store['seconds']} s ({100 * store['share_of_end_to_end']:.0f}%)"),
+        ("end to end", f"{seconds['end_to_end']} s → {result['turns_per_s']} turns/s (target ≥ 150)"),
+        (
+            "peak RSS",
+            f"{result['peak_rss_mb']} MB (target ≤ 500); {rss['after_open_runtime']} MB after opening the "
+            f"runtime, {rss['after_parse_and_queue']} MB after parsing",
+        ),
+        (
+            "CPU",
+            f"{cpu['process_s']} s in this process ({cpu['turns_per_cpu_s']} turns per CPU-s); "
+            f"other processes used {cpu['other_processes_pct_of_all_cores']}% of all cores",
+        ),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--keep", type=Path, default=None, help="generate the tree here and keep it")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--stream-mb",
+        type=int,
+        default=0,
+        help="instead: stream one session file of this many MB through the tailer (parsing only)",
+    )
+    parser.add_argument(
+        "--config-variant",
+        choices=sorted(VARIANTS),
+        default="default",
+        help="default: the offline default config (rules + episodes); no-episodes: store_episodes = false",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tap-bench-ingest-"))
+    if args.stream_mb:
+        try:
+            streamed = {"machine": benchutil.machine(), **stream_check(args.stream_mb, work)}
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(streamed, indent=2))
+        benchutil.write_result("ingest-stream", streamed, args.out)
+        return
     tree = args.keep or work / "projects"
     try:
         generated = generate(tree, args.lines)
-        result = {"machine": benchutil.machine(), "input": generated, **run(tree, work / "data")}
+        result = {
+            "machine": benchutil.machine(),
+            "config": VARIANTS[args.config_variant] or "(defaults: [extract] provider = rules, store_episodes = true)",
+            "input": generated,
+            **run(tree, work / "data", args.config_variant),
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result["targets"] = {"turns_per_s": 150, "peak_rss_mb": 500,
-                         "met": result["turns_per_s"] >= 150 and result["peak_rss_mb"] <= 500}
-    path = benchutil.write_result("ingest", result, args.out)
-    seconds = result["seconds"]
-    rows = [
-        ("input", f"{generated['lines']:,} lines, {generated['bytes'] / 1e6:.1f} MB, "
-                  f"{generated['projects']} projects, {generated['sessions']} sessions"),
-        ("turns queued", f"{result['turns']:,} in {result['chunks']:,} chunks"),
-        ("memories", ", ".join(f"{k} {v}" for k, v in result["memories"].items())),
-        ("parse + queue", f"{seconds['parse_and_queue']} s ({result['lines_per_s_parse_and_queue']:,.0f} lines/s)"),
-        ("chunk..store", f"{seconds['chunk_gate_extract_store']} s"),
-        ("embedder share", f"{result['embedder']['seconds']} s ({100 * result['embedder']['share_of_end_to_end']:.0f}%)"),
-        ("store share", f"{result['store']['seconds']} s ({100 * result['store']['share_of_end_to_end']:.0f}%)"),
-        ("end to end", f"{seconds['end_to_end']} s → {result['turns_per_s']} turns/s (target ≥ 150)"),
-        ("peak RSS", f"{result['peak_rss_mb']} MB (target ≤ 500)"),
-        ("CPU", f"{result['cpu']['process_s']} s in this process ({result['cpu']['turns_per_cpu_s']} turns per CPU-s); "
-                f"other processes used {result['cpu']['other_processes_pct_of_all_cores']}% of all cores"),
-    ]
+    result["targets"] = {
+        "turns_per_s": 150,
+        "peak_rss_mb": 500,
+        "met": result["turns_per_s"] >= 150 and result["peak_rss_mb"] <= 500,
+    }
+    name = "ingest" if args.config_variant == "default" else f"ingest-{args.config_variant}"
+    path = benchutil.write_result(name, result, args.out)
+    rows = table_rows(result)
     print(benchutil.table(["ingest backfill", "value"], rows))
     print(f"\nwritten to {path}")
 

@@ -17,6 +17,7 @@ when a path or file could not be read (the rest is still ingested), else 0.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -87,6 +88,10 @@ class Ui:
             self.say(f"tap: warning: {text}")
         elif self.warnings == MAX_WARNINGS + 1:
             self.say("tap: warning: more warnings follow; see the summary for the counts")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _detail(stats: TailStats) -> str:
@@ -166,8 +171,9 @@ class Session:
 
     def follow(self, poll_s: float) -> None:
         """Poll until Ctrl-C; extract idle conversations as they settle (local); then finish."""
-        self._bar = self.ui.task("following logs", None)
+        self._bar = self.ui.task("following logs (files)", None)
         self.ui.say(f"tap: following {', '.join(self.tailer.roots)} (Ctrl-C to stop)")
+        previous = signal.signal(signal.SIGTERM, _interrupt)  # a service manager stops it like Ctrl-C
         try:
             while True:
                 self.tailer.poll()
@@ -176,6 +182,8 @@ class Session:
                 time.sleep(poll_s)
         except KeyboardInterrupt:
             self.ui.say("tap: stopping; extracting what was read (Ctrl-C again to leave it queued)")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         with contextlib.suppress(KeyboardInterrupt):
             self.extract(flush=True)
 

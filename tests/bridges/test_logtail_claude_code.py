@@ -15,10 +15,10 @@ from bridges.logtail.lines import Line
 from tests.bridges.logtail_helpers import Recorder
 from tests.bridges.transcripts import (
     CWD,
-    Clock,
     EXPECTED,
     NEVER,
     SESSION,
+    Clock,
     assistant,
     claude_session_entries,
     jsonl_line,
@@ -139,4 +139,7 @@ def test_broken_and_odd_lines_are_reported_not_fatal(tmp_path: Path, recorder: R
     tailer.poll(one_shot=True)
     assert [m[2] for m in recorder.messages()] == [e[0] for e in EXPECTED]
     assert dict(tailer.stats.skipped) == {"broken JSON": 1, "unexpected JSON shape": 1}
-    assert recorder.warnings == [f"{path}:7: broken JSON; line skipped", f"{path}:10: unexpected JSON shape; line skipped"]
+    assert recorder.warnings == [
+        f"{path}:7: broken JSON; line skipped",
+        f"{path}:10: unexpected JSON shape; line skipped",
+    ]

@@ -96,7 +96,9 @@ def test_human_summary_warns_about_broken_lines_and_counts_them(tmp_path: Path) 
         '{"role": "assistant", "content": "Green tea it is."}\n',
         encoding="utf-8",
     )
-    (logs / "porto.txt").write_text("User: I moved to Porto in March.\nAssistant: Welcome to Porto!\n", encoding="utf-8")
+    (logs / "porto.txt").write_text(
+        "User: I moved to Porto in March.\nAssistant: Welcome to Porto!\n", encoding="utf-8"
+    )
     code, out, err = run("ingest", str(logs), "--scope", "me")
     assert code == 0
     assert f"{logs / 'tea.jsonl'}:2: broken JSON; line skipped" in err

@@ -77,7 +77,11 @@ def test_text_message_waits_for_the_next_speaker_unless_final(tmp_path: Path, re
 def test_jsonl_messages_with_and_without_ids_and_conversations(tmp_path: Path, recorder: Recorder) -> None:
     lines = [
         {"role": "user", "content": "I prefer tea over coffee.", "id": "m1", "timestamp": 1_700_000_000},
-        {"role": "assistant", "content": [{"type": "text", "text": "Noted: tea."}], "timestamp": "2023-11-14T22:13:30Z"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Noted: tea."}],
+            "timestamp": "2023-11-14T22:13:30Z",
+        },
         {"role": "user", "content": "Book the Lisbon flight.", "conversation": "travel", "name": "Ana"},
         {"role": "tool", "content": "ignored"},
     ]

@@ -56,7 +56,9 @@ def test_ingest_goes_through_the_running_server(tmp_path: Path, isolated_home: P
         assert summary["server"] == server.url and summary["turns"] == len(EXPECTED)
         assert summary["memories_written"] is None and summary["chunks"] is None
         wait_for(lambda: any("Postgres" in m["content"] for m in memories(server, CWD)))
-        again = json.loads(CliRunner().invoke(main, ["--config", str(config), "ingest", str(projects), "--json"]).stdout)
+        again = json.loads(
+            CliRunner().invoke(main, ["--config", str(config), "ingest", str(projects), "--json"]).stdout
+        )
         assert again["turns"] == 0 and again["lines"] == 0
         assert {m["source"] for m in memories(server, CWD)} == {"logtail"}
     finally:

@@ -28,7 +28,9 @@ def recorder(tmp_path: Path) -> Iterator[Recorder]:
 
 def chat(start: int, count: int) -> str:
     """Text-format lines `User: fact n` / `Assistant: ok n`, numbered from start."""
-    return "".join(f"User: I planted tree number {i} in Braga.\nAssistant: Tree {i} noted.\n" for i in range(start, start + count))
+    return "".join(
+        f"User: I planted tree number {i} in Braga.\nAssistant: Tree {i} noted.\n" for i in range(start, start + count)
+    )
 
 
 def age(path: Path, seconds: float = 60.0) -> None:
@@ -176,7 +178,11 @@ def test_unreadable_paths_are_named_and_the_rest_is_read(tmp_path: Path, recorde
     tailer = recorder.tailer([logs, tmp_path / "missing-dir", tmp_path / "*.nothing"], tmp_path / "state")
     tailer.poll(one_shot=True)
     assert len(recorder.seen()) == 2
-    assert set(tailer.stats.errors) == {str(logs / "gone.txt"), str(tmp_path / "missing-dir"), str(tmp_path / "*.nothing")}
+    assert set(tailer.stats.errors) == {
+        str(logs / "gone.txt"),
+        str(tmp_path / "missing-dir"),
+        str(tmp_path / "*.nothing"),
+    }
     assert sorted(p for p, _ in recorder.errors) == sorted(tailer.stats.errors)
     (tmp_path / "missing-dir").mkdir()
     tailer.poll(one_shot=True)
