@@ -69,3 +69,15 @@ def test_data_dir_prefers_tap_home(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert load_config().data_dir == tmp_path / "fromenv"
     monkeypatch.delenv("TAP_HOME")
     assert load_config().data_dir == tmp_path / "fromfile"
+
+
+def test_config_toml_lists_every_option() -> None:
+    import tomllib
+
+    import msgspec
+
+    root = Path(__file__).resolve().parents[2]
+    documented = tomllib.loads((root / "config.toml").read_text())
+    missing = [f"{table}.{key}" for table, values in msgspec.to_builtins(Config()).items()
+               for key in values if key not in documented.get(table, {})]
+    assert missing == []
