@@ -20,11 +20,15 @@ leaves the index, emits the visible turns on that walk, and forgets the index. B
 append-only and grows at its leaf, this emits each turn of the live conversation once, as it
 arrives, and needs no memory of earlier checkpoints. The rule, which holds across restarts too
 (the offset is committed only after a checkpoint): *an entry is emitted iff it lies on the chain of
-the newest leaf at the first checkpoint after it was written.* Consequences, by design:
+the newest leaf at the first checkpoint after it was written* (for the lines of a held-back
+message, see below: the first checkpoint that does not hold them back). Consequences, by design:
 - a branch abandoned within one checkpoint interval (an edited and re-sent prompt) is dropped, as
   in Claude Code's reader; one that was already emitted stays (memories are not un-learned);
-- in `--follow` mode a checkpoint may fall between two lines of one assistant message; the second
-  part then becomes a turn of its own (nothing is lost or doubled);
+- while a file is still being written (a non-final checkpoint: following, and the file not quiet
+  yet), a conversation that ends in an assistant line may be in the middle of writing that
+  message, so its lines are held back: kept in the index, with the resume point before them, and
+  emitted whole at a later checkpoint. Held back means decided later: if the prompt it answers is
+  edited meanwhile, the reply is on an abandoned branch by then and is dropped;
 - compaction: a `compact_boundary` entry starts a new root (`parentUuid: null`); the walk follows its
   `logicalParentUuid` instead, so the conversation before the compaction is not lost. The compact
   summary (`isCompactSummary`) is a model-written digest of that earlier part: it is dropped when
@@ -116,6 +120,8 @@ class _Turn:
 class _Node:
     parent: str | None
     turn: _Turn | None
+    start: int  # byte offset and number of the entry's line, for resuming before it
+    lineno: int
 
 
 def clean_user_text(text: str) -> str:
@@ -154,6 +160,8 @@ class ClaudeCodeParser:
         self._max_text = max_text
         self._nodes: dict[str, _Node] = {}
         self._leaf: str | None = None
+        self._leaf_type = ""
+        self._held: _Node | None = None
         self._last_type = ""
         self._text_bytes = 0
         saved_scopes = ctx.state.get("scopes")
@@ -181,12 +189,12 @@ class ClaudeCodeParser:
         if entry.type == "system" and entry.subtype == "compact_boundary" and entry.logical_parent_uuid:
             parent = entry.logical_parent_uuid
         turn = self._turn(entry, session)
-        self._nodes[entry.uuid] = _Node(parent, turn)
+        self._nodes[entry.uuid] = _Node(parent, turn, line.start, lineno)
         if turn is not None:
             self._seen_turns = True
             self._text_bytes += len(turn.text)
         if entry.type in ("user", "assistant") and not (entry.is_sidechain or entry.is_meta or entry.team_name):
-            self._leaf = entry.uuid
+            self._leaf, self._leaf_type = entry.uuid, entry.type
         self._last_type = entry.type or ""
         return None
 
@@ -223,35 +231,59 @@ class ClaudeCodeParser:
         return far_over or (over and self._last_type == "user")
 
     def take(self, *, final: bool) -> list[IngestEvent]:
-        """The visible turns on the chain of the newest leaf; then forget the index."""
-        turns = self._chain() if self._leaf is not None else []
-        self._nodes.clear()
-        self._leaf = None
-        self._text_bytes = 0
+        """The visible turns on the chain of the newest leaf; then forget the index.
+
+        Unless `final`, a conversation that ends in an assistant line may still be writing that
+        message: its lines are held back (kept in the index, and the resume point goes before them)
+        so that the message is merged whole later instead of being cut in two.
+        """
+        path = self._path()
+        held = self._held_back(path) if not final and self._leaf_type == "assistant" else 0
+        self._held = self._nodes[path[held - 1]] if held else None
+        turns = [(u, self._nodes[u].turn) for u in reversed(path[held:]) if self._nodes[u].turn is not None]
+        # keep what a re-read from the resume point would index: every entry from there on
+        kept = {u: n for u, n in self._nodes.items() if self._held is not None and n.start >= self._held.start}
+        self._nodes = kept
+        self._text_bytes = sum(len(n.turn.text) for n in kept.values() if n.turn is not None)
+        if not kept:
+            self._leaf, self._leaf_type = None, ""
         return events_by_conversation(
-            (self._scope(turn.session), turn.session, message) for turn, message in _merge(turns)
+            (self._scope(turn.session), turn.session, message)
+            for turn, message in _merge([(u, t) for u, t in turns if t is not None])
         )
 
-    def _chain(self) -> list[tuple[str, _Turn]]:
-        """(uuid, turn) of the visible entries from the index root to the leaf, in order."""
-        chain: list[tuple[str, _Turn]] = []
+    def _path(self) -> list[str]:
+        """Uuids from the leaf back to the first entry outside the index (leaf first)."""
+        path: list[str] = []
         current = self._leaf
         for _ in range(len(self._nodes)):  # bounded: a corrupt file with a cycle cannot loop forever
-            node = self._nodes.get(current) if current is not None else None
-            if node is None:
+            if current is None or current not in self._nodes:
                 break
-            if node.turn is not None:
-                chain.append((current or "", node.turn))
-            current = node.parent
-        chain.reverse()
-        return chain
+            path.append(current)
+            current = self._nodes[current].parent
+        return path
+
+    def _held_back(self, path: list[str]) -> int:
+        """How many entries at the leaf end of the path belong to the last, maybe unfinished, message."""
+        last = next((self._nodes[u].turn for u in path if self._nodes[u].turn is not None), None)
+        if last is None or last.role != "assistant":
+            return 0
+        count = 0
+        for index, uuid in enumerate(path):
+            turn = self._nodes[uuid].turn
+            if turn is not None:
+                if turn.role != "assistant" or turn.message_id != last.message_id:
+                    break
+                count = index + 1
+        return count
 
     def _scope(self, session: str) -> str:
         return fit_scope(self._ctx.scope_override or self._scopes.get(session) or self._ctx.scope)
 
     def resume_point(self) -> tuple[int, int] | None:
-        """Everything fed is decided at a checkpoint: resume after the last line."""
-        return None
+        """Before the first line of a held-back message; else None (everything fed is decided)."""
+        held = self._held
+        return (held.start, held.lineno - 1) if held is not None else None
 
     def state(self) -> dict[str, Any]:
         """Session scopes (the first cwd of each session) and whether turns were seen."""
