@@ -4,9 +4,9 @@ Run: ``./dev bench proxy [--memories 10000] [--pairs 300] [--stream-pairs 100] [
 ``bench/results/proxy.json`` and prints a table.
 
 Method (three processes, so no side measures itself):
-- the upstream: this script with ``--upstream`` in its own process, an aiohttp server on 127.0.0.1
-  speaking the Anthropic Messages API: non-streaming answers at once with a JSON message; streaming
-  sends a realistic SSE stream (message_start, content_block_start, ping, N text deltas,
+- the upstream: bench/fake_upstream.py in its own process, an aiohttp server on 127.0.0.1 speaking
+  the Anthropic Messages API: non-streaming answers at once with a JSON message; streaming sends a
+  realistic SSE stream (message_start, content_block_start, ping, N text deltas,
   content_block_stop, message_delta, message_stop), one event per write, ``--gap-ms`` between
   events, as the API flushes per event;
 - tap: a real ``tap serve`` subprocess (tests/serve_process.py) on a data dir holding
@@ -43,7 +43,7 @@ from typing import Any
 import aiohttp
 import benchutil
 import corpus
-from aiohttp import web
+from fake_upstream import stream_events
 
 from tap.app import open_runtime
 from tap.config import LoadedConfig, parse_config
@@ -73,113 +73,25 @@ HISTORY = [
 ]
 
 
-# --- the fake upstream (runs in its own process) --------------------------------------------------
-
-
-def sse(event: str, data: dict[str, Any]) -> bytes:
-    """One SSE event."""
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
-
-
-def stream_events(deltas: int) -> list[bytes]:
-    """A realistic Anthropic stream with `deltas` text deltas (deterministic bytes)."""
-    usage = {"input_tokens": 812, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}
-    message: dict[str, Any] = {"id": "msg_bench_0001", "type": "message", "role": "assistant", "content": []}
-    message["model"] = "claude-bench"
-    message |= {"stop_reason": None, "stop_sequence": None, "usage": usage}
-    words = "Here is a plan for the week that keeps Thursday's release safe and leaves Friday free ".split()
-    events = [
-        sse("message_start", {"type": "message_start", "message": message}),
-        sse(
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        ),
-        sse("ping", {"type": "ping"}),
-    ]
-    for i in range(deltas):
-        text = " ".join(words[(2 * i) % len(words) : (2 * i) % len(words) + 2]) + " "
-        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
-        events.append(sse("content_block_delta", delta))
-    events += [
-        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 2 * deltas},
-            },
-        ),
-        sse("message_stop", {"type": "message_stop"}),
-    ]
-    return events
-
-
-def message_body() -> bytes:
-    """A non-streaming Anthropic message."""
-    return json.dumps(
-        {
-            "id": "msg_bench_0002",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-bench",
-            "content": [{"type": "text", "text": "Monday: migration script. Tuesday: fixes. Wednesday: docs."}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 812, "output_tokens": 17},
-        }
-    ).encode()
-
-
-def upstream_main(port_file: Path, deltas: int, gap_ms: float) -> None:
-    """Serve the fake Anthropic API until killed; writes the bound port to `port_file`."""
-    events = stream_events(deltas)
-    body = message_body()
-
-    async def messages(request: web.Request) -> web.StreamResponse:
-        payload = await request.json()
-        if not payload.get("stream"):
-            return web.Response(body=body, content_type="application/json", headers={"request-id": "req_bench"})
-        response = web.StreamResponse(headers={"request-id": "req_bench", "Cache-Control": "no-cache"})
-        response.content_type = "text/event-stream"
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        for index, event in enumerate(events):
-            if index:
-                await asyncio.sleep(gap_ms / 1000)
-            await response.write(event)
-        await response.write_eof()
-        return response
-
-    async def serve() -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/messages", messages)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        await asyncio.to_thread(port_file.write_text, str(runner.addresses[0][1]))
-        await asyncio.Event().wait()
-
-    asyncio.run(serve())
-
-
 class Upstream:
     """The fake upstream subprocess."""
 
     def __init__(self, tmp: Path, deltas: int, gap_ms: float) -> None:
         self.port_file = tmp / "upstream.port"
-        args = [sys.executable, __file__, "--upstream", str(self.port_file), "--events", str(deltas)]
+        args = [sys.executable, str(Path(__file__).with_name("fake_upstream.py")), str(self.port_file)]
+        args += ["--events", str(deltas)]
         self.proc = subprocess.Popen([*args, "--gap-ms", str(gap_ms)])
         deadline = time.monotonic() + 30
         while not self.port_file.exists() or not self.port_file.read_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
                 raise RuntimeError("the fake upstream did not start")
             time.sleep(0.05)
         self.url = f"http://127.0.0.1:{self.port_file.read_text()}"
 
     def stop(self) -> None:
-        self.proc.terminate()
+        if self.proc.poll() is None:
+            self.proc.terminate()
         self.proc.wait(timeout=10)
 
 
@@ -448,19 +360,21 @@ def build_store(home: Path, memories: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tap-bench-proxy-") as tmp:
         home = Path(tmp) / "home"
-        store = build_store(home, args.memories)
-        upstream = Upstream(Path(tmp), args.events, args.gap_ms)
-        config = Path(tmp) / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{upstream.url}"\n' + args.tap_config)
-        tap = ServeProcess(home, config=config)
+        upstream = Upstream(Path(tmp), args.events, args.gap_ms)  # starts while the store is built
         try:
-            tap.start(timeout=120)
-            expected = b"".join(stream_events(args.events))
-            measured = asyncio.run(client_main(upstream.url, tap.url, args, expected))
-            assert tap.proc is not None
-            rss = benchutil.rss_mb(tap.proc.pid)
+            store = build_store(home, args.memories)
+            config = Path(tmp) / "tap.toml"
+            config.write_text(f'[upstream]\nanthropic = "{upstream.url}"\n' + args.tap_config)
+            tap = ServeProcess(home, config=config)
+            try:
+                tap.start(timeout=120)
+                expected = b"".join(stream_events(args.events))
+                measured = asyncio.run(client_main(upstream.url, tap.url, args, expected))
+                assert tap.proc is not None
+                rss = benchutil.rss_mb(tap.proc.pid)
+            finally:
+                tap.stop()
         finally:
-            tap.stop()
             upstream.stop()
     ns, st = measured["non_streaming"], measured["streaming"]
     verdict = {
@@ -571,12 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the streams (results to bench/results/proxy-no-extraction.json)",
     )
     parser.add_argument("--quick", action="store_true", help="200 memories, a few requests (smoke run)")
-    parser.add_argument("--upstream", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if args.upstream is not None:
-        upstream_main(args.upstream, args.events, args.gap_ms)
-        return 0
     args.concurrency = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
     if args.quick:
         args.memories, args.pairs, args.stream_pairs, args.events, args.gap_ms = 200, 6, 4, 5, 2.0

@@ -34,6 +34,7 @@ from chromadb.api.shared_system_client import SharedSystemClient
 
 from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
+from tests.chroma_server import ChromaServer
 from tests.serve_process import ServeProcess
 
 SCOPE = "bench"
@@ -90,10 +91,10 @@ def measure(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def serve_rss(home: Path, queries: Sequence[str], idle_s: float) -> dict[str, Any]:
+def serve_rss(home: Path, queries: Sequence[str], idle_s: float, config_text: str = CONFIG) -> dict[str, Any]:
     """Start `tap serve` on the data dir, warm it up with recalls, idle, read its RSS."""
     config = home / "bench-config.toml"
-    config.write_text(CONFIG)
+    config.write_text(config_text)
     proc = ServeProcess(home, config=config)
     started = time.perf_counter()
     proc.start(timeout=120)
@@ -187,6 +188,38 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
     }
 
 
+def run_server_mode(size: int, n_queries: int, pool: int, idle_s: float) -> dict[str, Any]:
+    """The same measurement with ``[store] url`` = a `chroma run` server started here, at one size.
+
+    tap then filters by scope and active state inside Chroma and reads records from it (the
+    embedded fast path needs the data-dir lock: with a server, other machines may write too).
+    """
+    queries = corpus.queries(n_queries)
+    with tempfile.TemporaryDirectory(prefix="tap-bench-recall-server-") as tmp:
+        server = ChromaServer(Path(tmp) / "chroma")
+        server.start()
+        try:
+            toml = CONFIG + f'[store]\nurl = "{server.url}"\n'
+            home = Path(tmp) / "home"
+            rt = open_runtime(LoadedConfig(config=parse_config(toml), path=None, data_dir=home))
+            try:
+                pool_corpus = corpus.Corpus(rt.embedder, pool=pool)
+                build_s = corpus.fill(rt.store, pool_corpus, size, scope=SCOPE)
+                point: dict[str, Any] = {"memories": size, "build_s": round(build_s, 1)}
+                point["writes_per_s"] = round(size / build_s)
+                point |= measure(rt, queries)
+            finally:
+                rt.close()
+            point["serve"] = serve_rss(home, queries[:20], idle_s, toml)
+            assert server._proc is not None  # the test helper keeps its process private
+            point["chroma_server_rss_mb"] = round(benchutil.rss_mb(server._proc.pid), 1)
+        finally:
+            server.stop()
+    e2e = point["end_to_end_ms"]
+    print(f"{size:>7} memories, Chroma server: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stderr)
+    return point
+
+
 def print_report(result: dict[str, Any]) -> None:
     headers = ["memories", "e2e p50", "e2e p99", "embed p50", "vector p50", "vector p99", "lexical p50", "build/s"]
     rows = [
@@ -204,6 +237,13 @@ def print_report(result: dict[str, Any]) -> None:
     ]
     print("recall latency (ms), one scope, embedded Chroma")
     print(benchutil.table(headers, rows))
+    for point in result["chroma_server"]:
+        serve = point["serve"]
+        print(
+            f"with a Chroma server, {point['memories']} memories: recall p50 {point['end_to_end_ms']['p50']} ms, "
+            f"p99 {point['end_to_end_ms']['p99']} ms (vector search p50 {point['vector_search_ms']['p50']} ms); "
+            f"tap serve idle RSS {serve['idle_rss_mb']} MB + Chroma server {point['chroma_server_rss_mb']} MB"
+        )
     for size, serve in result["serve"].items():
         print(
             f"tap serve with {size} memories: idle RSS {serve['idle_rss_mb']} MB (peak {serve['peak_rss_mb']} MB, "
@@ -217,14 +257,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pool", type=int, default=1500, help="really embedded sentences the corpus mixes")
     parser.add_argument("--idle", type=float, default=5.0, help="seconds tap serve idles before RSS is read")
+    parser.add_argument(
+        "--server-sizes", default="10000", help="sizes to measure with a `chroma run` server too ('' for none)"
+    )
     parser.add_argument("--quick", action="store_true", help="200 memories, 20 queries (smoke run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    server_sizes = [int(s) for s in args.server_sizes.split(",") if s.strip()]
     if args.quick:
-        sizes, args.queries, args.pool, args.idle = [200], 20, 100, 0.5
+        sizes, args.queries, args.pool, args.idle, server_sizes = [200], 20, 100, 0.5, []
     rss_at = sorted({s for s in sizes if s == 10_000} | {max(sizes)} | (set() if args.quick else {0}))
     result = run(sizes, args.queries, args.pool, args.idle, rss_at)
+    result["chroma_server"] = [run_server_mode(size, args.queries, args.pool, args.idle) for size in server_sizes]
     result["mode"] = "quick" if args.quick else "full"
     path = benchutil.write_result("recall", result, args.out)
     print_report(result)

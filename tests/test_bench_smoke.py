@@ -4,6 +4,7 @@ Nothing is timed or compared against a target here: each benchmark runs as a use
 (``python bench/NAME.py --quick``, a subprocess), must exit 0 and must write a JSON result with
 its main sections. The LoCoMo data (CC BY-NC, outside the repo) is optional: the synthetic mini
 conversation always runs; the one-conversation LoCoMo run is skipped when the data is absent.
+The recall and proxy runs mostly wait for `tap serve` to start, so they run side by side.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +22,65 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 LOCOMO = Path(os.environ.get("TAP_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))
+TIMEOUT_S = 180
 
 pytestmark = pytest.mark.slow
 
 
-def run_bench(name: str, out: Path, *args: str, timeout: float = 120) -> dict[str, Any]:
+class BenchRun:
+    """bench/NAME.py started in the background with --out; `result()` waits and checks it."""
+
+    def __init__(self, name: str, out: Path, *args: str) -> None:
+        self.name = name
+        self.out = out
+        self.log = out.with_suffix(".log")
+        with self.log.open("w") as log:  # a file, not a pipe: nobody reads while the run goes on
+            self.proc = subprocess.Popen(
+                [sys.executable, str(BENCH / f"{name}.py"), *args, "--out", str(out)],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+
+    def result(self) -> dict[str, Any]:
+        """Wait for the run; it must exit 0 and write its JSON result."""
+        try:
+            self.proc.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            pytest.fail(f"bench/{self.name}.py did not finish in {TIMEOUT_S} s:\n{self.log.read_text()}")
+        output = self.log.read_text()
+        assert self.proc.returncode == 0, f"bench/{self.name}.py failed:\n{output}"
+        assert "written to" in output
+        result: dict[str, Any] = json.loads(self.out.read_text())
+        assert result["benchmark"] == self.name
+        assert result["machine"]["cpus"]
+        return result
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_bench(name: str, out: Path, *args: str) -> dict[str, Any]:
     """Run bench/NAME.py with args and --out; return the JSON it wrote."""
-    done = subprocess.run(
-        [sys.executable, str(BENCH / f"{name}.py"), *args, "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"bench/{name}.py failed:\n{done.stdout}\n{done.stderr}"
-    assert "written to" in done.stdout
-    result: dict[str, Any] = json.loads(out.read_text())
-    assert result["benchmark"] == name
-    assert result["machine"]["cpus"]
-    return result
+    run = BenchRun(name, out, *args)
+    try:
+        return run.result()
+    finally:
+        run.stop()
+
+
+@pytest.fixture(scope="module")
+def speed_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, BenchRun]]:
+    """The recall and proxy quick runs, started together."""
+    out = tmp_path_factory.mktemp("bench-smoke")
+    runs = {name: BenchRun(name, out / f"{name}.json", "--quick") for name in ("recall", "proxy")}
+    yield runs
+    for run in runs.values():
+        run.stop()
 
 
 def test_locomo_synthetic(tmp_path: Path) -> None:
@@ -62,16 +104,16 @@ def test_locomo_one_conversation(tmp_path: Path) -> None:
     assert result["variants"]["default"]["tap"]["cats_1_4"]["n"] > 0
 
 
-def test_recall(tmp_path: Path) -> None:
-    result = run_bench("recall", tmp_path / "recall.json", "--quick")
+def test_recall(speed_runs: dict[str, BenchRun]) -> None:
+    result = speed_runs["recall"].result()
     (point,) = result["points"]
     assert point["memories"] == 200
     assert point["end_to_end_ms"]["n"] == 20
     assert result["serve"]["200"]["idle_rss_mb"] > 0
 
 
-def test_proxy(tmp_path: Path) -> None:
-    result = run_bench("proxy", tmp_path / "proxy.json", "--quick")
+def test_proxy(speed_runs: dict[str, BenchRun]) -> None:
+    result = speed_runs["proxy"].result()
     assert result["non_streaming"]["errors"] == 0
     assert result["streaming"]["errors"] == 0
     assert set(result["throughput"]) == {"1", "4"}

@@ -56,9 +56,8 @@ def test_block_groups_memories_under_one_heading_per_day(engine: RecallEngine) -
     assert lines.count("12 Jan 2027:") == 1 and lines.count("6 Dec 2026:") == 1
     assert lines.index("6 Dec 2026:") < lines.index("12 Jan 2027:")  # days in order
     assert len(result.memories) == 3
-    assert result.tokens == count_tokens(result.block) == sum(r.tokens for r in result.memories) + (
-        count_tokens(HEADER) + count_tokens(FOOTER) + 1
-    )
+    frame = count_tokens(HEADER) + count_tokens(FOOTER) + 1
+    assert result.tokens == count_tokens(result.block) == frame + sum(r.tokens for r in result.memories)
 
 
 def test_scopes_never_mix(engine: RecallEngine) -> None:
