@@ -183,26 +183,42 @@ class ChromaStore:
 
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """Active memories of the scope nearest to vector (score: cosine similarity)."""
+        return self.vector_search_many([vector], scope=scope, k=k)[0]
+
+    def vector_search_many(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
+        """`vector_search` for several vectors of one scope in one Chroma query."""
+        if not vectors:
+            return []
         if not self._exclusive:
-            return self._filtered_vector_search(vector, scope=scope, k=k)
+            return self._filtered_vector_search(vectors, scope=scope, k=k)
         in_scope = self._lexical.count(scope)
         if in_scope == 0 or k <= 0:
-            return []
+            return [[] for _ in vectors]
         want = min(k, in_scope)
         total = self._collection_size()
         fetch = want if in_scope >= total else math.ceil(want * _OVERFETCH * total / in_scope)
         if fetch > max(_MAX_FAST_FETCH, want):
-            return self._filtered_vector_search(vector, scope=scope, k=k)
+            return self._filtered_vector_search(vectors, scope=scope, k=k)
         fetch = min(fetch, total)
         with _translated("search", self.where):
-            res = self._col.query(query_embeddings=[list(vector)], n_results=fetch, include=["distances"])
-        ids, dists = res["ids"][0], (res["distances"] or [[]])[0]
-        keep = self._lexical.in_scope(ids, scope)
-        chosen = [(i, float(d)) for i, d in zip(ids, dists, strict=False) if i in keep][:want]
-        if len(chosen) < want and len(ids) < total:
-            return self._filtered_vector_search(vector, scope=scope, k=k)
-        records = self._lexical.records([i for i, _ in chosen])
-        return [Hit(memory=_decode(records[i]), score=1.0 - d) for i, d in chosen if i in records]
+            res = self._col.query(query_embeddings=[list(v) for v in vectors], n_results=fetch, include=["distances"])
+        all_ids: list[list[str]] = res["ids"]
+        all_dists: list[list[float]] = res["distances"] or [[] for _ in vectors]
+        keep = self._lexical.in_scope(list({i for ids in all_ids for i in ids}), scope)
+        chosen: list[list[tuple[str, float]]] = []
+        short: list[int] = []  # queries whose fetch held too few of the scope: ask Chroma to filter
+        for n, (ids, dists) in enumerate(zip(all_ids, all_dists, strict=True)):
+            picked = [(i, float(d)) for i, d in zip(ids, dists, strict=False) if i in keep][:want]
+            if len(picked) < want and len(ids) < total:
+                short.append(n)
+            chosen.append(picked)
+        records = self._lexical.records(list({i for picked in chosen for i, _ in picked}))
+        out = [[Hit(memory=_decode(records[i]), score=1.0 - d) for i, d in picked if i in records] for picked in chosen]
+        if short:
+            refetched = self._filtered_vector_search([vectors[n] for n in short], scope=scope, k=k)
+            for n, hits in zip(short, refetched, strict=True):
+                out[n] = hits
+        return out
 
     def _collection_size(self) -> int:
         """Items in the collection (superseded versions included), cached until the next write."""
@@ -211,21 +227,27 @@ class ChromaStore:
                 self._total = int(self._col.count())
         return self._total
 
-    def _filtered_vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """The nearest active memories of the scope, filtered by Chroma itself."""
+    def _filtered_vector_search(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
+        """The nearest active memories of the scope for each vector, filtered by Chroma itself."""
         with _translated("search", self.where):
             res = self._col.query(
-                query_embeddings=[list(vector)],
+                query_embeddings=[list(v) for v in vectors],
                 n_results=k,
                 where={"$and": [{"scope": scope}, {"active": True}]},
                 include=["metadatas", "documents", "distances"],
             )
-        ids, docs = res["ids"][0], (res["documents"] or [[]])[0]
-        metas, dists = (res["metadatas"] or [[]])[0], (res["distances"] or [[]])[0]
-        return [
-            Hit(memory=from_metadata(i, doc or "", meta or {}), score=1.0 - float(dist))
-            for i, doc, meta, dist in zip(ids, docs, metas, dists, strict=False)
-        ]
+        out: list[list[Hit]] = []
+        for n, ids in enumerate(res["ids"]):
+            docs = (res["documents"] or [])[n] if res["documents"] else []
+            metas = (res["metadatas"] or [])[n] if res["metadatas"] else []
+            dists = (res["distances"] or [])[n] if res["distances"] else []
+            out.append(
+                [
+                    Hit(memory=from_metadata(i, doc or "", meta or {}), score=1.0 - float(dist))
+                    for i, doc, meta, dist in zip(ids, docs, metas, dists, strict=False)
+                ]
+            )
+        return out
 
     def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
         """Active memories of the scope by BM25 over their content."""

@@ -18,4 +18,4 @@ def make_embedder(cfg: EmbedderConfig) -> Embedder:
     """The embedder the config names."""
     if cfg.provider == "ollama":
         return OllamaEmbedder(cfg.ollama_url, cfg.ollama_model, batch_size=cfg.batch_size)
-    return OnnxMiniLMEmbedder(batch_size=cfg.batch_size)
+    return OnnxMiniLMEmbedder()

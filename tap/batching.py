@@ -34,6 +34,13 @@ __all__ = ["VectorCache", "WriteBuffer"]
 Vector = npt.NDArray[np.float32]
 
 
+def _norms(rows: Vector) -> Vector:
+    """Row lengths, with 1 for zero rows (a zero vector has cosine 0 with everything)."""
+    norms: Vector = np.linalg.norm(rows, axis=1)
+    norms[norms == 0] = 1.0
+    return norms
+
+
 class WriteBuffer:
     """A MemoryStore view that holds writes until `flush()` (see the module docstring)."""
 
@@ -76,19 +83,30 @@ class WriteBuffer:
 
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """The store's hits as the buffer changed them, merged with buffered new memories."""
+        return self.vector_search_many([vector], scope=scope, k=k)[0]
+
+    def vector_search_many(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
+        """`vector_search` for several vectors: one store query, one matrix product for the buffer."""
+        if not vectors:
+            return []
         retired = sum(1 for m in self._updated.values() if m.scope == scope and not m.active)
-        hits: dict[str, Hit] = {}
-        for hit in self.store.vector_search(vector, scope=scope, k=k + retired):
-            current = self._buffered(hit.memory.id) or hit.memory
-            if current.active and current.scope == scope:
-                hits[current.id] = Hit(memory=current, score=hit.score)
-        query = np.asarray(vector, dtype=np.float32)
-        query_norm = float(np.linalg.norm(query)) or 1.0
-        for memory, stored in self._added.values():
-            if memory.active and memory.scope == scope:
-                cosine = float(np.dot(query, stored)) / (query_norm * (float(np.linalg.norm(stored)) or 1.0))
-                hits[memory.id] = Hit(memory=memory, score=cosine)
-        return sorted(hits.values(), key=lambda h: h.score, reverse=True)[:k]
+        stored = self.store.vector_search_many(vectors, scope=scope, k=k + retired)
+        fresh = [(m, v) for m, v in self._added.values() if m.active and m.scope == scope]
+        queries = np.asarray(vectors, dtype=np.float32)
+        if fresh:
+            matrix = np.stack([v for _, v in fresh])
+            cosines = (queries @ matrix.T) / np.outer(_norms(queries), _norms(matrix))
+        out: list[list[Hit]] = []
+        for row, store_hits in enumerate(stored):
+            hits: dict[str, Hit] = {}
+            for hit in store_hits:
+                current = self._buffered(hit.memory.id) or hit.memory
+                if current.active and current.scope == scope:
+                    hits[current.id] = Hit(memory=current, score=hit.score)
+            for column, (memory, _) in enumerate(fresh):
+                hits[memory.id] = Hit(memory=memory, score=float(cosines[row, column]))
+            out.append(sorted(hits.values(), key=lambda h: h.score, reverse=True)[:k])
+        return out
 
     def flush(self) -> int:
         """Write everything buffered (one add, then one update); returns the records written."""

@@ -73,6 +73,30 @@ class Extraction:
         self.rules = RulesExtractor()
         self._now = now
         self.counters: Counter[str] = Counter()
+        self._prefetched: dict[str, list[CandidateMemory]] = {}
+
+    def prefetch(self, chunks: Sequence[Chunk]) -> int:
+        """Offline pipeline: extract the candidates of many chunks and embed all their texts (and their
+        episodes) in one call, so the embedder runs them side by side on every core; `process` then
+        takes the candidates from here and the vectors from the embedder's cache (tap.batching).
+
+        Returns how many texts were embedded. Only meaningful with a caching embedder and no LLM.
+        """
+        if self.gate_provider is not None or self.extract_provider is not None:
+            return 0
+        prefetched: dict[str, list[CandidateMemory]] = {}
+        texts: list[str] = []
+        for chunk in chunks:
+            if not heuristic_gate(chunk).passed:
+                continue
+            candidates = prefetched[chunk.id] = merge_duplicates(self.rules.extract(chunk))
+            texts += [c.content for c in candidates]
+            if self.config.store_episodes:
+                texts.append(episode_memory(chunk).content)
+        self._prefetched = prefetched
+        unique = list(dict.fromkeys(texts))
+        self.embedder.embed_documents(unique)
+        return len(unique)
 
     def process(self, chunk: Chunk) -> str:
         """Run the whole pipeline on one chunk; returns a one-line outcome."""
@@ -87,7 +111,8 @@ class Extraction:
                 self.counters["gated_out_llm"] += 1
                 return f"skipped by the LLM gate: {verdict}"
         self.counters["extracted"] += 1
-        candidates = merge_duplicates(self._extract(chunk))
+        prefetched = self._prefetched.pop(chunk.id, None)
+        candidates = prefetched if prefetched is not None else merge_duplicates(self._extract(chunk))
         actions = self._reconcile(chunk, candidates)
         if self.config.store_episodes:
             actions["episode"] += self._store_episode(chunk)
@@ -156,16 +181,17 @@ class Extraction:
         if not fresh:
             return actions
         vectors = self.embedder.embed_documents([c.content for c in fresh])
-        similar = [self._nearest(chunk.scope, v) for v in vectors]
+        similar = self._nearest(chunk.scope, vectors)
         plans = self._plans(fresh, similar)
         for candidate, vector, plan in zip(fresh, vectors, plans, strict=True):
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
         return actions
 
-    def _nearest(self, scope: str, vector: Sequence[float]) -> list[tuple[Memory, float]]:
-        hits = self.store.vector_search(vector, scope=scope, k=SIMILAR_K + 3)
-        return [(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K]
+    def _nearest(self, scope: str, vectors: Sequence[Sequence[float]]) -> list[list[tuple[Memory, float]]]:
+        """The SIMILAR_K most similar active non-episode memories of the scope, for each vector."""
+        found = self.store.vector_search_many(vectors, scope=scope, k=SIMILAR_K + 3)
+        return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
     def _plans(self, candidates: list[CandidateMemory], similar: list[list[tuple[Memory, float]]]) -> list[Plan]:
         if self.extract_provider is None:

@@ -63,6 +63,10 @@ class MemoryStore(Protocol):
         """Active memories of a scope nearest to the vector; score is cosine similarity."""
         ...
 
+    def vector_search_many(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
+        """`vector_search` for each vector (one round trip for all of them), in their order."""
+        ...
+
     def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
         """Active memories of a scope matching the query words; score is BM25 (higher = better)."""
         ...

@@ -38,9 +38,7 @@ class ServeProcess:
         info = self.home / "server.json"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}"
-                )
+                raise RuntimeError(f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}")
             if info.exists():
                 self.url = json.loads(info.read_text())["url"]
                 with urllib.request.urlopen(self.url + "/tap/health", timeout=5):

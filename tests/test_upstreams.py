@@ -153,10 +153,7 @@ async def test_ollama_client_chat_generate_and_list() -> None:
         parts = [p async for p in await client.chat(model="qwen3:8b", messages=USER, stream=True)]
         whole = await client.chat(model="qwen3:8b", messages=USER, stream=False)
         gen = "".join(
-            [
-                p.response or ""
-                async for p in await client.generate(model="llama3.2", prompt="hi", stream=True)
-            ]
+            [p.response or "" async for p in await client.generate(model="llama3.2", prompt="hi", stream=True)]
         )
         listed = await client.list()
         await client.close()

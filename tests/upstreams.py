@@ -177,9 +177,7 @@ class FakeUpstream:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         body = await request.read()
         self.requests.append(
-            RecordedRequest(
-                request.method, request.path, request.query_string, CIMultiDict(request.headers), body
-            )
+            RecordedRequest(request.method, request.path, request.query_string, CIMultiDict(request.headers), body)
         )
         if self._queue:
             return await self.play(request, self._queue.popleft())
@@ -207,9 +205,7 @@ class FakeUpstream:
         await resp.prepare(request)
         return await self._write_body(request, resp, s)
 
-    async def _write_body(
-        self, request: web.Request, resp: web.StreamResponse, s: Scripted
-    ) -> web.StreamResponse:
+    async def _write_body(self, request: web.Request, resp: web.StreamResponse, s: Scripted) -> web.StreamResponse:
         limit = min(x for x in (s.drop_after, s.hang_after, len(s.body)) if x is not None)
         delay = self.delay if s.delay is None else s.delay
         for piece in chunks(s.body[:limit], s.chunk_sizes or self.chunk_sizes):
@@ -264,9 +260,7 @@ class FakeAnthropic(FakeUpstream):
         return await self.play(request, self.reply_file(name))
 
     async def count_tokens(self, request: web.Request) -> web.StreamResponse:
-        return await self.play(
-            request, self.reply_json({"input_tokens": max(1, len(await request.read()) // 4)})
-        )
+        return await self.play(request, self.reply_json({"input_tokens": max(1, len(await request.read()) // 4)}))
 
     async def models(self, request: web.Request) -> web.StreamResponse:
         model = {"type": "model", "id": "claude-sonnet-4-5-20250929", "display_name": "Claude Sonnet 4.5"}

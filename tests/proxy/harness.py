@@ -21,9 +21,7 @@ from tap.tasks import running_tasks
 class TapProxy:
     """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories."""
 
-    def __init__(
-        self, home: Path, *, extra_toml: str = "", read_timeout: float = 3.0, **upstreams: str
-    ) -> None:
+    def __init__(self, home: Path, *, extra_toml: str = "", read_timeout: float = 3.0, **upstreams: str) -> None:
         lines = [
             "[upstream]",
             *(f'{name} = "{url}"' for name, url in upstreams.items()),
@@ -46,9 +44,7 @@ class TapProxy:
         return await self.rt.ingestor.ingest_async(event)
 
     async def __aenter__(self) -> Self:
-        self.rt = await asyncio.to_thread(
-            open_runtime, LoadedConfig(config=self.config, path=None, data_dir=self.home)
-        )
+        self.rt = await asyncio.to_thread(open_runtime, LoadedConfig(config=self.config, path=None, data_dir=self.home))
         self.turn_log_path = self.home / "turnlog.db"
         self.turn_log = TurnLog(self.turn_log_path)
         ctx = build_context(self.rt, "test-token", Capture(self.turn_log, self._ingest))

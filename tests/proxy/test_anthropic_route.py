@@ -57,9 +57,7 @@ async def test_streaming_bytes_injection_and_capture(isolated_home: Path) -> Non
     assert raw == load_transcript("anthropic_stream.sse")
     assert headers["x-tap-recalled"] == "1" and float(headers["x-tap-recall-ms"]) >= 0
     sent = up.requests[0].json()
-    assert {k: v for k, v in sent.items() if k != "messages"} == {
-        k: v for k, v in payload.items() if k != "messages"
-    }
+    assert {k: v for k, v in sent.items() if k != "messages"} == {k: v for k, v in payload.items() if k != "messages"}
     assert sent["messages"][:2] == history[:2]
     last = sent["messages"][2]["content"]
     assert last[0] == {"type": "text", "text": "What is my cat called?"}

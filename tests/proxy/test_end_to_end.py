@@ -15,16 +15,25 @@ async def test_chat_through_the_proxy_is_remembered_in_a_later_chat(isolated_hom
     async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
         client = anthropic.AsyncAnthropic(base_url=tap.url, api_key="sk-ant-e2e", max_retries=0)
         await client.messages.create(
-            model="claude-haiku-4-5", max_tokens=64,
-            messages=[{"role": "user", "content": "I just adopted a greyhound called Pastel and I'm going to "
-                                                  "train her for agility competitions next spring."}])
+            model="claude-haiku-4-5",
+            max_tokens=64,
+            messages=[
+                {
+                    "role": "user",
+                    "content": "I just adopted a greyhound called Pastel and I'm going to "
+                    "train her for agility competitions next spring.",
+                }
+            ],
+        )
         await tap.settle()
         assert tap.rt is not None
         processed = await asyncio.to_thread(tap.rt.worker.drain)
         stored = tap.rt.store.list_memories(scope="default", limit=50)
         later = await client.messages.create(
-            model="claude-haiku-4-5", max_tokens=64,
-            messages=[{"role": "user", "content": "What should I pack for Pastel's agility class?"}])
+            model="claude-haiku-4-5",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "What should I pack for Pastel's agility class?"}],
+        )
         await client.close()
     assert processed == 1 and later.id
     extracted = [m for m in stored if m.kind != "episode"]

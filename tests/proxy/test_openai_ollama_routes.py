@@ -47,16 +47,12 @@ async def test_openai_stream_bytes_injection_capture(isolated_home: Path) -> Non
     assert status == 200 and raw == load_transcript("openai_stream.sse")
     assert headers["x-tap-recalled"] == "1"
     sent = up.requests[0]
-    assert (
-        sent.headers["Authorization"] == "Bearer sk-openai" and sent.headers["OpenAI-Organization"] == "org-1"
-    )
+    assert sent.headers["Authorization"] == "Bearer sk-openai" and sent.headers["OpenAI-Organization"] == "org-1"
     assert "x-tap-scope" not in sent.headers
     body = sent.json()
     assert body["messages"][0] == payload["messages"][0]
     parts = body["messages"][1]["content"]
-    assert (
-        parts[0] == {"type": "text", "text": payload["messages"][1]["content"]} and "teal" in parts[1]["text"]
-    )
+    assert parts[0] == {"type": "text", "text": payload["messages"][1]["content"]} and "teal" in parts[1]["text"]
     assert body["stream_options"] == {"include_usage": True}
     (event,) = tap.events
     assert event.scope == "ann" and event.messages[1].content == reply_text("openai", "openai_stream.sse")
@@ -102,9 +98,7 @@ async def test_ollama_chat_and_generate_with_the_ollama_client(isolated_home: Pa
         whole = await client.chat(
             model="llama3.2", stream=False, messages=[{"role": "user", "content": "Portuguese verbs?"}]
         )
-        generated = await client.generate(
-            model="llama3.2", prompt="Say something in Portuguese", stream=False
-        )
+        generated = await client.generate(model="llama3.2", prompt="Say something in Portuguese", stream=False)
         tags = await client.list()
         await tap.settle()
     assert streamed == reply_text("ollama_chat", "ollama_chat.ndjson")

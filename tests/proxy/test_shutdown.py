@@ -18,9 +18,12 @@ async def test_sigterm_lets_the_open_stream_finish(isolated_home: Path, tmp_path
         config.write_text(f'[upstream]\nanthropic = "{up.url}"\n')
         server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
         payload = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-        async with aiohttp.ClientSession() as session, session.post(
-            server.url + "/v1/messages", json=payload, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
-        ) as response:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                server.url + "/v1/messages", json=payload, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
+            ) as response,
+        ):
             received = await response.content.read(64)
             assert server.proc is not None
             server.proc.send_signal(signal.SIGTERM)

@@ -11,9 +11,17 @@ import pytest
 from tests.serve_process import ServeProcess
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--virtual-time-budget=10000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=10000",
+]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it)")
@@ -26,9 +34,17 @@ def test_page_lists_memories_with_the_token_from_the_link(isolated_home: Path, t
     server = ServeProcess(isolated_home).start()
     try:
         dom = subprocess.run(
-            [str(CHROMIUM), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-             f"{server.url}/ui#token={server.token}"],
-            capture_output=True, text=True, timeout=90, check=True,
+            [
+                str(CHROMIUM),
+                *FLAGS,
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--dump-dom",
+                f"{server.url}/ui#token={server.token}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=True,
         ).stdout
     finally:
         server.stop()

@@ -88,9 +88,7 @@ def test_other_embedder_is_refused(store: ChromaStore, embedder: Any, isolated_h
     url = store.url
     store.close()
     with pytest.raises(StoreError, match="Refusing to mix vectors"):
-        ChromaStore(
-            data_dir=isolated_home, url=url, collection=name, embedder_id="ollama:nomic", dimensions=768
-        )
+        ChromaStore(data_dir=isolated_home, url=url, collection=name, embedder_id="ollama:nomic", dimensions=768)
     reopened = ChromaStore(
         data_dir=isolated_home,
         url=url,
@@ -101,9 +99,7 @@ def test_other_embedder_is_refused(store: ChromaStore, embedder: Any, isolated_h
     reopened.close()
 
 
-def test_lexical_index_is_rebuilt_when_out_of_step(
-    store: ChromaStore, embedder: Any, isolated_home: Path
-) -> None:
+def test_lexical_index_is_rebuilt_when_out_of_step(store: ChromaStore, embedder: Any, isolated_home: Path) -> None:
     (memory,) = _add(store, embedder, "Kubernetes cluster upgrade planned")
     name, url = store._col.name, store.url
     store.close()

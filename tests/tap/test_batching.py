@@ -144,3 +144,29 @@ def test_a_failed_flush_retries_the_whole_batch_and_doubles_nothing(two_runtimes
     memories = list(rt.store.iter_memories(scope="ana"))
     assert memories and len({m.id for m in memories}) == len(memories)
     assert rt.queue.counts()["done"] == ready
+
+
+def test_a_batch_embeds_all_its_texts_in_one_call_ahead(two_runtimes: tuple[Runtime, Runtime]) -> None:
+    rt, _ = two_runtimes
+    _conversation(rt, "c1")
+    rt.queue.flush()
+    ready = rt.queue.counts()["queued"]
+    calls: list[int] = []
+    real = rt.worker.extraction.embedder
+
+    class Spy:
+        model_id, dimensions = real.model_id, real.dimensions
+
+        def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return real.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return real.embed_query(text)
+
+    rt.worker.extraction.embedder = Spy()
+    assert rt.worker.run_batch() == ready
+    episodes = [m for m in rt.store.iter_memories(scope="ana") if m.kind == "episode"]
+    assert len(episodes) == ready
+    # one call with every candidate and episode of the batch; processing then finds them all cached
+    assert len(calls) == 1 and calls[0] > ready

@@ -58,9 +58,7 @@ def test_edit_keeps_history_and_show_prints_chain(isolated_home: Path) -> None:
 
 def test_forget_removes_every_version(isolated_home: Path) -> None:
     first = add("Ann's locker code hint is blue", "--scope", "ann")
-    code, out, _ = run(
-        "memories", "edit", str(first["id"]), "--content", "Ann's locker hint is red", "--json"
-    )
+    code, out, _ = run("memories", "edit", str(first["id"]), "--content", "Ann's locker hint is red", "--json")
     second = json.loads(out)
     code, out, _ = run("memories", "forget", str(second["id"]), "--yes", "--json")
     assert code == 0 and sorted(json.loads(out)["deleted"]) == sorted([first["id"], second["id"]])
@@ -70,9 +68,7 @@ def test_forget_removes_every_version(isolated_home: Path) -> None:
     assert code == 1 and "no memory" in err
 
 
-def test_export_import_round_trip_is_exact_and_idempotent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_export_import_round_trip_is_exact_and_idempotent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = add("Ann lives in Porto", "--scope", "ann", "--tag", "home")
     run("memories", "edit", str(first["id"]), "--content", "Ann lives in Lisbon")
     add("Bob likes chess", "--scope", "bob")

@@ -78,6 +78,10 @@ def test_config_toml_lists_every_option() -> None:
 
     root = Path(__file__).resolve().parents[2]
     documented = tomllib.loads((root / "config.toml").read_text())
-    missing = [f"{table}.{key}" for table, values in msgspec.to_builtins(Config()).items()
-               for key in values if key not in documented.get(table, {})]
+    missing = [
+        f"{table}.{key}"
+        for table, values in msgspec.to_builtins(Config()).items()
+        for key in values
+        if key not in documented.get(table, {})
+    ]
     assert missing == []

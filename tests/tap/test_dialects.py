@@ -114,9 +114,7 @@ def test_openai_latest_user_text() -> None:
     base = [{"role": "system", "content": "sys"}, {"role": "user", "content": "first"}]
     parts = [text("look"), {"type": "image_url", "image_url": {"url": "data:,"}}, text("here")]
     assert OPENAI.latest_user_text({"messages": base}) == "first"
-    assert (
-        OPENAI.latest_user_text({"messages": [*base[:1], {"role": "user", "content": parts}]}) == "look\nhere"
-    )
+    assert OPENAI.latest_user_text({"messages": [*base[:1], {"role": "user", "content": parts}]}) == "look\nhere"
     tool_turn = [*base, {"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "42"}]
     assert OPENAI.latest_user_text({"messages": tool_turn}) is None
     assert OPENAI.first_user_text({"messages": tool_turn}) == "first"
@@ -145,12 +143,8 @@ def test_ollama_generate_prompt_is_the_turn_unless_raw_or_fill_in_the_middle() -
 def test_first_user_text_is_stable_across_turns() -> None:
     first = anthropic_req("next question")
     later = anthropic_req([tool_result(3)])
-    assert (
-        ANTHROPIC.first_user_text(first) == ANTHROPIC.first_user_text(later) == "Bonjour, je suis à Zürich."
-    )
-    blocks = {
-        "messages": [{"role": "user", "content": [tool_result(1)]}, {"role": "user", "content": [text("x")]}]
-    }
+    assert ANTHROPIC.first_user_text(first) == ANTHROPIC.first_user_text(later) == "Bonjour, je suis à Zürich."
+    blocks = {"messages": [{"role": "user", "content": [tool_result(1)]}, {"role": "user", "content": [text("x")]}]}
     assert ANTHROPIC.first_user_text(blocks) == "x"
     assert ANTHROPIC.first_user_text({"messages": []}) is None
 
@@ -331,9 +325,7 @@ def test_inject_keeps_everything_but_the_appended_block_byte_identical(dialect: 
 def test_ollama_inject_keeps_the_original_text_as_a_prefix() -> None:
     rng = random.Random(3)
     for _ in range(200):
-        msgs = [
-            {"role": rng.choice(["system", "user", "assistant"]), "content": rng.choice(["é", "日本", ""])}
-        ]
+        msgs = [{"role": rng.choice(["system", "user", "assistant"]), "content": rng.choice(["é", "日本", ""])}]
         req: dict[str, Any] = {
             "model": "m",
             "messages": [*msgs, {"role": "user", "content": rng.choice(["🎉", "q", ""])}],

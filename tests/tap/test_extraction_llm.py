@@ -22,8 +22,16 @@ KEY = "sk-ant-test-key"
 
 
 def runtime_for(home: Path, url: str, **extract: Any) -> Runtime:
-    lines = ["[extract]", 'provider = "anthropic"', 'gate = "anthropic"', f'anthropic_url = "{url}"',
-             'api_key_env = "TAP_TEST_ANTHROPIC_KEY"', "backoff_s = 0.0", "max_attempts = 2", "flush_after_s = 0.0"]
+    lines = [
+        "[extract]",
+        'provider = "anthropic"',
+        'gate = "anthropic"',
+        f'anthropic_url = "{url}"',
+        'api_key_env = "TAP_TEST_ANTHROPIC_KEY"',
+        "backoff_s = 0.0",
+        "max_attempts = 2",
+        "flush_after_s = 0.0",
+    ]
     lines += [f"{k} = {v}" for k, v in extract.items()]
     return open_runtime(LoadedConfig(config=parse_config("\n".join(lines)), path=None, data_dir=home))
 
@@ -34,20 +42,40 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ingest(rt: Runtime, conversation: str, text: str) -> None:
-    rt.ingestor.ingest(IngestEvent(scope="ana", conversation=conversation, source="proxy", messages=[
-        Message(role="user", content=text, name="Ana", id=f"{conversation}-u", timestamp=1_700_000_000),
-        Message(role="assistant", content="Noted, I will remember that.", id=f"{conversation}-a",
-                timestamp=1_700_000_005)]))
+    rt.ingestor.ingest(
+        IngestEvent(
+            scope="ana",
+            conversation=conversation,
+            source="proxy",
+            messages=[
+                Message(role="user", content=text, name="Ana", id=f"{conversation}-u", timestamp=1_700_000_000),
+                Message(
+                    role="assistant",
+                    content="Noted, I will remember that.",
+                    id=f"{conversation}-a",
+                    timestamp=1_700_000_005,
+                ),
+            ],
+        )
+    )
 
 
-MEMORY = {"content": "Ana is vegetarian since 2019", "kind": "preference", "importance": 4,
-          "tags": ["food"], "turn_ids": ["c1-u"]}
+MEMORY = {
+    "content": "Ana is vegetarian since 2019",
+    "kind": "preference",
+    "importance": 4,
+    "tags": ["food"],
+    "turn_ids": ["c1-u"],
+}
 
 
 async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) -> None:
     async with FakeAnthropicAPI(api_key=KEY) as api:
-        api.reply_tool("gate_verdict", {"worth": True, "reason": "a lasting dietary preference"},
-                       usage={"input_tokens": 400, "output_tokens": 20})
+        api.reply_tool(
+            "gate_verdict",
+            {"worth": True, "reason": "a lasting dietary preference"},
+            usage={"input_tokens": 400, "output_tokens": 20},
+        )
         api.reply_tool("record_memories", {"memories": [MEMORY]}, usage={"input_tokens": 900, "output_tokens": 80})
         rt = runtime_for(isolated_home, api.url)
         try:
@@ -78,10 +106,14 @@ async def test_second_chunk_reconciles_against_similar_memories_in_one_call(isol
             await _drain(rt)
             (old,) = [m for m in rt.store.list_memories(scope="ana", limit=10) if m.kind != "episode"]
             api.reply_tool("gate_verdict", {"worth": True, "reason": "diet change"})
-            api.reply_tool("record_memories", {"memories": [{**MEMORY, "content": "Ana is vegan since 2024",
-                                                             "turn_ids": ["c2-u"]}]})
-            api.reply_tool("reconcile_memories", {"decisions": [
-                {"candidate": 0, "action": "supersede", "target": old.id, "content": ""}]})
+            api.reply_tool(
+                "record_memories",
+                {"memories": [{**MEMORY, "content": "Ana is vegan since 2024", "turn_ids": ["c2-u"]}]},
+            )
+            api.reply_tool(
+                "reconcile_memories",
+                {"decisions": [{"candidate": 0, "action": "supersede", "target": old.id, "content": ""}]},
+            )
             ingest(rt, "c2", "Update: I went fully vegan in 2024.")
             await _drain(rt)
             active = [m for m in rt.store.list_memories(scope="ana", limit=10) if m.kind != "episode"]
@@ -96,8 +128,11 @@ async def test_second_chunk_reconciles_against_similar_memories_in_one_call(isol
 
 async def test_daily_budget_pauses_llm_calls_and_keeps_chunks(isolated_home: Path) -> None:
     async with FakeAnthropicAPI(api_key=KEY) as api:
-        api.reply_tool("gate_verdict", {"worth": False, "reason": "small talk"},
-                       usage={"input_tokens": 2_000_000, "output_tokens": 0})
+        api.reply_tool(
+            "gate_verdict",
+            {"worth": False, "reason": "small talk"},
+            usage={"input_tokens": 2_000_000, "output_tokens": 0},
+        )
         rt = runtime_for(isolated_home, api.url, daily_budget_usd=1.0)
         try:
             ingest(rt, "c1", "I love hiking in the Alps every summer with my brother Tiago.")

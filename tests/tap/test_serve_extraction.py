@@ -19,8 +19,13 @@ CONVERSATION = {
     "conversation": "trip",
     "source": "hook",
     "messages": [
-        {"role": "user", "content": "I am flying to Tokyo on 3 March for the Kubernetes conference.", "id": "u1",
-         "name": "Ana", "timestamp": 1_700_000_000},
+        {
+            "role": "user",
+            "content": "I am flying to Tokyo on 3 March for the Kubernetes conference.",
+            "id": "u1",
+            "name": "Ana",
+            "timestamp": 1_700_000_000,
+        },
         {"role": "assistant", "content": "Have a great trip to Tokyo!", "id": "a1", "timestamp": 1_700_000_010},
     ],
 }
@@ -69,11 +74,22 @@ async def test_ingest_endpoint_validates_and_queues(isolated_home: Path) -> None
 async def test_kill_9_mid_extraction_loses_nothing(isolated_home: Path, tmp_path: Path) -> None:
     async with FakeOllamaAPI() as llm:
         config = tmp_path / "tap.toml"
-        config.write_text(f'[extract]\nprovider = "ollama"\nollama_url = "{llm.url}"\nflush_after_s = 0.0\n'
-                          "timeout_s = 60.0\nbackoff_s = 0.1\n")
+        config.write_text(
+            f'[extract]\nprovider = "ollama"\nollama_url = "{llm.url}"\nflush_after_s = 0.0\n'
+            "timeout_s = 60.0\nbackoff_s = 0.1\n"
+        )
         llm.reply_content({"memories": []}, delay=120)  # the first extraction hangs until we kill tap
-        answer = {"memories": [{"content": "Ana flies to Tokyo on 3 March for the Kubernetes conference",
-                                "kind": "plan", "importance": 4, "tags": ["travel"], "turn_ids": ["u1"]}]}
+        answer = {
+            "memories": [
+                {
+                    "content": "Ana flies to Tokyo on 3 March for the Kubernetes conference",
+                    "kind": "plan",
+                    "importance": 4,
+                    "tags": ["travel"],
+                    "turn_ids": ["u1"],
+                }
+            ]
+        }
         llm.reply_content(answer)
         server = ServeProcess(isolated_home, config=config).start()
         try:

@@ -302,9 +302,7 @@ def test_openai_error_may_be_a_plain_string() -> None:
 
 
 def test_ollama_last_line_without_newline_is_read_at_finish() -> None:
-    data = (
-        b'{"model":"m","response":"hi","done":false}\n{"model":"m","response":"!","done":true,"eval_count":2}'
-    )
+    data = b'{"model":"m","response":"hi","done":false}\n{"model":"m","response":"!","done":true,"eval_count":2}'
     reply = run("ollama_generate", [data])
     assert (reply.text, reply.complete, reply.usage["output_tokens"]) == ("hi!", True, 2)
 
