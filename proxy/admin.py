@@ -243,9 +243,15 @@ UI_PAGE = Path(__file__).with_name("static") / "ui.html"
 
 async def ui(request: web.Request) -> web.Response:
     """The memory browser page (static; its API calls carry the admin token the user types)."""
-    return web.Response(body=UI_PAGE.read_bytes(), content_type="text/html", charset="utf-8",
-                        headers={"Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; "
-                                 "style-src 'unsafe-inline'", "X-Frame-Options": "DENY"})
+    return web.Response(
+        body=UI_PAGE.read_bytes(),
+        content_type="text/html",
+        charset="utf-8",
+        headers={
+            "Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+            "X-Frame-Options": "DENY",
+        },
+    )
 
 
 def add_admin_routes(app: web.Application) -> None:

@@ -77,7 +77,15 @@ def open_runtime(loaded: LoadedConfig) -> Runtime:
     )
     worker = ExtractionWorker(queue, extraction, extract, flush_idle_s=extract.flush_after_s)
     return Runtime(
-        loaded, embedder, store, recall, MemoryService(store, embedder, recall), queue, ledger, Ingestor(queue), worker
+        loaded,
+        embedder,
+        store,
+        recall,
+        MemoryService(store, embedder, recall, queue=queue),
+        queue,
+        ledger,
+        Ingestor(queue),
+        worker,
     )
 
 

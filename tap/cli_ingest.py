@@ -166,6 +166,7 @@ class Session:
         self._bar = self.ui.task("reading logs", len(files))
         for path in files:
             self.tailer.read_file(path, one_shot=True)
+        self.tailer.forget_gone()
         self.progress(self.tailer.stats)
         self.extract(flush=True)
 
@@ -210,6 +211,7 @@ class Session:
             "not_chat_logs": sorted(stats.unrecognised),
             "waiting": sorted(stats.waiting),
             "errors": [{"path": p, "error": e} for p, e in sorted(stats.errors.items())],
+            "forgotten": stats.files_forgotten,
             "chunks": self.chunks if self.rt is not None else None,
             "memories_written": sum(written.values()) if written is not None else None,
             "memories": written,
@@ -281,6 +283,8 @@ def render_summary(doc: dict[str, Any]) -> str:
         lines.append(f"waiting for the rest of the last line: {path}")
     for error in doc["errors"]:
         lines.append(f"could not read: {error['path']}: {error['error']}")
+    if doc["forgotten"]:
+        lines.append(f"files gone since the last run, no longer tracked: {doc['forgotten']}")
     if doc["server"]:
         lines.append(f"sent to tap serve at {doc['server']}; its worker extracts the memories (see `tap status`)")
     else:

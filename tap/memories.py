@@ -2,13 +2,16 @@
 
 It owns the rules that make history non-destructive: `edit` writes a new version and marks
 the old one superseded; `chain` walks the versions; `forget` removes a memory with its whole
-history (the user asked for it to be gone). Import validates each JSONL line on its own, so one
-broken line is reported with its number and the rest still imports; ids are kept and a record
-that already exists is left alone, which makes import idempotent.
+history (the user asked for it to be gone). `forget_scope` first drops the scope's conversation
+not yet extracted from the queue and waits for a chunk of it that the worker is extracting right
+then, so nothing the user asked to forget comes back as a memory later. Import validates each
+JSONL line on its own, so one broken line is reported with its number and the rest still imports;
+ids are kept and a record that already exists is left alone, which makes import idempotent.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -16,11 +19,14 @@ from typing import Any
 import msgspec
 
 from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
 from tap.records import Kind, Memory, RecallResult, make_memory
 from tap.views import recall_view
 
+log = logging.getLogger(__name__)
 _IMPORT_BATCH = 64
+SETTLE_S = 120.0  # a chunk in flight: up to two LLM calls of `[extract] timeout_s`
 
 
 class ImportReport(msgspec.Struct, kw_only=True):
@@ -40,11 +46,13 @@ class MemoryService:
         embedder: Embedder,
         recall: RecallEngine,
         *,
+        queue: ChunkQueue | None = None,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.recall_engine = recall
+        self.queue = queue
         self._now = now
 
     def add(self, *, scope: str, content: str, **fields: Any) -> Memory:
@@ -130,8 +138,19 @@ class MemoryService:
         self.store.delete(ids)
         return ids
 
-    def forget_scope(self, scope: str) -> int:
-        """Delete every memory of a scope (Telegram `/forget all`)."""
+    def forget_scope(self, scope: str, *, settle_s: float = SETTLE_S) -> int:
+        """Delete every memory of a scope and its queued conversation (Telegram `/forget all`).
+
+        Blocks up to `settle_s` while the worker finishes a chunk of the scope it had already
+        claimed (its memories are then deleted with the rest); returns the memories deleted.
+        """
+        if self.queue is not None:
+            dropped = self.queue.drop_scope(scope)
+            log.info("forgetting scope %s: dropped %d queued window(s) and chunk(s)", scope, dropped)
+            if not self.queue.wait_settled(scope, settle_s):
+                log.warning(
+                    "forgetting scope %s: a chunk still being extracted after %.0f s may add memories", scope, settle_s
+                )
         ids = [m.id for m in self.store.iter_memories(scope=scope)]
         return self.store.delete(ids)
 

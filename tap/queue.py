@@ -7,10 +7,18 @@ Tables:
 - `chunks` — the queue: `queued → running → done`, or back to `queued` with a later `next_at`
   after a failure, or `dead` after the last attempt (kept with the reason, visible in status).
 
+Dropping a scope (`drop_scope`, for "forget everything of this chat") deletes its windows and
+chunks at once, except a chunk the worker is extracting at that moment: that one becomes `dropped`
+(its text erased) and its row disappears when the worker reports back (`done`, `retry`, `postpone`
+or `kill` on it delete it instead of recording anything). Until then `in_flight(scope)` counts it,
+so the caller can wait (`wait_settled`) before deleting the memories that chunk may have written.
+The same four calls on an id that is not in the queue at all do nothing.
+
 Invariants: a chunk id is deterministic (tap.chunker.chunk_id), inserted once (`INSERT OR IGNORE`);
 every write is one SQLite transaction (WAL, synchronous=FULL), so a crash or `kill -9` leaves each
 acknowledged turn either in a window or in a queued chunk; chunks left `running` by a crash go back
-to `queued` on open. Memory use is bounded: chunks are claimed one at a time.
+to `queued` on open (`dropped` ones are deleted). Memory use is bounded: chunks are claimed one at
+a time.
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ class ChunkQueue:
         self._lock = threading.RLock()
         self._db = connect(path, synchronous="FULL")
         self._db.executescript(_SCHEMA)
+        self._db.execute("DELETE FROM chunks WHERE state = 'dropped'")
         self._db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'")
 
     @contextmanager
@@ -204,9 +213,16 @@ class ChunkQueue:
             db.execute("UPDATE chunks SET state = 'running', updated_at = ? WHERE id = ?", (self._now(), row[0]))
         return QueuedChunk(chunk=msgspec.json.decode(row[1], type=Chunk), attempts=int(row[2]))
 
+    @staticmethod
+    def _settle_dropped(db: sqlite3.Connection, chunk_id: str) -> bool:
+        """Delete the chunk if its scope was dropped while it ran; True when it was."""
+        return db.execute("DELETE FROM chunks WHERE id = ? AND state = 'dropped'", (chunk_id,)).rowcount == 1
+
     def done(self, chunk_id: str, outcome: str) -> None:
         """Mark a chunk processed, with a one-line outcome."""
         with self._tx() as db:
+            if self._settle_dropped(db, chunk_id):
+                return
             db.execute(
                 "UPDATE chunks SET state = 'done', outcome = ?, last_error = '', updated_at = ? WHERE id = ?",
                 (outcome, self._now(), chunk_id),
@@ -216,7 +232,9 @@ class ChunkQueue:
         """Record a failed attempt: back to the queue after `delay_s`, or dead; True when dead."""
         with self._tx() as db:
             row = db.execute("SELECT attempts FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-            attempts = (int(row[0]) if row else 0) + 1
+            if row is None or self._settle_dropped(db, chunk_id):
+                return False
+            attempts = int(row[0]) + 1
             dead = attempts >= max_attempts
             db.execute(
                 "UPDATE chunks SET state = ?, attempts = ?, next_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
@@ -227,6 +245,8 @@ class ChunkQueue:
     def postpone(self, chunk_id: str, until: float, reason: str) -> None:
         """Put a chunk back without counting an attempt (e.g. the daily budget is spent)."""
         with self._tx() as db:
+            if self._settle_dropped(db, chunk_id):
+                return
             db.execute(
                 "UPDATE chunks SET state = 'queued', next_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
                 (until, reason, self._now(), chunk_id),
@@ -235,6 +255,8 @@ class ChunkQueue:
     def kill(self, chunk_id: str, error: str) -> None:
         """Dead-letter a chunk at once (a failure retrying cannot fix)."""
         with self._tx() as db:
+            if self._settle_dropped(db, chunk_id):
+                return
             db.execute(
                 "UPDATE chunks SET state = 'dead', attempts = attempts + 1, last_error = ?, updated_at = ? "
                 "WHERE id = ?",
@@ -250,6 +272,39 @@ class ChunkQueue:
             )
             return cur.rowcount
 
+    # -- forgetting a scope -----------------------------------------------------------------------
+
+    def drop_scope(self, scope: str) -> int:
+        """Delete a scope's open windows and its chunks, whatever their state; returns how many.
+
+        A chunk being extracted right now is marked `dropped` instead (see the module docstring).
+        The `seen` turn ids stay, so a client that sends the old turns again does not bring them back.
+        """
+        with self._tx() as db:
+            windows = db.execute("DELETE FROM windows WHERE scope = ?", (scope,)).rowcount
+            chunks = db.execute("DELETE FROM chunks WHERE scope = ? AND state != 'running'", (scope,)).rowcount
+            running = db.execute(
+                "UPDATE chunks SET state = 'dropped', payload = x'', updated_at = ? "
+                "WHERE scope = ? AND state = 'running'",
+                (self._now(), scope),
+            ).rowcount
+            return windows + chunks + running
+
+    def in_flight(self, scope: str) -> int:
+        """Chunks of a dropped scope that the worker is still extracting."""
+        with self._lock:
+            row = self._db.execute("SELECT count(*) FROM chunks WHERE scope = ? AND state = 'dropped'", (scope,))
+            return int(row.fetchone()[0])
+
+    def wait_settled(self, scope: str, timeout_s: float, *, poll_s: float = 0.05) -> bool:
+        """Wait (blocking) until no chunk of a dropped scope is in flight; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight(scope):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+        return True
+
     # -- reporting ------------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
@@ -257,7 +312,8 @@ class ChunkQueue:
         with self._lock:
             out = {state: 0 for state in ("queued", "running", "done", "dead")}
             for state, n in self._db.execute("SELECT state, count(*) FROM chunks GROUP BY state"):
-                out[state] = int(n)
+                key = "running" if state == "dropped" else state  # still being extracted
+                out[key] = out.get(key, 0) + int(n)
             open_turns = 0
             for blob, covered in self._db.execute("SELECT turns, covered FROM windows"):
                 open_turns += max(0, len(msgspec.json.decode(blob, type=list[Any])) - int(covered))

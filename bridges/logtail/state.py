@@ -140,6 +140,17 @@ class OffsetStore:
         with self._lock:
             self._db.execute(f"INSERT OR REPLACE INTO files ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", values)
 
+    def identities(self) -> list[tuple[int, int, str]]:
+        """(device, inode, path) of every tracked file."""
+        with self._lock:
+            return [(int(d), int(i), str(p)) for d, i, p in self._db.execute("SELECT dev, ino, path FROM files")]
+
+    def forget(self, dev: int, ino: int, path: str) -> bool:
+        """Delete a file's record if it still has that path (another process may have moved it on)."""
+        with self._lock:
+            cur = self._db.execute("DELETE FROM files WHERE dev = ? AND ino = ? AND path = ?", (dev, ino, path))
+            return cur.rowcount == 1
+
     def count(self) -> int:
         """How many files are tracked."""
         with self._lock:

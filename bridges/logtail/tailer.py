@@ -11,6 +11,12 @@ the two re-reads one batch whose turn ids the queue already has. A last line wit
 left for later unless the file has been quiet for `quiet_s` seconds; an open text message is
 flushed on one-shot passes and when the file is quiet.
 
+Forgetting: after a whole pass over the roots (not stopped half-way), `forget_gone` deletes the
+records of files under those roots that are gone — nothing at the recorded path, or another file
+there, and the file was not met elsewhere in the pass — so logtail.db does not grow with every
+deleted or rotated-away transcript. A file that comes back is a new file, read from the start (the
+queue drops the turns it already has). A file that merely cannot be looked at is kept.
+
 Errors: an unreadable file or directory is recorded in `stats.errors` (and reported once through
 `on_error`); a broken line is counted and reported through `on_warning` with file and line; an
 exception from the sink propagates (nothing of that batch is committed). `stop_requested` is
@@ -19,6 +25,7 @@ checked between files and after each checkpoint, so a long backfill stops soon a
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
@@ -28,7 +35,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from bridges.logtail.detect import detect, make_parser
-from bridges.logtail.discover import find_files
+from bridges.logtail.discover import covered_by, find_files
 from bridges.logtail.formats import WARN_REASONS, FileContext, Format, Parser, fit_scope
 from bridges.logtail.lines import read_lines
 from bridges.logtail.state import FileRecord, OffsetStore, head_hash, head_matches, head_of, mark_at
@@ -36,6 +43,7 @@ from tap.records import IngestEvent
 
 __all__ = ["Choice", "Sink", "Skipped", "TailStats", "Tailer"]
 
+log = logging.getLogger("tap.logtail")
 Sink = Callable[[Sequence[IngestEvent]], int]
 Choice = Literal["auto", "claude-code", "jsonl", "text"]
 UNKNOWN = "none"
@@ -68,6 +76,7 @@ class TailStats:
     errors: dict[str, str] = field(default_factory=dict)
     unrecognised: set[str] = field(default_factory=set)
     waiting: set[str] = field(default_factory=set)
+    files_forgotten: int = 0
 
 
 class Tailer:
@@ -95,6 +104,7 @@ class Tailer:
         self.quiet_s = quiet_s
         self.stats = TailStats()
         self._root_errors: set[str] = set()
+        self._met: set[tuple[int, int]] = set()  # identities of the files looked at in this pass
         self._now = now
         self.on_warning = on_warning
         self.on_error = on_error
@@ -102,7 +112,8 @@ class Tailer:
         self.stop_requested: Callable[[], bool] = lambda: False
 
     def discover(self) -> list[Path]:
-        """The files the roots name now (errors recorded)."""
+        """The files the roots name now (errors recorded); starts a pass."""
+        self._met.clear()
         found = find_files(self.roots)
         current = {path for path, _ in found.errors}
         for gone in self._root_errors - current:  # a missing root that appeared since
@@ -113,18 +124,40 @@ class Tailer:
         return found.files
 
     def poll(self, *, one_shot: bool = False, files: Sequence[Path] | None = None) -> int:
-        """One pass over every file; returns the new turns queued."""
+        """One pass over every file (then forget the gone ones, if it was whole); returns the new turns queued."""
         before = self.stats.turns
+        whole = files is None
         for path in self.discover() if files is None else files:
             if self.stop_requested():
+                whole = False
                 break
             self.read_file(path, one_shot=one_shot)
+        if whole:
+            self.forget_gone()
         return self.stats.turns - before
+
+    def forget_gone(self) -> int:
+        """Delete the records of the roots' files that are gone (see the module docstring); returns how many.
+
+        Meant for the end of a whole pass (`discover`, then `read_file` for each file), so that a
+        renamed file whose record still holds the old path is recognised by its identity and kept.
+        """
+        covered = covered_by(self.roots)
+        forgotten = 0
+        for dev, ino, path in self.store.identities():
+            if (dev, ino) in self._met or not covered(path) or not _gone(path, dev, ino):
+                continue
+            if self.store.forget(dev, ino, path):
+                forgotten += 1
+                log.info("logtail: %s is gone; forgetting where its reading stopped", path)
+        self.stats.files_forgotten += forgotten
+        return forgotten
 
     def read_file(self, path: Path, *, one_shot: bool = False) -> None:
         """Read what is new in one file (see the module docstring)."""
         try:
             status = os.stat(path)
+            self._met.add((status.st_dev, status.st_ino))
             known = self.store.get(status.st_dev, status.st_ino)
             if known is not None and self._unchanged(known, status, one_shot=one_shot):
                 self._seen(path, known)
@@ -275,6 +308,17 @@ class Tailer:
     def _notice(self, text: str) -> None:
         if self.on_warning is not None:
             self.on_warning(text)
+
+
+def _gone(path: str, dev: int, ino: int) -> bool:
+    """The recorded file is no longer at `path`: nothing is there, or another file is."""
+    try:
+        status = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:  # cannot look (permission, I/O error): not known to be gone
+        return False
+    return (status.st_dev, status.st_ino) != (dev, ino)
 
 
 def _first_lines(fd: int) -> list[bytes]:

@@ -3,7 +3,9 @@
 Every command acts on the scope of the chat (or forum topic) it was sent in — never on a scope
 named by the user — so `/forget <id>` cannot touch another chat's memory even with its id, and
 `/memories` never lists another chat's. `/forget all` asks first: it answers with two buttons
-whose confirmation nonce is bound to the chat, to the user who asked, and to `CONFIRM_TTL_S`.
+whose confirmation nonce is bound to the chat, to the user who asked, and to `CONFIRM_TTL_S`;
+confirmed, it also drops the chat's conversation still waiting for extraction (MemoryService
+.forget_scope), so no memory comes back later.
 Store work runs in a worker thread (embedding and Chroma are blocking).
 """
 

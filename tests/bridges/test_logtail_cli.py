@@ -108,6 +108,20 @@ def test_human_summary_warns_about_broken_lines_and_counts_them(tmp_path: Path) 
     assert any("green tea" in r["memory"]["content"] for r in json.loads(out))
 
 
+def test_files_deleted_since_the_last_run_are_no_longer_tracked(tmp_path: Path, isolated_home: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("porto.txt", "braga.txt"):
+        (logs / name).write_text(f"User: I visited {name[:-4]} in May.\nAssistant: Lovely.\n", encoding="utf-8")
+    code, out, _ = run("ingest", str(logs), "--scope", "me", "--json")
+    assert code == 0 and json.loads(out)["forgotten"] == 0
+    (logs / "porto.txt").unlink()
+    code, out, _ = run("ingest", str(logs), "--scope", "me")
+    assert code == 0 and "files gone since the last run, no longer tracked: 1" in out
+    with sqlite3.connect(isolated_home / "logtail.db") as db:
+        assert [row[0] for row in db.execute("SELECT path FROM files")] == [str(logs / "braga.txt")]
+
+
 def test_unreadable_paths_are_named_and_exit_1(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tap.chunker import Turn
 from tests.bridges.fake_telegram import FakeBotAPI
 from tests.bridges.telegram_harness import (
     ANTHROPIC_KEY,
@@ -130,6 +132,53 @@ async def test_forget_all_can_be_cancelled(isolated_home: Path) -> None:
         await tap.post(button_update(cancel))
         (cancelled,) = await api.wait_for("editMessageText")
     assert "nothing was forgotten" in cancelled.text and active(tap, PRIVATE_ANN) == ["Ann lives in Porto"]
+
+
+def chat_turns(who: str, count: int) -> list[Turn]:
+    """Turns of a long chat (enough for several chunks), as the bridge would have ingested them."""
+    return [
+        Turn(id=f"{who}-{i}", role="user", speaker=who, text=f"{who} planted tree number {i} in the garden " * 8)
+        for i in range(count)
+    ]
+
+
+def queued(home: Path, scope: str) -> tuple[int, int]:
+    """(open windows, chunks) of a scope in the extraction queue's file."""
+    with sqlite3.connect(home / "queue.db") as db:
+        windows = db.execute("SELECT count(*) FROM windows WHERE scope = ?", (scope,)).fetchone()[0]
+        chunks = db.execute("SELECT count(*) FROM chunks WHERE scope = ?", (scope,)).fetchone()[0]
+    return int(windows), int(chunks)
+
+
+async def test_forget_all_drops_the_chats_conversation_waiting_for_extraction(isolated_home: Path) -> None:
+    async with FakeBotAPI() as api, TapTelegram(isolated_home, api.url) as tap:
+        assert tap.rt is not None
+        queue = tap.rt.queue
+        queue.add_turns(PRIVATE_ANN, "ann-chat", "telegram", chat_turns("Ann", 12))
+        in_flight = queue.claim()  # the worker is extracting one of Ann's chunks right now
+        assert in_flight is not None and in_flight.chunk.scope == PRIVATE_ANN
+        queue.add_turns(PRIVATE_BOB, "bob-chat", "telegram", chat_turns("Bob", 12))
+        ann_before, bob_before = queued(isolated_home, PRIVATE_ANN), queued(isolated_home, PRIVATE_BOB)
+        tap.remember("Ann lives in Porto", PRIVATE_ANN)
+        await tap.post(text_update("/forget all"))
+        (question,) = await api.wait_for("sendMessage")
+        (_, yes), _ = buttons(question.json("reply_markup"))
+        await tap.post(button_update(yes))
+        for _ in range(1000):  # until the chunk is dropped; the confirmation then waits for the worker
+            if queue.in_flight(PRIVATE_ANN):
+                break
+            await asyncio.sleep(0.01)
+        assert queue.in_flight(PRIVATE_ANN) == 1
+        assert api.sent("editMessageText") == []
+        tap.remember("Ann planted twelve trees", PRIVATE_ANN)  # what the chunk in flight extracted…
+        queue.done(in_flight.chunk.id, "1 added")  # …before the worker reported back
+        (done,) = await api.wait_for("editMessageText")
+        for item in iter(queue.claim, None):
+            assert item.chunk.scope == PRIVATE_BOB
+    assert ann_before[0] == 1 and ann_before[1] >= 2 and bob_before[0] == 1 and bob_before[1] >= 1
+    assert done.text == "Done: forgot 2 memories and 0 messages of chat history."
+    assert active(tap, PRIVATE_ANN) == [] and queued(isolated_home, PRIVATE_ANN) == (0, 0)
+    assert queued(isolated_home, PRIVATE_BOB) == bob_before
 
 
 async def test_private_keeps_only_the_next_message_out_of_storage(isolated_home: Path) -> None:
