@@ -381,6 +381,7 @@ class VariantRun:
     memories: Counter[str] = field(default_factory=Counter)
     cited_store: list[int] = field(default_factory=list)
     cited_block: list[int] = field(default_factory=list)
+    block_kinds: Counter[str] = field(default_factory=Counter)
     ingest_s: float = 0.0
     turns: int = 0
     queue_left: Counter[str] = field(default_factory=Counter)
@@ -412,6 +413,7 @@ def run_variant_on(run: VariantRun, conversation: Conversation, budget: int, rng
                 got = cited(recalled)
                 run.tap.add(question, got, result.tokens, latency)
                 run.cited_block += [len(m.sources) for m in recalled]
+                run.block_kinds.update(m.kind for m in recalled)
                 if question.category in SCORED and not set(question.evidence) <= got and len(run.misses) < 400:
                     run.misses.append(  # ids only: the data's text stays out of the results (CC BY-NC)
                         {
@@ -518,6 +520,7 @@ def run(
             },
             "memories_by_kind": dict(sorted(variant.memories.items())),
             "memories_total": sum(variant.memories.values()),
+            "block_memories_by_kind": dict(sorted(variant.block_kinds.items())),
             "mean_cited_turns_per_memory": {
                 "stored": round(statistics.fmean(variant.cited_store), 2) if variant.cited_store else 0.0,
                 "in_blocks": round(statistics.fmean(variant.cited_block), 2) if variant.cited_block else 0.0,

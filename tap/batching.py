@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -152,7 +153,8 @@ class WriteBuffer:
 
 
 class VectorCache:
-    """An Embedder that remembers the last `size` document vectors by text."""
+    """An Embedder that remembers the last `size` document vectors by text, and can compute vectors
+    ahead of need on a background thread (`prefetch`)."""
 
     def __init__(self, embedder: Embedder, size: int = 2048) -> None:
         self.embedder = embedder
@@ -161,10 +163,39 @@ class VectorCache:
         self.size = size
         self.hits = 0
         self._vectors: OrderedDict[str, Vector] = OrderedDict()
+        self._pending: dict[str, Future[dict[str, Vector]]] = {}
+        self._ahead: ThreadPoolExecutor | None = None
+
+    def prefetch(self, groups: Sequence[Sequence[str]]) -> None:
+        """Start embedding each group of texts (in order, one group at a time, each group spread
+        over the embedder's threads) while the caller goes on; `embed_documents` then waits only
+        for the group that holds its texts. A group that fails is computed again when asked for."""
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tap-embed-ahead")
+        for group in groups:
+            texts = [t for t in dict.fromkeys(group) if t not in self._vectors and t not in self._pending]
+            if texts:
+                future = self._ahead.submit(self._compute, texts)
+                self._pending.update(dict.fromkeys(texts, future))
+
+    def _compute(self, texts: list[str]) -> dict[str, Vector]:
+        vectors = self.embedder.embed_documents(texts)
+        return {t: np.asarray(v, dtype=np.float32) for t, v in zip(texts, vectors, strict=True)}
+
+    def _collect(self, text: str) -> bool:
+        """Move a prefetched vector into the cache; False when it was not prefetched or failed."""
+        future = self._pending.pop(text, None)
+        if future is None:
+            return False
+        try:
+            self._vectors[text] = future.result()[text]
+        except Exception:  # the caller computes it again and meets the fault itself
+            return False
+        return True
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Cached vectors, computing the missing ones in one call."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        """Cached or prefetched vectors, computing the missing ones in one call."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors and not self._collect(t)))
         self.hits += len(texts) - len(missing)
         if missing:
             for text, vector in zip(missing, self.embedder.embed_documents(missing), strict=True):
@@ -176,6 +207,10 @@ class VectorCache:
         while len(self._vectors) > self.size:
             self._vectors.popitem(last=False)
         return result
+
+    def discard_pending(self) -> None:
+        """Forget prefetched vectors nobody asked for (their computation still finishes)."""
+        self._pending.clear()
 
     def embed_query(self, text: str) -> list[float]:
         """Queries are not cached (one-off)."""

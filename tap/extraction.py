@@ -34,6 +34,13 @@ from tap.rules import CandidateMemory, RulesExtractor, episode_memory, merge_dup
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
+EPISODE_VECTOR_WORDS = 1000
+
+
+def episode_vector_text(content: str) -> str:
+    """The part of an episode its vector is computed from: its first EPISODE_VECTOR_WORDS words."""
+    words = content.split(" ")
+    return content if len(words) <= EPISODE_VECTOR_WORDS else " ".join(words[:EPISODE_VECTOR_WORDS])
 
 
 class BudgetExhausted(TapError):
@@ -75,28 +82,24 @@ class Extraction:
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
 
-    def prefetch(self, chunks: Sequence[Chunk]) -> int:
-        """Offline pipeline: extract the candidates of many chunks and embed all their texts (and their
-        episodes) in one call, so the embedder runs them side by side on every core; `process` then
-        takes the candidates from here and the vectors from the embedder's cache (tap.batching).
-
-        Returns how many texts were embedded. Only meaningful with a caching embedder and no LLM.
+    def plan(self, chunks: Sequence[Chunk]) -> list[list[str]]:
+        """Offline pipeline: extract the candidates of these chunks now (`process` takes them from
+        here) and return, per chunk, the texts `process` will embed (candidates, episode), so the
+        caller can have them embedded ahead (tap.batching.VectorCache.prefetch). [] with an LLM.
         """
         if self.gate_provider is not None or self.extract_provider is not None:
-            return 0
-        prefetched: dict[str, list[CandidateMemory]] = {}
-        texts: list[str] = []
+            return []
+        self._prefetched = {}
+        groups: list[list[str]] = []
         for chunk in chunks:
             if not heuristic_gate(chunk).passed:
                 continue
-            candidates = prefetched[chunk.id] = merge_duplicates(self.rules.extract(chunk))
-            texts += [c.content for c in candidates]
+            candidates = self._prefetched[chunk.id] = merge_duplicates(self.rules.extract(chunk))
+            texts = [c.content for c in candidates]
             if self.config.store_episodes:
-                texts.append(episode_memory(chunk).content)
-        self._prefetched = prefetched
-        unique = list(dict.fromkeys(texts))
-        self.embedder.embed_documents(unique)
-        return len(unique)
+                texts.append(episode_vector_text(episode_memory(chunk).content))
+            groups.append(texts)
+        return groups
 
     def process(self, chunk: Chunk) -> str:
         """Run the whole pipeline on one chunk; returns a one-line outcome."""
@@ -262,5 +265,5 @@ class Extraction:
         memory = self._memory(chunk, episode, episode.content)
         if self.store.get([memory.id]):
             return 0
-        self.store.add([memory], self.embedder.embed_documents([memory.content]))
+        self.store.add([memory], self.embedder.embed_documents([episode_vector_text(memory.content)]))
         return 1

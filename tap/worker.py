@@ -7,9 +7,10 @@ chunks, claims the oldest ready chunk, processes it in a worker thread and recor
 Batches: with the offline pipeline (no LLM gate or extractor) up to BATCH_CHUNKS ready chunks are
 claimed at once and processed through a tap.batching.WriteBuffer, so their store writes go out as
 one add and one update (each store write has a large fixed cost), and repeated sentences are
-embedded once (tap.batching.VectorCache). Before the chunks are processed one by one, the texts of
-the whole batch (candidates and episodes) are embedded in one call (`Extraction.prefetch`), which
-the embedder spreads over every core. A chunk is marked done only after the flush; if the flush
+embedded once (tap.batching.VectorCache). The rules extraction of the whole batch runs first
+(`Extraction.plan`); the texts it will embed (candidates, episodes) are then embedded ahead on a
+background thread, chunk by chunk over every core, while the chunks are reconciled and stored one by
+one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only after the flush; if the flush
 fails, every chunk of the batch is retried (memory ids are deterministic, so nothing is doubled).
 With an LLM in the pipeline a batch is one chunk, so a crash never repeats paid calls.
 
@@ -89,13 +90,16 @@ class ExtractionWorker:
         buffer = WriteBuffer(self.extraction.store)
         extraction = copy.copy(self.extraction)  # same counters, ledger and providers; buffered store
         extraction.store = buffer
-        extraction.embedder = self._vector_cache()
+        extraction.embedder = vectors = self._vector_cache()
         if len(claimed) > 1:
             try:
-                extraction.prefetch([item.chunk for item in claimed])
+                vectors.prefetch(extraction.plan([item.chunk for item in claimed]))
             except Exception:  # the per-chunk path below meets the same fault and records it per chunk
-                log.warning("embedding %d chunks ahead failed; processing them one by one", len(claimed), exc_info=True)
-        finished = [(item, outcome) for item in claimed if (outcome := self._process(extraction, item)) is not None]
+                log.warning("planning %d chunks ahead failed; processing them one by one", len(claimed), exc_info=True)
+        try:
+            finished = [(item, outcome) for item in claimed if (outcome := self._process(extraction, item)) is not None]
+        finally:
+            vectors.discard_pending()
         try:
             buffer.flush()
         except Exception as exc:  # store down: nothing of this batch is done, retry all of it

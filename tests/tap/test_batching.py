@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -146,19 +147,19 @@ def test_a_failed_flush_retries_the_whole_batch_and_doubles_nothing(two_runtimes
     assert rt.queue.counts()["done"] == ready
 
 
-def test_a_batch_embeds_all_its_texts_in_one_call_ahead(two_runtimes: tuple[Runtime, Runtime]) -> None:
+def test_a_batch_embeds_its_texts_ahead_chunk_by_chunk(two_runtimes: tuple[Runtime, Runtime]) -> None:
     rt, _ = two_runtimes
     _conversation(rt, "c1")
     rt.queue.flush()
     ready = rt.queue.counts()["queued"]
-    calls: list[int] = []
+    calls: list[tuple[str, int]] = []
     real = rt.worker.extraction.embedder
 
     class Spy:
         model_id, dimensions = real.model_id, real.dimensions
 
         def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-            calls.append(len(texts))
+            calls.append((threading.current_thread().name, len(texts)))
             return real.embed_documents(texts)
 
         def embed_query(self, text: str) -> list[float]:
@@ -168,5 +169,22 @@ def test_a_batch_embeds_all_its_texts_in_one_call_ahead(two_runtimes: tuple[Runt
     assert rt.worker.run_batch() == ready
     episodes = [m for m in rt.store.iter_memories(scope="ana") if m.kind == "episode"]
     assert len(episodes) == ready
-    # one call with every candidate and episode of the batch; processing then finds them all cached
-    assert len(calls) == 1 and calls[0] > ready
+    # one background call per chunk (its candidates and episode); processing finds them all ready
+    assert len(calls) == ready and all(name.startswith("tap-embed-ahead") and n >= 1 for name, n in calls)
+
+
+def test_failed_embedding_ahead_is_done_again_when_needed(embedder: Any) -> None:
+    class FailsAhead:
+        model_id, dimensions = embedder.model_id, embedder.dimensions
+
+        def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            if threading.current_thread().name.startswith("tap-embed-ahead"):
+                raise RuntimeError("embedder hiccup")
+            return embedder.embed_documents(texts)  # type: ignore[no-any-return]
+
+        def embed_query(self, text: str) -> list[float]:
+            return embedder.embed_query(text)  # type: ignore[no-any-return]
+
+    cache = VectorCache(FailsAhead())
+    cache.prefetch([["a cat"], ["a dog", "a cat"]])
+    assert cache.embed_documents(["a dog", "a cat"]) == embedder.embed_documents(["a dog", "a cat"])
