@@ -18,7 +18,6 @@ from importlib.metadata import PackageNotFoundError, version
 from aiohttp import web
 
 from bridges.logtail import start_following
-from bridges.telegram import TelegramDeps, add_telegram
 from proxy.app import make_app
 from proxy.context import ProxyContext
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
@@ -66,6 +65,8 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     ctx = build_context(rt, token, Capture(turn_log, rt.ingestor.ingest_async))
     app = make_app(ctx)
     if rt.loaded.config.telegram.enabled:
+        from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
+
         deps = (rt.loaded.data_dir, rt.recall, rt.memories, rt.ingestor.ingest_async, rt.ledger)
         add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps))
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)

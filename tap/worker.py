@@ -10,8 +10,9 @@ one add and one update (each store write has a large fixed cost), and repeated s
 embedded once (tap.batching.VectorCache). The rules extraction of the whole batch runs first
 (`Extraction.plan`); the texts it will embed (candidates, episodes) are then embedded ahead on a
 background thread, chunk by chunk over every core, while the chunks are reconciled and stored one by
-one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only after the flush; if the flush
-fails, every chunk of the batch is retried (memory ids are deterministic, so nothing is doubled).
+one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only
+after the flush; if the flush fails, every chunk of the batch is retried (memory ids are
+deterministic, so nothing is doubled).
 With an LLM in the pipeline a batch is one chunk, so a crash never repeats paid calls.
 
 Failures (per chunk, never fatal to the worker): a retryable provider/store error goes back to the

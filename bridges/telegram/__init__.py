@@ -14,6 +14,20 @@ split, chats (scopes), access (who may talk), db (SQLite state), credentials, re
 in logs), botapi (webhook management).
 """
 
-from bridges.telegram.bridge import TelegramBridge, TelegramDeps, add_telegram, telegram_key
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bridges.telegram.bridge import TelegramBridge, TelegramDeps, add_telegram, telegram_key
 
 __all__ = ["TelegramBridge", "TelegramDeps", "add_telegram", "telegram_key"]
+
+
+def __getattr__(name: str) -> Any:
+    """The bridge's public names, imported on first use (python-telegram-bot and the model clients
+    take seconds to import; `tap serve` without Telegram and `tap telegram info` need none of it)."""
+    if name in __all__:
+        return getattr(importlib.import_module("bridges.telegram.bridge"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
