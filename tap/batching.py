@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.priority import lower_thread_priority
 from tap.records import Hit, Memory
 
 __all__ = ["VectorCache", "WriteBuffer"]
@@ -171,7 +172,9 @@ class VectorCache:
         over the embedder's threads) while the caller goes on; `embed_documents` then waits only
         for the group that holds its texts. A group that fails is computed again when asked for."""
         if self._ahead is None:
-            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tap-embed-ahead")
+            self._ahead = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="tap-embed-ahead", initializer=lower_thread_priority
+            )
         for group in groups:
             texts = [t for t in dict.fromkeys(group) if t not in self._vectors and t not in self._pending]
             if texts:

@@ -30,12 +30,14 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import ExtractConfig
 from tap.errors import ProviderError
 from tap.extraction import BudgetExhausted, Extraction
+from tap.priority import lower_thread_priority
 from tap.queue import ChunkQueue, QueuedChunk
 
 log = logging.getLogger(__name__)
@@ -162,19 +164,22 @@ class ExtractionWorker:
         return done
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Background loop for `tap serve`; returns soon after `stop` is set."""
-        while not stop.is_set():
-            try:
-                await asyncio.to_thread(self.queue.flush, idle_s=self.flush_idle_s)
-                worked = await asyncio.to_thread(self.run_batch) > 0
-            except Exception:
-                log.exception("extraction worker step failed")
-                worked = False
-            if not worked:
+        """Background loop for `tap serve`, on its own low-priority thread (tap.priority) so that
+        the proxy's event loop and recall win every contest for a core; returns soon after `stop`."""
+        loop = asyncio.get_running_loop()
+        with ThreadPoolExecutor(1, "tap-extract", initializer=lower_thread_priority) as thread:
+            while not stop.is_set():
                 try:
-                    await asyncio.wait_for(stop.wait(), self.poll_s)
-                except TimeoutError:
-                    pass
+                    await loop.run_in_executor(thread, lambda: self.queue.flush(idle_s=self.flush_idle_s))
+                    worked = await loop.run_in_executor(thread, self.run_batch) > 0
+                except Exception:
+                    log.exception("extraction worker step failed")
+                    worked = False
+                if not worked:
+                    try:
+                        await asyncio.wait_for(stop.wait(), self.poll_s)
+                    except TimeoutError:
+                        pass
 
     def status(self) -> dict[str, Any]:
         """Queue depth, dead letters, gate counters, spend today."""

@@ -1,0 +1,37 @@
+"""Background threads yield the CPU to the hot path.
+
+Extraction (rules, embedding, store writes) can keep every core busy for minutes during a backfill,
+while the proxy's event loop and its recall threads must answer within milliseconds. On Linux a
+thread is its own scheduling entity, so raising the nice value of just the background threads
+makes the scheduler prefer the hot path whenever both want a core (nice 10 weighs about a tenth of
+nice 0), and costs nothing when the machine is otherwise idle. Elsewhere (macOS, Windows) the
+priority of one thread cannot be set this way, and this is a no-op.
+
+Only threads created for background work call this: a thread's niceness cannot be lowered again
+without privileges, so a shared pool thread (asyncio's default executor) must never call it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+BACKGROUND_NICE = 10
+
+
+def lower_thread_priority(nice: int = BACKGROUND_NICE) -> bool:
+    """Make the calling thread yield to the rest of the process; True when it took effect."""
+    if sys.platform != "linux":
+        return False
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), nice))
+    except OSError:
+        return False
+    return True
+
+
+def thread_nice() -> int:
+    """The calling thread's nice value (Linux), else the process's."""
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id() if sys.platform == "linux" else 0)
