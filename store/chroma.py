@@ -185,8 +185,13 @@ class ChromaStore:
         """Active memories of the scope nearest to vector (score: cosine similarity)."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]
 
-    def vector_search_many(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
-        """`vector_search` for several vectors of one scope in one Chroma query."""
+    def vector_search_many(
+        self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
+    ) -> list[list[Hit]]:
+        """`vector_search` for several vectors of one scope in one Chroma query. With `at_least`, a
+        query whose over-fetched window held fewer than k but at least that many of the scope's
+        active memories returns those (still the exact nearest, in order) instead of asking Chroma
+        again with a filter."""
         if not vectors:
             return []
         if not self._exclusive:
@@ -209,7 +214,7 @@ class ChromaStore:
         short: list[int] = []  # queries whose fetch held too few of the scope: ask Chroma to filter
         for n, (ids, dists) in enumerate(zip(all_ids, all_dists, strict=True)):
             picked = [(i, float(d)) for i, d in zip(ids, dists, strict=False) if i in keep][:want]
-            if len(picked) < want and len(ids) < total:
+            if len(picked) < min(want, k if at_least is None else at_least) and len(ids) < total:
                 short.append(n)
             chosen.append(picked)
         records = self._lexical.records(list({i for picked in chosen for i, _ in picked}))

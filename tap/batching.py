@@ -87,12 +87,15 @@ class WriteBuffer:
         """The store's hits as the buffer changed them, merged with buffered new memories."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]
 
-    def vector_search_many(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
+    def vector_search_many(
+        self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
+    ) -> list[list[Hit]]:
         """`vector_search` for several vectors: one store query, one matrix product for the buffer."""
         if not vectors:
             return []
         retired = sum(1 for m in self._updated.values() if m.scope == scope and not m.active)
-        stored = self.store.vector_search_many(vectors, scope=scope, k=k + retired)
+        floor = None if at_least is None else at_least + retired
+        stored = self.store.vector_search_many(vectors, scope=scope, k=k + retired, at_least=floor)
         fresh = [(m, v) for m, v in self._added.values() if m.active and m.scope == scope]
         queries = np.asarray(vectors, dtype=np.float32)
         if fresh:

@@ -63,8 +63,12 @@ class MemoryStore(Protocol):
         """Active memories of a scope nearest to the vector; score is cosine similarity."""
         ...
 
-    def vector_search_many(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]]:
-        """`vector_search` for each vector (one round trip for all of them), in their order."""
+    def vector_search_many(
+        self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
+    ) -> list[list[Hit]]:
+        """`vector_search` for each vector (one round trip for all of them), in their order. Each list
+        is the exact nearest hits in order; with `at_least` it may be cut short (but not below that
+        many, when the scope has them) where completing it would cost a slower search."""
         ...
 
     def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:

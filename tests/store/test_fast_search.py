@@ -124,3 +124,39 @@ def test_fast_vector_search_matches_exact_search(isolated_home: Path, embedder: 
         assert found >= 0.95 * expected
     finally:
         store.close()
+
+
+def test_batched_search_with_a_floor_returns_a_prefix_of_the_full_search(isolated_home: Path, embedder: Any) -> None:
+    """Near every query sit many superseded versions, so the over-fetched window holds few active
+    memories of the scope: with `at_least` the batch answers from that window (never fewer than
+    asked while the scope has them), and what it returns is the start of the full answer."""
+    rng = np.random.default_rng(5)
+    store = _open(isolated_home, embedder)
+    try:
+        queries = rng.normal(size=(6, embedder.dimensions)).astype(np.float32)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        memories: list[Memory] = []
+        rows: list[np.ndarray] = []
+        for q, query in enumerate(queries):
+            for version in range(40):  # 40 versions of one fact near each query, 39 of them superseded
+                memories.append(make_memory(scope="ana", content=f"fact {q} version {version}"))
+                noise = rng.normal(size=embedder.dimensions).astype(np.float32) * 0.02
+                rows.append((query + noise) / np.linalg.norm(query + noise))
+        others = rng.normal(size=(400, embedder.dimensions)).astype(np.float32)
+        for i, row in enumerate(others):
+            memories.append(make_memory(scope="other" if i % 2 else "ana", content=f"unrelated {i}"))
+            rows.append(row / np.linalg.norm(row))
+        store.add(memories, np.stack(rows).tolist())
+        retired = [m for i, m in enumerate(memories[:240]) if i % 40 != 39]
+        for old in retired:
+            old.superseded_by = "m_newer"
+        store.update_metadata(retired)
+        full = store.vector_search_many(queries.tolist(), scope="ana", k=8)
+        floored = store.vector_search_many(queries.tolist(), scope="ana", k=8, at_least=1)
+        for exact, quick in zip(full, floored, strict=True):
+            assert len(exact) == 8 and 1 <= len(quick) <= 8
+            assert [h.memory.id for h in quick] == [h.memory.id for h in exact[: len(quick)]]
+            assert all(h.memory.active for h in quick)
+        assert any(len(quick) < 8 for quick in floored)  # the window did cut some answers short
+    finally:
+        store.close()

@@ -115,3 +115,13 @@ def test_scopes_stay_apart(rt: Runtime) -> None:
     rt.worker.drain()
     assert active(rt, "bob") == []
     assert rt.memories.recall_json("allergies?", scope="bob")["memories"] == []
+
+
+def test_episode_vector_comes_from_its_first_words_only() -> None:
+    from tap.extraction import EPISODE_VECTOR_WORDS, episode_vector_text
+
+    short = "Conversation on 8 May 2023:\nAna: I moved to Lisbon."
+    assert episode_vector_text(short) == short
+    long = " ".join(f"w{i}" for i in range(3 * EPISODE_VECTOR_WORDS))
+    cut = episode_vector_text(long)
+    assert cut.split(" ") == long.split(" ")[:EPISODE_VECTOR_WORDS]
