@@ -11,8 +11,9 @@ Invariants:
   asks Chroma for the nearest ids *without* a metadata filter (Chroma's `where` scans the metadata:
   ~50 ms at 10k memories vs ~2 ms unfiltered), over-fetching by the scope's share of the collection,
   keeps the ids that are active in the scope, and falls back to the filtered query when too few
-  survive. With a Chroma server (possibly shared with other machines) both read from Chroma;
-- every chromadb/httpx error is translated into StoreError here.
+  survive. A scope that is a small share of the collection (at most 4,096 active memories) is
+  searched exactly in memory instead (store.scope_vectors), loaded once and kept in step by this
+  store's writes. With a Chroma server (possibly shared with other machines) both read from Chroma;
 - every chromadb/httpx error is translated into StoreError here.
 """
 
@@ -35,6 +36,7 @@ from chromadb.config import Settings  # noqa: E402
 from store.codec import from_metadata, to_metadata  # noqa: E402
 from store.lexical import LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
+from store.scope_vectors import ScopeVectors  # noqa: E402
 from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
@@ -75,6 +77,7 @@ class ChromaStore:
         collection: str,
         embedder_id: str,
         dimensions: int,
+        exact_scope_max: int = 4096,
     ) -> None:
         self.embedder_id = embedder_id
         self.url = url
@@ -82,6 +85,7 @@ class ChromaStore:
         self._data_dir = data_dir
         self._exclusive = not url  # embedded: this process is the only writer
         self._total: int | None = None  # cached collection size, reset by every write
+        self._small = ScopeVectors(max_scope=exact_scope_max)  # small scopes' vectors (embedded mode only)
         self._lock: DataDirLock | None = None
         if not url:
             self._lock = DataDirLock(data_dir)
@@ -152,6 +156,11 @@ class ChromaStore:
                 metadatas=[to_metadata(m) for m in memories],
             )
         self._index(memories)
+        for memory, vector in zip(memories, vectors, strict=True):
+            if memory.active:
+                self._small.put(memory.scope, memory.id, vector)
+            else:
+                self._small.remove(memory.id)
 
     def update_metadata(self, memories: Sequence[Memory]) -> None:
         """Rewrite stored records of existing memories (content and vectors unchanged).
@@ -163,6 +172,11 @@ class ChromaStore:
         with _translated("write", self.where):
             self._col.update(ids=[m.id for m in memories], metadatas=[to_metadata(m) for m in memories])
         self._index(memories)
+        for memory in memories:
+            if not memory.active:
+                self._small.remove(memory.id)
+            elif self._small.cached(memory.scope):
+                self._small.drop(memory.scope)  # active again: its vector is not here, reload when searched
 
     def _index(self, memories: Sequence[Memory]) -> None:
         self._total = None
@@ -202,6 +216,10 @@ class ChromaStore:
         want = min(k, in_scope)
         total = self._collection_size()
         fetch = want if in_scope >= total else math.ceil(want * _OVERFETCH * total / in_scope)
+        if fetch > want and in_scope <= self._small.max_scope:
+            exact = self._small_scope_search(vectors, scope=scope, k=want)
+            if exact is not None:
+                return exact
         if fetch > max(_MAX_FAST_FETCH, want):
             return self._filtered_vector_search(vectors, scope=scope, k=k)
         fetch = min(fetch, total)
@@ -224,6 +242,27 @@ class ChromaStore:
             for n, hits in zip(short, refetched, strict=True):
                 out[n] = hits
         return out
+
+    def _small_scope_search(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]] | None:
+        """Exact search over a small scope's vectors held in memory (store.scope_vectors); None when
+        they could not be cached (a write raced the load, or the scope is over the bounds)."""
+        ranked = self._small.search(scope, vectors, k)
+        if ranked is None:
+            version = self._small.version
+            ids = self._lexical.ids_in_scope(scope)
+            found: dict[str, Any] = {}
+            for start in range(0, len(ids), _PAGE):
+                with _translated("read", self.where):
+                    got = self._col.get(ids=ids[start : start + _PAGE], include=["embeddings"])
+                found.update(zip(got["ids"], got["embeddings"] if got["embeddings"] is not None else [], strict=False))
+            present = [i for i in ids if i in found]
+            if not self._small.load(scope, present, [found[i] for i in present], version=version):
+                return None
+            ranked = self._small.search(scope, vectors, k)
+            if ranked is None:
+                return None
+        records = self._lexical.records(list({i for hits in ranked for i, _ in hits}))
+        return [[Hit(memory=_decode(records[i]), score=s) for i, s in hits if i in records] for hits in ranked]
 
     def _collection_size(self) -> int:
         """Items in the collection (superseded versions included), cached until the next write."""
@@ -301,6 +340,8 @@ class ChromaStore:
                 self._col.delete(ids=existing)
             self._total = None
             self._lexical.remove(existing)
+            for memory_id in existing:
+                self._small.remove(memory_id)
         return len(existing)
 
     def stats(self) -> StoreStats:

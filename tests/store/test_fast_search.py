@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from store.chroma import ChromaStore
 from store.lexical import LexicalIndex
@@ -79,19 +80,25 @@ def _same_times(a: Memory, b: Memory) -> bool:
     return all(math.isclose(getattr(a, n), getattr(b, n), abs_tol=0.01) for n in names)
 
 
-def _open(home: Path, embedder: Any) -> ChromaStore:
+def _open(home: Path, embedder: Any, exact_scope_max: int = 4096) -> ChromaStore:
     return ChromaStore(
-        data_dir=home, url="", collection="fast", embedder_id=embedder.model_id, dimensions=embedder.dimensions
+        data_dir=home,
+        url="",
+        collection="fast",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+        exact_scope_max=exact_scope_max,
     )
 
 
-def test_fast_vector_search_matches_exact_search(isolated_home: Path, embedder: Any) -> None:
+@pytest.mark.parametrize("exact_scope_max", [0, 4096], ids=["over-fetched window", "small scopes in memory"])
+def test_fast_vector_search_matches_exact_search(isolated_home: Path, embedder: Any, exact_scope_max: int) -> None:
     """Several scopes of different sizes plus superseded versions: the fast path returns active
     memories of the scope only, best first, with the same records as the store, and finds what an
     exact search finds (HNSW is approximate: aggregated recall, not per-query identity)."""
     rng = np.random.default_rng(3)
     pick = random.Random(3)
-    store = _open(isolated_home, embedder)
+    store = _open(isolated_home, embedder, exact_scope_max)
     try:
         memories: list[Memory] = []
         for index in range(600):
@@ -129,9 +136,10 @@ def test_fast_vector_search_matches_exact_search(isolated_home: Path, embedder: 
 def test_batched_search_with_a_floor_returns_a_prefix_of_the_full_search(isolated_home: Path, embedder: Any) -> None:
     """Near every query sit many superseded versions, so the over-fetched window holds few active
     memories of the scope: with `at_least` the batch answers from that window (never fewer than
-    asked while the scope has them), and what it returns is the start of the full answer."""
+    asked while the scope has them), and what it returns is the start of the full answer. (Small
+    scopes are searched exactly in memory instead; this one is treated as a large one.)"""
     rng = np.random.default_rng(5)
-    store = _open(isolated_home, embedder)
+    store = _open(isolated_home, embedder, exact_scope_max=0)
     try:
         queries = rng.normal(size=(6, embedder.dimensions)).astype(np.float32)
         queries /= np.linalg.norm(queries, axis=1, keepdims=True)

@@ -1,0 +1,183 @@
+"""Exact in-memory vectors of the active memories of small scopes (embedded store only).
+
+Embedded Chroma has one collection for every scope, and filtering it by scope scans metadata. For
+a scope that is a small share of a large collection the unfiltered search must over-fetch a lot
+(ChromaStore: about 2 x collection/scope results per query: 750 for a 300-memory scope among 14k,
+~17 ms per chunk during a backfill), where a brute-force dot product over the scope's few thousand
+vectors is exact and takes well under a millisecond. ChromaStore therefore keeps the vectors of
+the small scopes it searches here, loaded from Chroma on first use and kept in step by its own
+writes (it is the only writer in embedded mode; with a Chroma server this cache is never used).
+
+Bounds: a scope is cached only while it has at most `max_scope` active memories, and all cached
+scopes together hold at most `max_total` vectors (least recently searched scopes are dropped
+first): 32,768 vectors of 384 float32 are 48 MB.
+
+Thread-safe: recall threads search while the extraction worker writes; one lock guards it all
+(a search holds it for a sub-millisecond matrix product).
+
+Invariants: a cached scope holds exactly the ids and unit vectors of that scope's active memories;
+a write this class cannot apply exactly (a memory that became active again, whose vector it does not
+have) drops the scope instead, so a stale scope is never searched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ScopeVectors"]
+
+Matrix = npt.NDArray[np.float32]
+
+
+def _unit(rows: Matrix) -> Matrix:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: Matrix = (rows / norms).astype(np.float32)
+    return unit
+
+
+class _Scope:
+    """The ids and vectors of one scope; rows are packed (a removed row takes the last one)."""
+
+    def __init__(self, ids: Sequence[str], vectors: Matrix) -> None:
+        self.ids = list(ids)
+        self.rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
+        self.matrix = np.zeros((max(16, 2 * len(self.ids)), vectors.shape[1] if len(vectors) else 0), np.float32)
+        if len(self.ids):
+            self.matrix[: len(self.ids)] = _unit(vectors)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def put(self, memory_id: str, vector: Matrix) -> None:
+        if self.matrix.shape[1] == 0:
+            self.matrix = np.zeros((16, vector.shape[0]), np.float32)
+        row = self.rows.get(memory_id)
+        if row is None:
+            row = len(self.ids)
+            if row == len(self.matrix):
+                self.matrix = np.concatenate([self.matrix, np.zeros_like(self.matrix)])
+            self.ids.append(memory_id)
+            self.rows[memory_id] = row
+        self.matrix[row] = _unit(vector[None, :])[0]
+
+    def remove(self, memory_id: str) -> None:
+        row = self.rows.pop(memory_id, None)
+        if row is None:
+            return
+        last = len(self.ids) - 1
+        if row != last:
+            moved = self.ids[last]
+            self.ids[row] = moved
+            self.rows[moved] = row
+            self.matrix[row] = self.matrix[last]
+        self.ids.pop()
+
+    def search(self, queries: Matrix, k: int) -> list[list[tuple[str, float]]]:
+        if not self.ids or k <= 0:
+            return [[] for _ in queries]
+        scores = _unit(queries) @ self.matrix[: len(self.ids)].T
+        take = min(k, len(self.ids))
+        out: list[list[tuple[str, float]]] = []
+        for row in scores:
+            best = np.argpartition(-row, take - 1)[:take] if take < len(row) else np.arange(len(row))
+            best = best[np.argsort(-row[best], kind="stable")]
+            out.append([(self.ids[i], float(row[i])) for i in best])
+        return out
+
+
+class ScopeVectors:
+    """The cache of small scopes' vectors (see the module docstring)."""
+
+    def __init__(self, *, max_scope: int = 4096, max_total: int = 32768) -> None:
+        self.max_scope = max_scope
+        self.max_total = max_total
+        self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._scope_of: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._version = 0  # bumped by every write, so a load that raced a write is refused
+
+    @property
+    def version(self) -> int:
+        """Read before reading a scope's ids and vectors from the store; pass it to `load`."""
+        with self._lock:
+            return self._version
+
+    def cached(self, scope: str) -> bool:
+        """True when the scope's vectors are here."""
+        with self._lock:
+            return scope in self._scopes
+
+    def load(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]], *, version: int) -> bool:
+        """Cache a scope from its complete list of active ids and their vectors, read after
+        `version` was taken; False (nothing cached) when a write happened since, or it is too big."""
+        if len(ids) > self.max_scope:
+            return False
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
+        with self._lock:
+            if version != self._version:
+                return False
+            self._drop(scope)
+            self._scopes[scope] = _Scope(ids, matrix)
+            self._scope_of.update(dict.fromkeys(ids, scope))
+            self._evict()
+            return scope in self._scopes
+
+    def search(self, scope: str, queries: Sequence[Sequence[float]], k: int) -> list[list[tuple[str, float]]] | None:
+        """(id, cosine) of the k nearest active memories of the scope, best first, per query; None
+        when the scope is not cached (any more)."""
+        with self._lock:
+            entry = self._scopes.get(scope)
+            if entry is None:
+                return None
+            self._scopes.move_to_end(scope)
+            return entry.search(np.asarray(queries, dtype=np.float32), k)
+
+    def put(self, scope: str, memory_id: str, vector: Sequence[float]) -> None:
+        """An active memory was written with this vector."""
+        with self._lock:
+            self._version += 1
+            entry = self._scopes.get(scope)
+            if entry is None:
+                return
+            previous = self._scope_of.get(memory_id)
+            if previous is not None and previous != scope:
+                self._remove(memory_id)
+            entry.put(memory_id, np.asarray(vector, dtype=np.float32))
+            self._scope_of[memory_id] = scope
+            if len(entry) > self.max_scope:
+                self._drop(scope)
+            else:
+                self._evict()
+
+    def remove(self, memory_id: str) -> None:
+        """A memory was deleted or is no longer active."""
+        with self._lock:
+            self._version += 1
+            self._remove(memory_id)
+
+    def drop(self, scope: str) -> None:
+        """Forget a scope (it is loaded again when next searched)."""
+        with self._lock:
+            self._version += 1
+            self._drop(scope)
+
+    def _remove(self, memory_id: str) -> None:
+        scope = self._scope_of.pop(memory_id, None)
+        if scope is not None and scope in self._scopes:
+            self._scopes[scope].remove(memory_id)
+
+    def _drop(self, scope: str) -> None:
+        entry = self._scopes.pop(scope, None)
+        if entry is not None:
+            for memory_id in entry.ids:
+                self._scope_of.pop(memory_id, None)
+
+    def _evict(self) -> None:
+        while self._scopes and sum(len(s) for s in self._scopes.values()) > self.max_total:
+            self._drop(next(iter(self._scopes)))

@@ -1,0 +1,95 @@
+"""Small scopes searched exactly in memory: kept in step with writes, bounded, never stale."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from store.chroma import ChromaStore
+from store.scope_vectors import ScopeVectors
+from tap.records import make_memory
+
+
+def unit(rng: np.random.Generator, n: int, dims: int = 16) -> np.ndarray:
+    rows = rng.normal(size=(n, dims)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_search_stays_exact_through_random_writes() -> None:
+    rng, pick = np.random.default_rng(1), random.Random(1)
+    cache = ScopeVectors(max_scope=1000)
+    reference: dict[str, np.ndarray] = {f"m{i}": v for i, v in enumerate(unit(rng, 50))}
+    assert cache.load("ana", list(reference), list(reference.values()), version=cache.version)
+    for step in range(400):
+        if pick.random() < 0.5 or not reference:
+            memory_id = f"m{pick.randrange(120)}"
+            vector = unit(rng, 1)[0]
+            cache.put("ana", memory_id, vector)
+            reference[memory_id] = vector
+        else:
+            memory_id = pick.choice(sorted(reference))
+            cache.remove(memory_id)
+            del reference[memory_id]
+        if step % 20 == 0:
+            query = unit(rng, 1)[0]
+            got = cache.search("ana", [query], 7)
+            assert got is not None
+            want = sorted(reference, key=lambda i: -float(reference[i] @ query))[:7]
+            assert [i for i, _ in got[0]] == want
+            assert [s for _, s in got[0]] == sorted((s for _, s in got[0]), reverse=True)
+
+
+def test_a_load_that_raced_a_write_is_refused() -> None:
+    cache = ScopeVectors()
+    before = cache.version
+    cache.put("bob", "m1", [1.0, 0.0])  # a write lands while the store is being read
+    assert not cache.load("ana", ["m2"], [[0.0, 1.0]], version=before)
+    assert cache.search("ana", [[0.0, 1.0]], 1) is None
+    assert cache.load("ana", ["m2"], [[0.0, 1.0]], version=cache.version)
+
+
+def test_bounds_per_scope_and_in_total() -> None:
+    rng = np.random.default_rng(2)
+    cache = ScopeVectors(max_scope=10, max_total=15)
+    assert not cache.load("big", [f"b{i}" for i in range(11)], unit(rng, 11), version=cache.version)
+    assert cache.load("one", [f"a{i}" for i in range(8)], unit(rng, 8), version=cache.version)
+    assert cache.load("two", [f"c{i}" for i in range(8)], unit(rng, 8), version=cache.version)
+    assert not cache.cached("one") and cache.cached("two")  # 16 > 15: the least recently used went
+    for i in range(3):
+        cache.put("two", f"new{i}", unit(rng, 1)[0])
+    assert not cache.cached("two")  # grew past max_scope: dropped, searched in the store again
+
+
+def test_store_serves_small_scopes_from_memory_and_follows_its_writes(isolated_home: Path, embedder: Any) -> None:
+    store = ChromaStore(
+        data_dir=isolated_home,
+        url="",
+        collection="small",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
+    try:
+        big = [make_memory(scope="big", content=f"filler note number {i}") for i in range(60)]
+        store.add(big, embedder.embed_documents([m.content for m in big]))
+        facts = ["Ana lives in Lisbon", "Ana plays the cello", "Ana is allergic to cats"]
+        small = [make_memory(scope="ana", content=c) for c in facts]
+        store.add(small, embedder.embed_documents(facts))
+        query = embedder.embed_query("Where does Ana live?")
+        assert store.vector_search(query, scope="ana", k=1)[0].memory.id == small[0].id
+        assert store._small.cached("ana")  # the small scope is now searched in memory
+
+        moved = make_memory(scope="ana", content="Ana lives in Porto now")
+        store.add([moved], embedder.embed_documents([moved.content]))
+        small[0].superseded_by = moved.id
+        store.update_metadata([small[0]])
+        hits = store.vector_search(query, scope="ana", k=5)
+        assert [h.memory.id for h in hits][0] == moved.id and small[0].id not in {h.memory.id for h in hits}
+
+        store.delete([moved.id])
+        ids = {h.memory.id for h in store.vector_search(query, scope="ana", k=5)}
+        assert ids == {small[1].id, small[2].id}
+    finally:
+        store.close()
