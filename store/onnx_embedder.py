@@ -218,6 +218,12 @@ class OnnxMiniLMEmbedder:
             vector: FloatArray = _run(self._session, [encoding])[0]
             return vector
 
-        runs = map(run, encodings) if len(encodings) == 1 else _executor().map(run, encodings)
-        out: list[list[float]] = np.stack(list(runs)).tolist()
+        if len(encodings) == 1:
+            return [run(encodings[0]).tolist()]
+        # longest first, so the threads finish together instead of one waiting on a long text
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        vectors = np.empty((len(encodings), DIMENSIONS), dtype=np.float32)
+        for index, vector in zip(order, _executor().map(run, [encodings[i] for i in order]), strict=True):
+            vectors[index] = vector
+        out: list[list[float]] = vectors.tolist()
         return out

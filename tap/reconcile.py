@@ -4,8 +4,12 @@ Rules (no LLM; DESIGN.md §6), against the most similar active memories of the s
 - cosine ≥ `duplicate_similarity` → **noop**: the existing memory gains the candidate's source
   turns and the higher importance (repeated facts matter more), nothing new is written;
 - cosine ≥ `supersede_similarity`, same kind (not an event or an episode: those accumulate),
-  about the same subject (same first word, half the words shared), and not older than the
-  existing one → **supersede**: a new version replaces it; the old one stays, marked;
+  about the same subject (same first word, half the words shared, and only a slot changed: at
+  most MAX_CHANGED_WORDS words, or a quarter of the shorter statement, on either side), and not
+  older than the existing one → **supersede**: a new version replaces it; the old one stays,
+  marked. "Ana works as a nurse at Santa Maria" → "… at São José" is a new version; "moving the
+  billing service to Postgres next Monday" and "moving the search index to Kafka next Friday"
+  are two facts;
 - otherwise → **add**.
 With an LLM provider the same decisions come from one batched call per chunk (tap.providers);
 `apply` carries out decisions from either source, non-destructively.
@@ -25,6 +29,7 @@ from tap.records import Hit, Memory
 Action = str
 _WORD = re.compile(r"[^\W_]+")
 NON_SUPERSEDING = ("event", "episode")
+MAX_CHANGED_WORDS = 2
 
 
 class Plan(msgspec.Struct, kw_only=True):
@@ -40,12 +45,14 @@ def _words(text: str) -> list[str]:
 
 
 def same_subject(a: str, b: str) -> bool:
-    """Crude subject match: same first word and at least half of the words shared."""
+    """Crude subject match: same first word, at least half of the words shared, few words changed."""
     wa, wb = _words(a), _words(b)
     if not wa or not wb or wa[0] != wb[0]:
         return False
     sa, sb = set(wa), set(wb)
-    return len(sa & sb) / max(1, min(len(sa), len(sb))) >= 0.5
+    shorter = max(1, min(len(sa), len(sb)))
+    changed = max(len(sa - sb), len(sb - sa))
+    return len(sa & sb) / shorter >= 0.5 and changed <= max(MAX_CHANGED_WORDS, shorter // 4)
 
 
 def decide_by_rules(content: str, kind: str, valid_from: float, similar: Sequence[Hit], cfg: ExtractConfig) -> Plan:

@@ -9,7 +9,7 @@ claimed at once and processed through a tap.batching.WriteBuffer, so their store
 one add and one update (each store write has a large fixed cost), and repeated sentences are
 embedded once (tap.batching.VectorCache). The rules extraction of the whole batch runs first
 (`Extraction.plan`); the texts it will embed (candidates, episodes) are then embedded ahead on a
-background thread, chunk by chunk over every core, while the chunks are reconciled and stored one by
+background thread, a few chunks at a time over every core, while the chunks are reconciled and stored one by
 one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only
 after the flush; if the flush fails, every chunk of the batch is retried (memory ids are
 deterministic, so nothing is doubled).
@@ -43,6 +43,7 @@ from tap.queue import ChunkQueue, QueuedChunk
 log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 3600.0
 BATCH_CHUNKS = 32
+CHUNKS_PER_EMBED = 4  # texts of this many chunks per embedder call: enough to keep every core busy
 
 
 class ExtractionWorker:
@@ -96,7 +97,10 @@ class ExtractionWorker:
         extraction.embedder = vectors = self._vector_cache()
         if len(claimed) > 1:
             try:
-                vectors.prefetch(extraction.plan([item.chunk for item in claimed]))
+                groups = extraction.plan([item.chunk for item in claimed])
+                vectors.prefetch(
+                    [sum(groups[i : i + CHUNKS_PER_EMBED], []) for i in range(0, len(groups), CHUNKS_PER_EMBED)]
+                )
             except Exception:  # the per-chunk path below meets the same fault and records it per chunk
                 log.warning("planning %d chunks ahead failed; processing them one by one", len(claimed), exc_info=True)
         try:

@@ -275,3 +275,16 @@ def test_episode_memory_renders_and_cites_every_turn() -> None:
 def test_episode_memory_of_one_day() -> None:
     episode = episode_memory(chunk_of(turn("a", "Ana", "I moved to Lisbon.")))
     assert episode.content == "Conversation on 8 May 2023:\nAna: I moved to Lisbon."
+
+
+def test_a_new_version_changes_a_slot_not_the_subject() -> None:
+    from tap.reconcile import same_subject
+
+    assert same_subject(
+        "Ana works as a nurse at the Santa Maria hospital", "Ana works as a nurse at the São José hospital"
+    )
+    assert same_subject("Ana lives in Lisbon", "Ana lives in Porto now")
+    assert not same_subject(
+        "I'm moving the billing service to Postgres next Monday", "I'm moving the search index to Kafka next Friday"
+    )
+    assert not same_subject("Ana lives in Lisbon", "Bob lives in Lisbon")
