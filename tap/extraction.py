@@ -8,7 +8,7 @@
    indexed for BM25, but its vector comes from its first EPISODE_VECTOR_WORDS words only: the
    episode is most of the embedding work of the offline pipeline (a 500-token chunk is cut to the
    model's 256 tokens anyway), and on LoCoMo the shorter vector costs 0.6 ER_frac points (75.8 →
-   75.2; no episodes at all: 74.2) for 1.4x the ingestion rate (bench/results/locomo.json).
+   75.2, side by side; no episodes at all: 74.0) for 1.4x the ingestion rate (bench/results/locomo.json).
 
 Invariants: processing a chunk twice writes nothing twice (memory ids are derived from the chunk
 id and the candidate, and existing ids are skipped), so a crash mid-chunk is safe to redo;

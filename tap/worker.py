@@ -9,8 +9,8 @@ claimed at once and processed through a tap.batching.WriteBuffer, so their store
 one add and one update (each store write has a large fixed cost), and repeated sentences are
 embedded once (tap.batching.VectorCache). The rules extraction of the whole batch runs first
 (`Extraction.plan`); the texts it will embed (candidates, episodes) are then embedded ahead on a
-background thread, a few chunks at a time over every core, while the chunks are reconciled and stored one by
-one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only
+background thread, a few chunks at a time over every core, while the chunks are reconciled and
+stored one by one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only
 after the flush; if the flush fails, every chunk of the batch is retried (memory ids are
 deterministic, so nothing is doubled).
 With an LLM in the pipeline a batch is one chunk, so a crash never repeats paid calls.
@@ -171,7 +171,8 @@ class ExtractionWorker:
         """Background loop for `tap serve`, on its own low-priority thread (tap.priority) so that
         the proxy's event loop and recall win every contest for a core; returns soon after `stop`."""
         loop = asyncio.get_running_loop()
-        with ThreadPoolExecutor(1, "tap-extract", initializer=lower_thread_priority) as thread:
+        thread = ThreadPoolExecutor(1, "tap-extract", initializer=lower_thread_priority)
+        try:
             while not stop.is_set():
                 try:
                     await loop.run_in_executor(thread, lambda: self.queue.flush(idle_s=self.flush_idle_s))
@@ -184,6 +185,8 @@ class ExtractionWorker:
                         await asyncio.wait_for(stop.wait(), self.poll_s)
                     except TimeoutError:
                         pass
+        finally:
+            thread.shutdown(wait=False)  # never block the event loop on a batch still running
 
     def status(self) -> dict[str, Any]:
         """Queue depth, dead letters, gate counters, spend today."""
