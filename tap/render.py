@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,8 +15,10 @@ from tap.records import Memory
 
 
 def console() -> Console:
-    """A console on stdout; plain text when stdout is not a terminal."""
-    return Console(highlight=False, soft_wrap=False)
+    """A console on stdout; plain text when stdout is not a terminal, then as wide as $COLUMNS or
+    160 (a pipe or a file has no width, and 80 left no room for the content column)."""
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def when(stamp: float) -> str:
@@ -28,7 +32,9 @@ def memories_table(memories: list[Memory], *, scores: list[float] | None = None,
     table.add_column("id", no_wrap=True)
     if scores is not None:
         table.add_column("score", justify="right")
-    for name in ("scope", "kind", "imp", "date"):
+    table.add_column("scope", max_width=28, overflow="fold")  # a long path must not squeeze the content out
+    table.add_column("kind", overflow="fold")
+    for name in ("imp", "date"):
         table.add_column(name, no_wrap=True)
     table.add_column("content", overflow="fold")
     for index, m in enumerate(memories):
