@@ -9,13 +9,15 @@ had gone to the store at once: `get` returns the buffered version, `vector_searc
 whose buffered version is no longer active and ranks buffered new memories of the scope by cosine.
 
 `VectorCache` remembers the vectors of recently embedded texts: overlapping chunks of one
-conversation yield the same candidate sentences again, and those need no second embedding.
+conversation yield the same candidate sentences again, and those need no second embedding. It can
+also compute vectors ahead of need (`prefetch`) on its own low-priority thread, so embedding the
+next chunks overlaps with reconciling and storing the current one.
 
 Invariants: after `flush()` the store holds exactly what unbuffered writes would have produced
 (adds before updates, as the extraction code writes them); a failed flush raises and leaves the
 buffer intact, so the caller retries the whole batch (memory ids are deterministic per chunk, so a
 retried chunk finds its memories instead of writing them twice). Both wrappers are used by one
-worker thread at a time.
+worker thread at a time (the prefetch thread only computes; the cache is filled by that worker).
 """
 
 from __future__ import annotations

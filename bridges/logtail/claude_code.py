@@ -44,10 +44,8 @@ from typing import Any
 import msgspec
 
 from bridges.logtail.formats import (
-    BAD_SHAPE,
-    BROKEN_JSON,
-    TOO_LONG,
     FileContext,
+    decode_line,
     events_by_conversation,
     fit_scope,
     parse_timestamp,
@@ -170,16 +168,9 @@ class ClaudeCodeParser:
 
     def feed(self, line: Line, lineno: int) -> str | None:
         """Index one transcript line."""
-        if line.data is None:
-            return TOO_LONG
-        if not line.data.strip():
-            return None
-        try:
-            entry = _DECODER.decode(line.data)
-        except msgspec.ValidationError:
-            return BAD_SHAPE
-        except msgspec.DecodeError:
-            return BROKEN_JSON
+        entry, skipped = decode_line(line, _DECODER)
+        if entry is None:
+            return skipped
         if not entry.uuid:
             return None  # metadata without a chain link: summary, title, tag, queue-operation, ...
         session = entry.session_id or self._ctx.conversation

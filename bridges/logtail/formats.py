@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import msgspec
+
 from bridges.logtail.lines import Line
 from tap.records import IngestEvent, Message
 
@@ -65,6 +67,20 @@ class Parser(Protocol):
     def state(self) -> dict[str, Any]:
         """Small JSON-able state to persist with the offset."""
         ...
+
+
+def decode_line[T](line: Line, decoder: msgspec.json.Decoder[T]) -> tuple[T, None] | tuple[None, str | None]:
+    """(decoded item, None), or (None, the reason to skip it); a blank line is (None, None)."""
+    if line.data is None:
+        return None, TOO_LONG
+    if not line.data.strip():
+        return None, None
+    try:
+        return decoder.decode(line.data), None
+    except msgspec.ValidationError:
+        return None, BAD_SHAPE
+    except msgspec.DecodeError:
+        return None, BROKEN_JSON
 
 
 def digest(*parts: str, size: int = 16) -> str:

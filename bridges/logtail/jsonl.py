@@ -19,9 +19,8 @@ import msgspec
 
 from bridges.logtail.formats import (
     BAD_SHAPE,
-    BROKEN_JSON,
-    TOO_LONG,
     FileContext,
+    decode_line,
     digest,
     events_by_conversation,
     parse_timestamp,
@@ -73,16 +72,9 @@ class JsonlParser:
 
     def feed(self, line: Line, lineno: int) -> str | None:
         """Decode one message line."""
-        if line.data is None:
-            return TOO_LONG
-        if not line.data.strip():
-            return None
-        try:
-            item = _DECODER.decode(line.data)
-        except msgspec.ValidationError:
-            return BAD_SHAPE
-        except msgspec.DecodeError:
-            return BROKEN_JSON
+        item, skipped = decode_line(line, _DECODER)
+        if item is None:
+            return skipped
         if not item.role:
             return BAD_SHAPE
         text = _text(item.content)
