@@ -96,7 +96,7 @@ class ExtractConfig(Section, frozen=True):
     provider: Literal["rules", "anthropic", "ollama"] = "rules"
     gate: Literal["heuristic", "anthropic", "ollama"] = "heuristic"
     gate_model: str = "claude-haiku-4-5"
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
     anthropic_url: str = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"
@@ -136,7 +136,7 @@ class TelegramConfig(Section, frozen=True):
     allowed_users: list[int] = msgspec.field(default_factory=list)
     allow_groups: bool = False
     provider: Literal["anthropic", "ollama"] = "anthropic"
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
     anthropic_url: str = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"

@@ -75,6 +75,9 @@ _NOT_A_PASSWORD = frozenset(
 )
 
 
+_TRAILING_PUNCTUATION = re.compile(r"[.!?,;:)\]]+$")
+
+
 def remove_private(text: str) -> str:
     """Drop `<private>…</private>` spans (an unclosed tag drops the rest of the text)."""
     text = _PRIVATE_SPAN.sub("", text)
@@ -83,12 +86,20 @@ def remove_private(text: str) -> str:
 
 
 def _redact_value(match: re.Match[str]) -> str:
-    """Keep the label (and quotes) of a labelled secret, replace the value unless it is a word."""
+    """Keep the label (and quotes) of a labelled secret, replace the value unless it is a word.
+
+    Sentence punctuation that ends an unquoted value ("my PIN is 1234. Then …") stays: it closes
+    the sentence, and swallowing it would run the next sentence into this one.
+    """
     value = match.group(2)
     if value.strip("\"'.,!?").lower() in _NOT_A_PASSWORD or REDACTED in value:
         return match.group(0)
     quote = value[0] if value[0] in "\"'" else ""
-    return match.group(1) + quote + REDACTED + quote
+    if quote:
+        return match.group(1) + quote + REDACTED + quote
+    trailing = _TRAILING_PUNCTUATION.search(value)
+    tail = trailing.group(0) if trailing and trailing.start() > 0 else ""
+    return match.group(1) + REDACTED + tail
 
 
 def redact_secrets(text: str) -> str:

@@ -25,6 +25,7 @@ from tap.app import Runtime, open_runtime
 from tap.capture import Capture, TurnLog
 from tap.config import Config, LoadedConfig, read_secret
 from tap.metrics import Metrics
+from tap.providers.deprecation import deprecated_model_warnings
 from tap.tasks import create_task, running_tasks
 
 log = logging.getLogger("tap")
@@ -118,6 +119,7 @@ def _announce(rt: Runtime, url: str) -> None:
         f"  admin:    token in {rt.loaded.data_dir / 'admin-token'}",
         f"  use:      ANTHROPIC_BASE_URL={url}  OPENAI_BASE_URL={url}/v1  OLLAMA_HOST={url.split('//', 1)[1]}",
     ]
+    lines += [f"  {warning}" for warning in deprecated_model_warnings(config)]
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 

@@ -6,6 +6,7 @@ Prices are USD per million tokens from Anthropic's pricing page
     model               input   output   cache read (hit)   cache write (5 min)
     claude-haiku-4-5     1.00     5.00               0.10                  1.25
     claude-sonnet-4-5    3.00    15.00               0.30                  3.75
+    claude-sonnet-4-6    3.00    15.00               0.30                  3.75
 
 Invariants:
 - the estimate never under-states what a Claude call cost: a model id is matched by prefix (so
@@ -44,6 +45,7 @@ TOP = Price(input=15.00, output=75.00, cache_read=1.50, cache_write=18.75)
 PRICES: dict[str, Price] = {
     "claude-haiku-4-5": HAIKU,
     "claude-sonnet-4-5": SONNET,
+    "claude-sonnet-4-6": SONNET,
 }
 
 

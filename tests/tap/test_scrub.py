@@ -70,7 +70,7 @@ def test_each_secret_kind_is_redacted(kind: str) -> None:
         ('"password": "hunter2"', '"password": "[REDACTED]"'),
         ("Authorization: Bearer abc123def456ghi", "Authorization: Bearer [REDACTED]"),
         ("https://ana:pa55word@host/x", "https://ana:[REDACTED]@host/x"),
-        ("My password is hunter2.", "My password is [REDACTED]"),
+        ("My password is hunter2.", "My password is [REDACTED]."),
         (
             "PEM:\n-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\nafter",
             "PEM:\n[REDACTED]\nafter",
@@ -120,3 +120,19 @@ def test_scrub_is_idempotent() -> None:
     text = " ".join(text for text, _ in SECRETS.values()) + " <private>x</private>"
     once = scrub(text)
     assert scrub(once) == once
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("My password is hunter2. Then I went home.", "My password is [REDACTED]. Then I went home."),
+        ("The pwd was Tr0ub4dor! Anyway, lunch?", "The pwd was [REDACTED]! Anyway, lunch?"),
+        ("password: abc123, and the user is bob.", "password: [REDACTED], and the user is bob."),
+        ("DB_PASSWORD=s3cr3t; PORT=5432", "DB_PASSWORD=[REDACTED]; PORT=5432"),
+        ('my password is "open sesame". Done.', 'my password is "[REDACTED]". Done.'),
+        ("key sk-ant-api03-Xy7vQ2mN9pL4kR8sT1uW6zA3. Next one", "key [REDACTED]. Next one"),
+        ("(passcode is 4711) ok", "(passcode is [REDACTED]) ok"),
+    ],
+)
+def test_redaction_keeps_sentence_boundaries(text: str, expected: str) -> None:
+    assert scrub(text) == expected
