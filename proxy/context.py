@@ -11,6 +11,7 @@ from aiohttp import web
 
 from tap.capture import Capture
 from tap.config import Config
+from tap.intercept import Interceptor
 from tap.memories import MemoryService
 from tap.metrics import Metrics
 from tap.recall import RecallEngine
@@ -26,6 +27,7 @@ class ProxyContext:
     recall: RecallEngine
     metrics: Metrics
     admin_token: str
+    interceptor: Interceptor
     version: str = "0"
     store_location: str = ""
     embedder_id: str = ""

@@ -1,8 +1,13 @@
 """Forward one request upstream and stream the response back byte for byte, teeing a copy.
 
 Invariants:
-- upstream bytes reach the client as they arrive, unchanged and unbuffered; the tee parser sees
-  the same chunks (streams) or the whole body (non-streamed JSON) and never blocks forwarding;
+- upstream bytes reach the client as they arrive, unchanged and unbuffered; the tee parser (the
+  dialect's own: `Dialect.stream_parser` / `Dialect.parse_response`) sees the same chunks
+  (streams) or the whole body (non-streamed JSON) and never blocks forwarding;
+- `on_reply` is called once, with the finished reply, *before* the chunk that completes it is
+  written to the client (the terminal event of a stream, the last byte of a body of known
+  length), else when the response ends; the client's next request can therefore rely on what
+  the callback recorded (conversation continuity). A failing callback is logged, never raised;
 - an upstream that refuses the connection is a 502 and one that does not answer in time a 504,
   both in the dialect's own error shape; an upstream error *after* the status line went out is
   passed through as sent (the connection is closed where it broke);
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -22,8 +27,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.headers import client_response_headers, upstream_request_headers
-from tap.dialects import Dialect
-from tap.streams import Reply, parse_response, stream_parser
+from tap.dialects import Dialect, Reply
 
 log = logging.getLogger(__name__)
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
@@ -40,26 +44,50 @@ class Outcome:
     upstream_failed: str = ""
 
 
-class _Tee:
-    """Feeds a copy of the response to the right parser for its content type."""
+OnReply = Callable[[Reply], None]
 
-    def __init__(self, dialect: str, content_type: str) -> None:
+
+class _Tee:
+    """Feeds a copy of the response to the dialect's parser for its content type."""
+
+    def __init__(self, dialect: Dialect, content_type: str, length: int | None, on_reply: OnReply | None) -> None:
         self._dialect = dialect
-        self._parser = stream_parser(dialect) if content_type.startswith(STREAM_TYPES) else None
+        self._parser = dialect.stream_parser() if content_type.startswith(STREAM_TYPES) else None
+        self._length = length
+        self._on_reply = on_reply
         self._body: list[bytes] = []
         self._size = 0
+        self.reply: Reply | None = None
 
     def feed(self, chunk: bytes) -> None:
+        if self.reply is not None:
+            return
         if self._parser is not None:
             self._parser.feed(chunk)
+            if self._parser.complete:
+                self._done(self._parser.finish())
         elif self._size + len(chunk) <= MAX_TEE_BODY:
             self._body.append(chunk)
             self._size += len(chunk)
+            if self._length is not None and self._size >= self._length:
+                self._done(self._dialect.parse_response(b"".join(self._body)))
 
     def finish(self) -> Reply:
-        if self._parser is not None:
-            return self._parser.finish()
-        return parse_response(self._dialect, b"".join(self._body))
+        if self.reply is None:
+            if self._parser is not None:
+                self._done(self._parser.finish())
+            else:
+                self._done(self._dialect.parse_response(b"".join(self._body)))
+        assert self.reply is not None
+        return self.reply
+
+    def _done(self, reply: Reply) -> None:
+        self.reply = reply
+        if self._on_reply is not None:
+            try:
+                self._on_reply(reply)
+            except Exception:
+                log.exception("the reply callback failed")
 
 
 def error_response(dialect: Dialect, status: int, message: str, extra: Mapping[str, str]) -> web.Response:
@@ -79,6 +107,7 @@ async def forward(
     dialect: Dialect,
     extra_headers: Mapping[str, str],
     tee: bool = True,
+    on_reply: OnReply | None = None,
 ) -> tuple[web.StreamResponse, Outcome]:
     """Send body upstream; stream the answer to the client; return the response and outcome."""
     outcome = Outcome()
@@ -99,23 +128,32 @@ async def forward(
         return error_response(dialect, 502, message, extra_headers), outcome
     async with upstream:
         outcome.status = upstream.status
-        return await _relay(request, upstream, dialect, extra_headers, outcome, tee), outcome
+        copy = None
+        if tee and upstream.status < 400:
+            copy = _Tee(dialect, upstream.headers.get("Content-Type", ""), _body_length(upstream), on_reply)
+        return await _relay(request, upstream, extra_headers, outcome, copy), outcome
+
+
+def _body_length(upstream: aiohttp.ClientResponse) -> int | None:
+    """The body's length when the upstream declared it (not chunked)."""
+    if upstream.content_length is not None and "chunked" not in upstream.headers.get("Transfer-Encoding", ""):
+        return upstream.content_length
+    return None
 
 
 async def _relay(
     request: web.Request,
     upstream: aiohttp.ClientResponse,
-    dialect: Dialect,
     extra_headers: Mapping[str, str],
     outcome: Outcome,
-    tee: bool,
+    copy: _Tee | None,
 ) -> web.StreamResponse:
     headers = client_response_headers(CIMultiDict(upstream.headers))
     headers.update(extra_headers)
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
-    if upstream.content_length is not None and "chunked" not in upstream.headers.get("Transfer-Encoding", ""):
-        response.content_length = upstream.content_length
-    copy = _Tee(dialect.name, upstream.headers.get("Content-Type", "")) if tee and upstream.status < 400 else None
+    length = _body_length(upstream)
+    if length is not None:
+        response.content_length = length
     try:
         await response.prepare(request)
         async for chunk in upstream.content.iter_any():

@@ -140,7 +140,7 @@ class ChromaStore:
         self._lexical.clear()
         for start in range(0, len(active), _PAGE):
             memories = self.get(active[start : start + _PAGE])
-            self._lexical.upsert((m.id, m.scope, m.content, _encode(m)) for m in memories)
+            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories)
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert or replace memories with their vectors, and index the active ones."""
@@ -180,7 +180,7 @@ class ChromaStore:
 
     def _index(self, memories: Sequence[Memory]) -> None:
         self._total = None
-        self._lexical.upsert((m.id, m.scope, m.content, _encode(m)) for m in memories if m.active)
+        self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories if m.active)
         self._lexical.remove([m.id for m in memories if not m.active])
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
@@ -301,6 +301,12 @@ class ChromaStore:
             return [Hit(memory=_decode(records[i]), score=s) for i, s in ranked if i in records]
         by_id = {m.id: m for m in self.get([i for i, _ in ranked])}
         return [Hit(memory=by_id[i], score=s) for i, s in ranked if i in by_id and by_id[i].active]
+
+    def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
+        """Active memories of the scope filling the slot (an indexed metadata filter in Chroma)."""
+        if not slot:
+            return []
+        return self._all({"$and": [{"scope": scope}, {"slot": slot}, {"active": True}]})
 
     def _all(self, where: dict[str, Any] | None) -> list[Memory]:
         out: list[Memory] = []

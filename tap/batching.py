@@ -130,8 +130,30 @@ class WriteBuffer:
     # -- the rest of the MemoryStore protocol reads the store directly --------------------------------
 
     def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
-        """The store's lexical search (not used while extracting)."""
-        return self.store.text_search(query, scope=scope, k=k)
+        """The store's lexical hits as the buffer changed them, then buffered new memories of the
+        scope holding every query word (score 0: the buffer keeps no BM25 statistics)."""
+        hits = [self._current(h) for h in self.store.text_search(query, scope=scope, k=k)]
+        found = [h for h in hits if h is not None]
+        words = query.lower().split()
+        fresh = [
+            Hit(memory=m, score=0.0)
+            for m, _ in self._added.values()
+            if m.active and m.scope == scope and all(w in m.content.lower() for w in words)
+        ]
+        return (found + fresh)[:k] if len(found) < k else found
+
+    def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
+        """The store's slot mates as the buffer changed them, plus buffered new ones."""
+        stored = [self._buffered(m.id) or m for m in self.store.active_in_slot(scope=scope, slot=slot)]
+        found = {m.id: m for m in stored if m.active}
+        for memory, _ in self._added.values():
+            if memory.active and memory.scope == scope and memory.slot == slot:
+                found[memory.id] = memory
+        return list(found.values())
+
+    def _current(self, hit: Hit) -> Hit | None:
+        memory = self._buffered(hit.memory.id) or hit.memory
+        return Hit(memory=memory, score=hit.score) if memory.active else None
 
     def list_memories(
         self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False

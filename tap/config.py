@@ -71,7 +71,6 @@ class RecallConfig(Section, frozen=True):
     candidates: Annotated[int, msgspec.Meta(ge=1, le=500)] = 40
     min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 180.0
-    skip_repeats: bool = True
 
 
 class StoreConfig(Section, frozen=True):
@@ -181,6 +180,14 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     data_dir: Path
 
 
+RETIRED = {
+    "recall.skip_repeats": (
+        "retired: every request now gets the memories for its latest human turn, minus those the model "
+        "can already see in the request (README: Repeats); delete this line"
+    ),
+}
+"""Keys earlier versions accepted, with what to do about them (named instead of "unknown key")."""
+
 _PATH_RE = re.compile(r" - at `?\$\.?([^`]*)`?$")
 
 
@@ -211,6 +218,8 @@ def describe_error(raw: str, data: object) -> str:
     if message.startswith("Object contains unknown field"):
         field = message.split("`")[1] if "`" in message else message.rsplit(" ", 1)[-1]
         where = f"{path}.{field}" if path else field
+        if where in RETIRED:
+            return f"{where}: {RETIRED[where]}"
         return f"{where}: unknown key (check the spelling; see config.toml for every option)"
     value = _lookup(data, path)
     detail = message.replace("`", "")

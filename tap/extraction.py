@@ -1,25 +1,26 @@
 """The extraction pipeline for one chunk: gate → extract → reconcile → store.
 
 1. free heuristic gate (tap.gate); then, if configured, the LLM gate (Haiku by default);
-2. extractor: the configured LLM provider, or the offline rule-based extractor;
-3. reconcile each candidate against its most similar active memories (rules thresholds, or one
-   batched LLM decision call per chunk) and apply: add / update / supersede / noop;
-4. optionally store the chunk itself as an `episode` memory (raw turns, cited). Its whole text is
-   indexed for BM25, but its vector comes from its first EPISODE_VECTOR_WORDS words only: the
-   episode is most of the embedding work of the offline pipeline (a 500-token chunk is cut to the
-   model's 256 tokens anyway), and on LoCoMo the shorter vector costs 0.6 ER_frac points (75.8 →
-   75.2, side by side; no episodes at all: 74.0) for 1.4x the ingestion rate (bench/results/locomo.json).
+2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.rules);
+3. reconcile each candidate against the scope's active memories (tap.reconcile: its nearest
+   memories, the memories filling the same slot, what it retracts or corrects; rules, or one
+   batched LLM decision call per chunk) and apply: add / update / supersede / noop / history;
+4. with `store_episodes`, the excerpt layer (tap.rules.excerpts): every turn that says anything,
+   verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
+   conversation and the turn, so the overlap between chunks stores nothing twice.
 
 Invariants: processing a chunk twice writes nothing twice (memory ids are derived from the chunk
-id and the candidate, and existing ids are skipped), so a crash mid-chunk is safe to redo;
-extraction raises on provider failure (it never returns an empty result for an error); every LLM
-call is recorded in the cost ledger and refused once the daily budget is spent.
+id and the candidate, excerpt ids from the turn, and existing ids are skipped), so a crash
+mid-chunk is safe to redo; extraction raises on provider failure (it never returns an empty result
+for an error); every LLM call is recorded in the cost ledger and refused once the daily budget is
+spent; nothing is deleted: superseded memories stay, marked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -32,19 +33,14 @@ from tap.gate import heuristic_gate
 from tap.ledger import CostLedger, next_utc_midnight
 from tap.ports import Embedder, MemoryStore
 from tap.providers import LLMProvider, ProviderCallError, Usage, cost_usd
-from tap.reconcile import Plan, decide_by_rules, plan_from_decision
-from tap.records import Hit, Memory
-from tap.rules import CandidateMemory, RulesExtractor, episode_memory, merge_duplicates
+from tap.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
+from tap.records import CandidateMemory, Hit, Memory
+from tap.rules import Excerpt, RulesExtractor, merge_duplicates, turn_excerpts
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
-EPISODE_VECTOR_WORDS = 80
-
-
-def episode_vector_text(content: str) -> str:
-    """The part of an episode its vector is computed from: its first EPISODE_VECTOR_WORDS words."""
-    words = content.split(" ")
-    return content if len(words) <= EPISODE_VECTOR_WORDS else " ".join(words[:EPISODE_VECTOR_WORDS])
+RETRACT_LOOKUP_K = 20
+NEAREST_FETCH = 5 * SIMILAR_K
 
 
 class BudgetExhausted(TapError):
@@ -59,6 +55,12 @@ def memory_id(chunk_id: str, kind: str, content: str) -> str:
     """Deterministic id of a memory extracted from a chunk (re-processing finds it again)."""
     digest = hashlib.sha256(f"{chunk_id}\x1f{kind}\x1f{content}".encode()).hexdigest()[:20]
     return ("e_" if kind == "episode" else "m_") + digest
+
+
+def excerpt_id(scope: str, conversation: str, key: str) -> str:
+    """Deterministic id of an excerpt: the same turn passage from any chunk gets the same id."""
+    digest = hashlib.sha256(f"{scope}\x1f{conversation}\x1f{key}".encode()).hexdigest()[:20]
+    return "x_" + digest
 
 
 class Extraction:
@@ -96,20 +98,40 @@ class Extraction:
         self._prefetched = {}
         groups: list[list[str]] = []
         for chunk in chunks:
-            if not heuristic_gate(chunk).passed:
-                continue
+            texts = [e.vector_text for e in turn_excerpts(chunk)] if self.config.store_episodes else []
             candidates = self._prefetched[chunk.id] = merge_duplicates(self.rules.extract(chunk))
-            texts = [c.content for c in candidates]
-            if self.config.store_episodes:
-                texts.append(episode_vector_text(episode_memory(chunk).content))
-            groups.append(texts)
+            groups.append([c.content for c in candidates] + texts)
         return groups
 
     def process(self, chunk: Chunk) -> str:
         """Run the whole pipeline on one chunk; returns a one-line outcome."""
         self.counters["chunks"] += 1
-        gate = heuristic_gate(chunk)
-        if not gate.passed:
+        excerpts = turn_excerpts(chunk) if self.config.store_episodes else []
+        excerpt_ids = [excerpt_id(chunk.scope, chunk.conversation, e.key) for e in excerpts]
+        skipped = self._gate(chunk)
+        if skipped:  # the gate decides about statements; the verbatim layer keeps what was said anyway
+            self._prefetched.pop(chunk.id, None)
+            existing = {m.id for m in self.store.get(excerpt_ids)} if excerpt_ids else set()
+            stored = self._add_excerpts(chunk, excerpts, excerpt_ids, existing)
+            self.counters["episode"] += stored
+            return skipped + (f"; excerpts {stored}" if stored else "")
+        self.counters["extracted"] += 1
+        prefetched = self._prefetched.pop(chunk.id, None)
+        candidates = prefetched if prefetched is not None else merge_duplicates(self._extract(chunk))
+        ids = [memory_id(chunk.id, c.kind, c.content) for c in candidates]
+        asked = ids + excerpt_ids
+        existing = {m.id for m in self.store.get(asked)} if asked else set()  # one read for the whole chunk
+        actions = self._reconcile(chunk, candidates, ids, existing)
+        actions["episode"] += self._add_excerpts(chunk, excerpts, excerpt_ids, existing)
+        for action, n in actions.items():
+            self.counters[action] += n
+        return ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "nothing to remember"
+
+    def _gate(self, chunk: Chunk) -> str:
+        """'' when the chunk goes on to extraction, else why it does not. The free heuristic gate
+        saves LLM calls; the rules extractor judges every sentence itself, so it sees every chunk."""
+        llm = self.gate_provider is not None or self.extract_provider is not None
+        if llm and not heuristic_gate(chunk).passed:
             self.counters["gated_out_heuristic"] += 1
             return "skipped by the heuristic gate"
         if self.gate_provider is not None:
@@ -117,20 +139,7 @@ class Extraction:
             if verdict:
                 self.counters["gated_out_llm"] += 1
                 return f"skipped by the LLM gate: {verdict}"
-        self.counters["extracted"] += 1
-        prefetched = self._prefetched.pop(chunk.id, None)
-        candidates = prefetched if prefetched is not None else merge_duplicates(self._extract(chunk))
-        episode = self._episode(chunk) if self.config.store_episodes else None
-        ids = [memory_id(chunk.id, c.kind, c.content) for c in candidates]
-        asked = ids + ([episode.id] if episode is not None else [])
-        existing = {m.id for m in self.store.get(asked)} if asked else set()  # one read for the whole chunk
-        actions = self._reconcile(chunk, candidates, ids, existing)
-        if episode is not None and episode.id not in existing:
-            self.store.add([episode], self.embedder.embed_documents([episode_vector_text(episode.content)]))
-            actions["episode"] += 1
-        for action, n in actions.items():
-            self.counters[action] += n
-        return ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "nothing to remember"
+        return ""
 
     # -- LLM calls with the budget ------------------------------------------------------------------
 
@@ -194,8 +203,18 @@ class Extraction:
         if not fresh:
             return actions
         vectors = self.embedder.embed_documents([c.content for c in fresh])
+        if self.extract_provider is None:
+            # one at a time: a statement sees what the chunk's earlier statements wrote ("I'm
+            # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too
+            for candidate, vector in zip(fresh, vectors, strict=True):
+                near = self._nearest(chunk.scope, [vector])[0]
+                plan = decide(candidate, self._evidence(chunk.scope, candidate, near), self.config)
+                actions[plan.action] += 1
+                self._apply(chunk, candidate, vector, plan)
+            return actions
         similar = self._nearest(chunk.scope, vectors)
-        plans = self._plans(fresh, similar)
+        evidence = [self._evidence(chunk.scope, c, near) for c, near in zip(fresh, similar, strict=True)]
+        plans = self._plans(fresh, evidence)
         for candidate, vector, plan in zip(fresh, vectors, plans, strict=True):
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
@@ -204,28 +223,42 @@ class Extraction:
     def _nearest(self, scope: str, vectors: Sequence[Sequence[float]]) -> list[list[tuple[Memory, float]]]:
         """The SIMILAR_K most similar active non-episode memories of the scope, for each vector.
 
-        The rules only look at the nearest one, so the store may answer from its fast search as
-        soon as it has one (`at_least`); a vector whose answer holds no non-episode memory is asked
-        again in full. An LLM is shown all SIMILAR_K, so it always gets the full search.
+        Excerpts (kind episode) are most of a scope's memories, so the search fetches
+        NEAREST_FETCH and keeps the statements among them.
         """
-        k = SIMILAR_K + 3
-        at_least = 1 if self.extract_provider is None else k
-        found = self.store.vector_search_many(vectors, scope=scope, k=k, at_least=at_least)
-        again = [n for n, hits in enumerate(found) if len(hits) < k and all(h.memory.kind == "episode" for h in hits)]
-        if again and at_least < k:
-            for n, hits in zip(
-                again, self.store.vector_search_many([vectors[n] for n in again], scope=scope, k=k), strict=True
-            ):
-                found[n] = hits
+        found = self.store.vector_search_many(vectors, scope=scope, k=NEAREST_FETCH)
         return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
-    def _plans(self, candidates: list[CandidateMemory], similar: list[list[tuple[Memory, float]]]) -> list[Plan]:
-        if self.extract_provider is None:
-            return [
-                decide_by_rules(c.content, c.kind, c.valid_from, [Hit(memory=m, score=s) for m, s in near], self.config)
-                for c, near in zip(candidates, similar, strict=True)
+    def _evidence(self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]]) -> Evidence:
+        """What the store holds about one candidate: nearest, slot mates, retracted, corrected."""
+        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near])
+        if candidate.slot:
+            family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
+            evidence.mates = slot_mates(candidate, family)
+        if candidate.retracts and not (candidate.slot and evidence.mates):
+            hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K)
+            evidence.retracted = [
+                h.memory
+                for h in hits
+                if h.memory.kind != "episode" and holds_words(h.memory.content, candidate.retracts)
             ]
-        shown = [[m for m, _ in near] for near in similar]
+        if candidate.correction:
+            wrong = candidate.correction[0]
+            hits = self.store.text_search(wrong, scope=scope, k=RETRACT_LOOKUP_K)
+            named = [
+                h.memory
+                for h in hits
+                if h.memory.kind != "episode"
+                and h.memory.valid_from <= candidate.valid_from
+                and re.search(rf"\b{re.escape(wrong)}\b", h.memory.content)
+            ]
+            evidence.corrected = max(named, key=lambda m: (m.valid_from, m.created_at)) if named else None
+        return evidence
+
+    def _plans(self, candidates: list[CandidateMemory], evidence: list[Evidence]) -> list[Plan]:
+        if self.extract_provider is None:
+            return [decide(c, e, self.config) for c, e in zip(candidates, evidence, strict=True)]
+        shown = [_shown(e) for e in evidence]
         if not any(shown):  # nothing similar is stored: every candidate is new, no call needed
             return [Plan(action="add") for _ in candidates]
         with self._billed("reconcile"):
@@ -242,22 +275,30 @@ class Extraction:
         return plans
 
     def _apply(self, chunk: Chunk, candidate: CandidateMemory, vector: Sequence[float], plan: Plan) -> None:
+        if plan.action == "drop":
+            return
         if plan.action == "noop":
             if plan.target is not None:
                 self._bump(plan.target, candidate)
             return
         memory = self._memory(chunk, candidate, plan.content or candidate.content)
-        if plan.target is not None and plan.action in ("update", "supersede"):
+        replaces = plan.target is not None and plan.action in ("update", "supersede")
+        if plan.target is not None and replaces:
             memory.supersedes = plan.target.id
             memory.sources = list(dict.fromkeys([*plan.target.sources, *memory.sources]))
             if plan.action == "update":
                 memory.created_at = plan.target.created_at
-            vector = self.embedder.embed_documents([memory.content])[0] if plan.content else vector
+            if plan.content and plan.content != candidate.content:
+                vector = self.embedder.embed_documents([memory.content])[0]
+        if plan.action == "history" and plan.target is not None:
+            memory.superseded_by = plan.target.id  # an older statement of a slot a newer one fills
         self.store.add([memory], [vector])
-        if plan.target is not None and plan.action in ("update", "supersede"):
-            plan.target.superseded_by = memory.id
-            plan.target.updated_at = self._now()
-            self.store.update_metadata([plan.target])
+        if replaces:
+            retired = [m for m in [plan.target, *plan.also] if m is not None]
+            for old in retired:
+                old.superseded_by = memory.id
+                old.updated_at = self._now()
+            self.store.update_metadata(retired)
 
     def _bump(self, target: Memory, candidate: CandidateMemory) -> None:
         target.sources = list(dict.fromkeys([*target.sources, *candidate.turn_ids]))
@@ -281,9 +322,30 @@ class Extraction:
             updated_at=now,
             valid_from=candidate.valid_from or now,
             embedder=self.embedder.model_id,
+            slot=candidate.slot,
+            slot_part=candidate.slot_part,
+            slot_value=candidate.slot_value,
+            context=candidate.context,
         )
 
-    def _episode(self, chunk: Chunk) -> Memory:
-        """The chunk itself as an `episode` memory."""
-        episode = episode_memory(chunk)
-        return self._memory(chunk, episode, episode.content)
+    def _add_excerpts(self, chunk: Chunk, excerpts: list[Excerpt], ids: list[str], existing: set[str]) -> int:
+        """Store the excerpts not stored yet (one write); returns how many."""
+        new = [(e, i) for e, i in zip(excerpts, ids, strict=True) if i not in existing]
+        if not new:
+            return 0
+        memories = []
+        for excerpt, memory_id_ in new:
+            memory = self._memory(chunk, excerpt.candidate, excerpt.candidate.content)
+            memory.id = memory_id_
+            memories.append(memory)
+        self.store.add(memories, self.embedder.embed_documents([e.vector_text for e, _ in new]))
+        return len(new)
+
+
+def _shown(evidence: Evidence) -> list[Memory]:
+    """The memories an LLM reconcile call is shown for one candidate: nearest first, then the slot
+    mates and retracted memories it might not rank among them (each once)."""
+    shown: dict[str, Memory] = {h.memory.id: h.memory for h in evidence.similar}
+    for memory in [*evidence.mates, *evidence.retracted]:
+        shown.setdefault(memory.id, memory)
+    return list(shown.values())

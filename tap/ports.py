@@ -75,6 +75,10 @@ class MemoryStore(Protocol):
         """Active memories of a scope matching the query words; score is BM25 (higher = better)."""
         ...
 
+    def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
+        """Active memories of a scope that fill the slot ("user|residence"), any part and value."""
+        ...
+
     def list_memories(
         self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
     ) -> list[Memory]:

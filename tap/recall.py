@@ -7,8 +7,9 @@ Pipeline (DESIGN.md §5):
    BM25 under a third of the best lexical score for lexical-only hits);
 3. fuse the two rankings by reciprocal rank, then weigh by importance and recency
    (fresh ≥ stale, never below half);
-4. skip memories already injected for an *earlier* turn of the same conversation (a retry of the
-   same turn gets the same memories again, so injection stays deterministic);
+4. leave out the memories the caller's `skip` predicate names (the interception core passes the
+   ones the model can already see in the request: tap.repeats; recall itself keeps no per-
+   conversation state, so the same query always gets the same block);
 5. pack greedily by score into the budget with tap's token counter, which never under-counts,
    framed as background data rather than instructions. Each memory shows its date: memories are
    listed under one heading per day ("25 May 2023:"), days in order, so a date costs its tokens
@@ -18,9 +19,9 @@ Pipeline (DESIGN.md §5):
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -30,9 +31,8 @@ from tap.ports import Embedder, MemoryStore
 from tap.records import Hit, Memory, Recalled, RecallResult
 from tap.tokens import count_tokens
 
-RRF_K = 60
+RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
-_MAX_CONVERSATIONS = 2000
 _MAX_QUERY_CHARS = 4000
 
 HEADER = (
@@ -75,57 +75,106 @@ def empty_result(elapsed_ms: float = 0.0) -> RecallResult:
     return RecallResult(block="", tokens=0, memories=[], elapsed_ms=elapsed_ms)
 
 
-def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int) -> RecallResult:
-    """Greedy by score into at most `budget` tokens; a memory costs its line, plus its day's heading
-    when that day is new.
+EXCERPTS_HEADING = "Excerpts (verbatim, from the conversations):"
 
-    The block lists the chosen memories under one heading per day, days in order, so a date is
-    paid for once per day instead of once per memory.
-    """
-    used = count_tokens(HEADER) + count_tokens(FOOTER) + 1
-    chosen: list[Recalled] = []
-    days: dict[tuple[int, str], list[str]] = {}
+
+def is_excerpt(memory: Memory) -> bool:
+    """Whether a memory belongs to the verbatim layer (kind `episode`) rather than the statements."""
+    return memory.kind == "episode"
+
+
+def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int) -> RecallResult:
+    """Greedy by score into at most `budget` tokens (see `_Packer`); then rendered: the chosen
+    statements under one heading per day, days in order, then the chosen excerpts the same way
+    under their own heading. A date is paid for once per day and section, and an excerpt never
+    stands above a statement (a newer statement of a fact must not read as outranked by an old
+    verbatim line)."""
+    packer = _Packer(budget)
+    deferred: list[tuple[Memory, float]] = []
     for memory, score in ranked:
+        if memory.sources and packer.covered.issuperset(memory.sources):
+            deferred.append((memory, score))  # its turns are in the block already: only if room is left
+            continue
+        packer.place(memory, score)
+    for memory, score in deferred:
+        packer.place(memory, score)
+    return packer.result()
+
+
+class _Packer:
+    """The block being filled: a memory costs its line, plus its day's heading when that day is new
+    in its section, plus the excerpts heading for the first excerpt."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = count_tokens(HEADER) + count_tokens(FOOTER) + 1
+        self.chosen: list[Recalled] = []
+        self.sections: dict[bool, dict[tuple[int, str], list[str]]] = {False: {}, True: {}}
+        self.covered: set[str] = set()
+        self._excerpts_heading = count_tokens(EXCERPTS_HEADING) + 1
+
+    def place(self, memory: Memory, score: float) -> bool:
+        """Add the memory if it fits; whether it did."""
         line = render_line(memory)
+        excerpt = is_excerpt(memory)
+        days = self.sections[excerpt]
         day = memory_day(memory)
         heading = 0 if day in days else count_tokens(day_heading(day[1])) + 1
-        if used + heading + min_tokens(line) + 1 > budget:
-            continue  # cannot fit even at the lowest possible count: skip the exact (slower) count
+        if excerpt and not days:
+            heading += self._excerpts_heading
+        if self.used + heading + min_tokens(line) + 1 > self.budget:
+            return False  # cannot fit even at the lowest possible count: skip the exact (slower) count
         cost = heading + count_tokens(line) + 1  # +1: the newline before each line
-        if used + cost > budget:
-            continue
-        used += cost
+        if self.used + cost > self.budget:
+            return False
+        self.used += cost
+        self.covered.update(memory.sources)
         days.setdefault(day, []).append(line)
-        chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
-    if not chosen:
-        return empty_result()
-    lines = [HEADER]
-    for day in sorted(days):
-        lines += [day_heading(day[1]), *days[day]]
-    block = "\n".join([*lines, FOOTER])
-    return RecallResult(block=block, tokens=count_tokens(block), memories=chosen)
+        self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
+        return True
+
+    def result(self) -> RecallResult:
+        """The rendered block; `memories` in block order: statements first, then excerpts (each
+        by score)."""
+        if not self.chosen:
+            return empty_result()
+        self.chosen.sort(key=lambda r: is_excerpt(r.memory))
+        lines = [HEADER]
+        for excerpt in (False, True):
+            if excerpt and self.sections[True]:
+                lines.append(EXCERPTS_HEADING)
+            for day in sorted(self.sections[excerpt]):
+                lines += [day_heading(day[1]), *self.sections[excerpt][day]]
+        block = "\n".join([*lines, FOOTER])
+        return RecallResult(block=block, tokens=count_tokens(block), memories=self.chosen)
 
 
-class _InjectionLedger:
-    """Which memories were injected for which turn of each conversation (bounded LRU)."""
+_CURRENT = re.compile(
+    r"\b(?:now|currently|current|these days|nowadays|latest|most recent|most recently|recently|still|anymore"
+    r"|any more|at the moment|right now|today|new|newest|last)\b",
+    re.IGNORECASE,
+)
+CURRENT_HALF_LIFE_DAYS = 30.0
 
-    def __init__(self) -> None:
-        self._turns: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def seen_elsewhere(self, conversation: str, turn_key: str) -> set[str]:
-        with self._lock:
-            injected = self._turns.get(conversation, {})
-            return {mid for mid, key in injected.items() if key != turn_key}
+def asks_for_current(query: str) -> bool:
+    """Whether the query asks for the present state of something ('where do I live now?')."""
+    return _CURRENT.search(query) is not None
 
-    def record(self, conversation: str, turn_key: str, ids: list[str]) -> None:
-        with self._lock:
-            injected = self._turns.setdefault(conversation, {})
-            self._turns.move_to_end(conversation)
-            for mid in ids:
-                injected.setdefault(mid, turn_key)
-            while len(self._turns) > _MAX_CONVERSATIONS:
-                self._turns.popitem(last=False)
+
+def _newest_first_weighting(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
+    """For a question about the present: statements weighed by how recent they are relative to the
+    newest candidate (x1 for the newest, halving every CURRENT_HALF_LIFE_DAYS, never below x0.25), so
+    the latest value of a fact outranks older ones whatever the wall clock says."""
+    stamps = [m.valid_from or m.created_at for m, _ in scored if not is_excerpt(m)]
+    if not stamps:
+        return scored
+    newest = max(stamps)
+    out = []
+    for memory, score in scored:
+        age_days = max(0.0, newest - (memory.valid_from or memory.created_at)) / 86400
+        out.append((memory, score * max(0.25, 0.5 ** (age_days / CURRENT_HALF_LIFE_DAYS))))
+    return out
 
 
 class RecallEngine:
@@ -143,7 +192,6 @@ class RecallEngine:
         self.embedder = embedder
         self.config = config
         self._now = now
-        self._ledger = _InjectionLedger()
         self._accessed: dict[str, tuple[int, float]] = {}
         self._accessed_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="tap-recall")
@@ -153,9 +201,8 @@ class RecallEngine:
         query: str,
         *,
         scope: str,
-        conversation: str = "",
-        turn_key: str = "",
         budget_tokens: int | None = None,
+        skip: Callable[[Memory], bool] | None = None,
     ) -> RecallResult:
         """The block to inject for `query` in `scope` (empty when nothing is relevant)."""
         started = time.perf_counter()
@@ -163,14 +210,10 @@ class RecallEngine:
         if not query:
             return empty_result()
         ranked = self._rank(query, scope)
-        if conversation and self.config.skip_repeats:
-            skip = self._ledger.seen_elsewhere(conversation, turn_key)
-            ranked = [(m, s) for m, s in ranked if m.id not in skip]
+        if skip is not None:
+            ranked = [(m, s) for m, s in ranked if not skip(m)]
         result = self._pack(ranked, budget_tokens or self.config.budget_tokens)
-        ids = [r.memory.id for r in result.memories]
-        if conversation and ids:
-            self._ledger.record(conversation, turn_key, ids)
-        self._note_access(ids)
+        self._note_access([r.memory.id for r in result.memories])
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         return result
 
@@ -179,15 +222,14 @@ class RecallEngine:
         query: str,
         *,
         scope: str,
-        conversation: str = "",
-        turn_key: str = "",
         deadline_ms: int | None = None,
+        skip: Callable[[Memory], bool] | None = None,
     ) -> RecallResult:
         """recall() in a worker thread under the hard deadline; raises TimeoutError past it."""
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
             self._pool,
-            lambda: self.recall(query, scope=scope, conversation=conversation, turn_key=turn_key),
+            lambda: self.recall(query, scope=scope, skip=skip),
         )
         timeout = (deadline_ms or self.config.deadline_ms) / 1000
         return await asyncio.wait_for(future, timeout)
@@ -204,6 +246,8 @@ class RecallEngine:
         fused = self._fuse(self._relevant_vector(vector_hits), self._relevant_lexical(lexical_hits))
         now = self._now()
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
+        if asks_for_current(query):
+            scored = _newest_first_weighting(scored)
         return sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
 
     def _relevant_vector(self, hits: list[Hit]) -> list[Hit]:

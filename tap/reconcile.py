@@ -1,18 +1,29 @@
 """Reconcile: decide what each new candidate memory does to the store (add / update / supersede / noop).
 
-Rules (no LLM; DESIGN.md §6), against the most similar active memories of the same scope:
-- cosine ≥ `duplicate_similarity` → **noop**: the existing memory gains the candidate's source
-  turns and the higher importance (repeated facts matter more), nothing new is written;
-- cosine ≥ `supersede_similarity`, same kind (not an event or an episode: those accumulate),
-  about the same subject (same first word, half the words shared, and only a slot changed: at
-  most MAX_CHANGED_WORDS words, or a quarter of the shorter statement, on either side), and not
-  older than the existing one → **supersede**: a new version replaces it; the old one stays,
-  marked. "Ana works as a nurse at Santa Maria" → "… at São José" is a new version; "moving the
-  billing service to Postgres next Monday" and "moving the search index to Kafka next Friday"
-  are two facts;
-- otherwise → **add**.
-With an LLM provider the same decisions come from one batched call per chunk (tap.providers);
-`apply` carries out decisions from either source, non-destructively.
+Rules (no LLM; DESIGN.md §6), in this order, against the scope's active memories:
+1. **correction** ("it's Dana, not Diana"): the newest memory naming the wrong value gets a new
+   version with the right one (supersede); with nothing to correct, the candidate is dropped (it
+   means nothing on its own);
+2. **duplicate**: cosine ≥ `duplicate_similarity` with the nearest memory → noop: the existing
+   memory gains the candidate's source turns and the higher importance;
+3. **slot** (tap.rules.slots): memories filling the same single-valued slot ("user|residence",
+   "team|database") are the statement's mates. Same value → noop (a restatement). Another value,
+   older → supersede every such mate ("lives in Berlin" → "moved to Lisbon"); another value, newer
+   (an old log ingested late) → the candidate is written as history, already superseded by the
+   newer one. A team-wide statement and one about a part of the work ("for the backend") are mates
+   when the scope knows only one of them;
+4. **retraction** ("I no longer eat meat", "I left Google"): older memories of the scope holding
+   every retracted word are superseded by the retraction;
+5. **change** ("instead", "used to … but now", "switched", "these days"; a weaker "now"): the most
+   similar older statement about the same subject (same opening words: "the user", "the user's
+   sister", "Atlas") at cosine ≥ CHANGE_SIMILARITY (NOW_SIMILARITY for "now") is superseded;
+6. **same subject** (the older rule, for statements without a slot): cosine ≥ `supersede_similarity`,
+   same kind (not an event or an episode: those accumulate), same first word, at most a few words
+   changed, not older → supersede;
+7. otherwise → add.
+With an LLM provider the same decisions come from one batched call per chunk (tap.providers),
+shown the slot mates as well as the nearest memories; `plan_from_decision` turns its answer into
+a Plan. Nothing is ever deleted: a superseded memory stays, marked, and is never recalled.
 """
 
 from __future__ import annotations
@@ -24,20 +35,37 @@ import msgspec
 
 from tap.config import ExtractConfig
 from tap.errors import ProviderError
-from tap.records import Hit, Memory
+from tap.records import CandidateMemory, Hit, Kind, Memory
 
 Action = str
 _WORD = re.compile(r"[^\W_]+")
 NON_SUPERSEDING = ("event", "episode")
 MAX_CHANGED_WORDS = 2
+CHANGE_SIMILARITY = 0.45  # measured: updates 0.46-0.74 to what they update, unrelated statements 0.17-0.29
+NOW_SIMILARITY = 0.55
 
 
 class Plan(msgspec.Struct, kw_only=True):
-    """What to do with one candidate: the action and the existing memory it concerns."""
+    """What to do with one candidate: the action, the memory it concerns, and any others it retires.
+
+    `action` is add | noop | update | supersede | history | drop; `history` writes the candidate
+    already superseded by `target` (a newer statement of the same slot); `drop` writes nothing.
+    """
 
     action: Action
     target: Memory | None = None
     content: str = ""
+    also: list[Memory] = msgspec.field(default_factory=list)
+
+
+class Evidence(msgspec.Struct, kw_only=True):
+    """What the store says about one candidate: nearest memories, slot mates, retracted and
+    corrected memories (each list: active, non-episode, same scope)."""
+
+    similar: list[Hit] = msgspec.field(default_factory=list)
+    mates: list[Memory] = msgspec.field(default_factory=list)
+    retracted: list[Memory] = msgspec.field(default_factory=list)
+    corrected: Memory | None = None
 
 
 def _words(text: str) -> list[str]:
@@ -55,23 +83,126 @@ def same_subject(a: str, b: str) -> bool:
     return len(sa & sb) / shorter >= 0.5 and changed <= max(MAX_CHANGED_WORDS, shorter // 4)
 
 
-def decide_by_rules(content: str, kind: str, valid_from: float, similar: Sequence[Hit], cfg: ExtractConfig) -> Plan:
-    """The rules decision for one candidate given its nearest active memories (best first)."""
+def holds_words(content: str, words: Sequence[str]) -> bool:
+    """Whether every word is in the content (as a word or a word's start: 'eat' in 'eats')."""
+    have = _words(content)
+    return bool(words) and all(any(h.startswith(w.lower()) for h in have) for w in words)
+
+
+def corrected_content(content: str, wrong: str, right: str) -> str:
+    """The content with the wrong value replaced by the right one (whole words only)."""
+    return re.sub(rf"\b{re.escape(wrong)}\b", right, content)
+
+
+def slot_mates(candidate: CandidateMemory, family: Sequence[Memory]) -> list[Memory]:
+    """The memories of the slot's family that state the same thing as the candidate does: those
+    about the same part; else, when the scope knows exactly one part (or only the whole), those."""
+    same = [m for m in family if m.slot_part == candidate.slot_part]
+    if same:
+        return same
+    parts = {m.slot_part for m in family}
+    if len(parts) == 1 and (not candidate.slot_part or parts == {""}):
+        return list(family)
+    return []
+
+
+def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -> Plan:
+    """The rules decision for one candidate (see the module docstring)."""
+    if candidate.correction:
+        if evidence.corrected is None:
+            return Plan(action="drop")
+        wrong, right = candidate.correction[0], candidate.correction[1]
+        return Plan(
+            action="supersede",
+            target=evidence.corrected,
+            content=corrected_content(evidence.corrected.content, wrong, right),
+        )
+    similar = evidence.similar
+    if similar and similar[0].score >= cfg.duplicate_similarity:
+        return Plan(action="noop", target=similar[0].memory)
+    if candidate.slot:
+        plan = _slot_plan(candidate, evidence.mates)
+        if plan is not None:
+            return plan
+    older = [m for m in evidence.retracted if m.valid_from <= candidate.valid_from]
+    if older:
+        newest = max(older, key=lambda m: (m.valid_from, m.created_at))
+        return Plan(action="supersede", target=newest, also=[m for m in older if m.id != newest.id])
+    changed = _changed_plan(candidate, similar)
+    return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
+
+
+def subject_key(content: str) -> str:
+    """Whom a statement is about, by its opening words: 'the user', "the user's sister", 'atlas'."""
+    words = _words(content)[:4]
+    if words[:2] == ["the", "user"]:
+        return "the user" if len(words) < 3 or words[2] != "s" else f"the user's {words[3] if len(words) > 3 else ''}"
+    return words[0] if words else ""
+
+
+def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | None:
+    """A statement that says something changed ("instead", "used to … but now", "moved the blog to
+    Astro") supersedes the most similar older statement about the same subject."""
+    cue = "update" if "update" in candidate.tags else "now" if "now" in candidate.tags else ""
+    if not cue:
+        return None
+    floor = CHANGE_SIMILARITY if cue == "update" else NOW_SIMILARITY
+    subject = subject_key(candidate.content)
+    names = _names(candidate.content)
+    for hit in similar:
+        old = hit.memory
+        if hit.score < floor:
+            break
+        if old.kind in NON_SUPERSEDING or old.valid_from > candidate.valid_from or old.kind == "instruction":
+            continue
+        if subject_key(old.content) == subject or names & _names(old.content):
+            return Plan(action="supersede", target=old)
+    return None
+
+
+_NAME = re.compile(r"(?<=\s)[A-Z][a-z]{2,}\b")
+
+
+def _names(content: str) -> set[str]:
+    """Capitalised words inside a statement (not its first word): the people, pets and projects it
+    names ('Ava', 'Atlas')."""
+    return set(_NAME.findall(content)) - {"The", "User"}
+
+
+def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory]) -> Plan | None:
+    if not mates:
+        return None
+    same_value = [m for m in mates if m.slot_value == candidate.slot_value]
+    if same_value:
+        return Plan(action="noop", target=max(same_value, key=lambda m: m.valid_from))
+    newer = [m for m in mates if m.valid_from > candidate.valid_from]
+    if newer:
+        return Plan(action="history", target=min(newer, key=lambda m: m.valid_from))
+    newest = max(mates, key=lambda m: (m.valid_from, m.created_at))
+    return Plan(action="supersede", target=newest, also=[m for m in mates if m.id != newest.id])
+
+
+def _same_subject_plan(candidate: CandidateMemory, similar: Sequence[Hit], cfg: ExtractConfig) -> Plan:
     if not similar:
         return Plan(action="add")
     best = similar[0]
-    if best.score >= cfg.duplicate_similarity:
-        return Plan(action="noop", target=best.memory)
     old = best.memory
     if (
         best.score >= cfg.supersede_similarity
-        and kind == old.kind
-        and kind not in NON_SUPERSEDING
-        and valid_from >= old.valid_from
-        and same_subject(content, old.content)
+        and candidate.kind == old.kind
+        and candidate.kind not in NON_SUPERSEDING
+        and not old.slot
+        and candidate.valid_from >= old.valid_from
+        and same_subject(candidate.content, old.content)
     ):
-        return Plan(action="supersede", target=old, content=content)
+        return Plan(action="supersede", target=old, content=candidate.content)
     return Plan(action="add")
+
+
+def decide_by_rules(content: str, kind: Kind, valid_from: float, similar: Sequence[Hit], cfg: ExtractConfig) -> Plan:
+    """The rules decision for a plain statement given its nearest active memories (best first)."""
+    candidate = CandidateMemory(content=content, kind=kind, importance=3, tags=[], turn_ids=[], valid_from=valid_from)
+    return decide(candidate, Evidence(similar=list(similar)), cfg)
 
 
 def plan_from_decision(action: str, target_id: str, content: str, similar: Sequence[Memory]) -> Plan:

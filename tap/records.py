@@ -48,6 +48,16 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
     access_count: int = 0
     last_accessed: float = 0.0
     embedder: str = ""
+    slot: str = ""
+    slot_part: str = ""
+    slot_value: str = ""
+    context: str = ""
+
+    @property
+    def index_text(self) -> str:
+        """What search matches this memory by: its content, and the context that leads to it
+        (for an excerpt, the end of the turn it answers), which the content itself does not show."""
+        return f"{self.content}\n{self.context}" if self.context else self.content
 
     @property
     def active(self) -> bool:
@@ -84,6 +94,29 @@ def make_memory(
         updated_at=at,
         valid_from=at if valid_from is None else valid_from,
     )
+
+
+class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """A memory proposed by an extractor, before reconcile gives it an id and a scope.
+
+    `slot` / `slot_part` / `slot_value`: the single-valued attribute it states ("user|residence",
+    "", "lisbon"; "team|database", "backend", "postgres"), so reconcile can supersede the statement
+    it updates; `retracts`: words of what it takes back
+    ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana".
+    """
+
+    content: str
+    kind: Kind
+    importance: int
+    tags: list[str]
+    turn_ids: list[str]
+    valid_from: float
+    slot: str = ""
+    slot_part: str = ""
+    slot_value: str = ""
+    retracts: list[str] = msgspec.field(default_factory=list)
+    correction: list[str] = msgspec.field(default_factory=list)
+    context: str = ""
 
 
 class Hit(msgspec.Struct, kw_only=True):

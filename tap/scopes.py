@@ -1,11 +1,10 @@
-"""Whose memories a request may read and write (DESIGN.md §7), and which conversation it is in.
+"""Whose memories a request may read and write (DESIGN.md §7).
 
 - `x-tap-scope` names the scope, else "default";
 - with `[proxy] scope_by_api_key = true` the scope is a fingerprint of the client's API key and
   the header is ignored, so in a shared deployment no client can name another's scope; the key
-  itself is never stored, only a salted-free SHA-256 prefix that cannot be reversed into it;
-- `x-tap-conversation` names the conversation, else it is derived from the scope and the first
-  user message (stable for every turn of a chat, different across chats).
+  itself is never stored, only a SHA-256 prefix that cannot be reversed into it.
+Which *conversation* a request is in is tap.identity's job.
 """
 
 from __future__ import annotations
@@ -51,16 +50,3 @@ def resolve_scope(headers: Mapping[str, str], *, by_api_key: bool) -> str:
     if not _VALID.match(scope):
         raise ValueError("x-tap-scope must be 1-128 characters of A-Z a-z 0-9 . _ : @ / -")
     return scope
-
-
-def resolve_conversation(headers: Mapping[str, str], scope: str, first_user_text: str | None) -> str:
-    """The conversation id: the header, else a hash of scope and first user message."""
-    given = headers.get("x-tap-conversation", "").strip()
-    if given:
-        return given[:200]
-    return "c-" + _digest(scope, first_user_text or "")
-
-
-def turn_key(conversation: str, position: int, text: str) -> str:
-    """A stable id for one user turn (same on a retry, different for a later turn)."""
-    return "u-" + _digest(conversation, str(position), text)

@@ -24,6 +24,8 @@ from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_s
 from tap.app import Runtime, open_runtime
 from tap.capture import Capture, TurnLog
 from tap.config import Config, LoadedConfig, read_secret
+from tap.identity import Conversations
+from tap.intercept import Interceptor
 from tap.metrics import Metrics
 from tap.providers.deprecation import deprecated_model_warnings
 from tap.tasks import create_task, running_tasks
@@ -43,14 +45,23 @@ def tap_version() -> str:
 def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
     """The ProxyContext for a runtime."""
     metrics = Metrics()
+    interceptor = Interceptor(
+        rt.loaded.config,
+        recall=rt.recall,
+        metrics=metrics,
+        conversations=Conversations(capture.turn_log),
+        capture=capture,
+    )
     metrics.sections["capture"] = capture.status
     metrics.sections["extraction"] = rt.worker.status
+    metrics.sections["intercept"] = interceptor.status
     return ProxyContext(
         config=rt.loaded.config,
         memories=rt.memories,
         recall=rt.recall,
         metrics=metrics,
         admin_token=token,
+        interceptor=interceptor,
         capture=capture,
         ingest=rt.ingestor.ingest_async,
         version=tap_version(),
@@ -68,7 +79,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 
-        deps = (rt.loaded.data_dir, rt.recall, rt.memories, rt.ingestor.ingest_async, rt.ledger)
+        deps = (rt.loaded.data_dir, ctx.interceptor, rt.memories, rt.ledger)
         add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps))
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
     await runner.setup()

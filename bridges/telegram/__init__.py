@@ -1,8 +1,9 @@
 """The Telegram bridge: a memory-backed chat bot served by tap's own webhook (DESIGN.md §7).
 
-Telegram → `POST [telegram] path` on tap's port → python-telegram-bot handlers → recall from the
-chat's scope → the configured model (memories injected as the proxy does) → the reply back to
-Telegram → the exchange into the ingestion entry point (`source = "telegram"`).
+Telegram → `POST [telegram] path` on tap's port → python-telegram-bot handlers → tap's
+interception core (tap.intercept: recall from the chat's scope, injected as the proxy does) →
+the configured model → the reply back to Telegram → the core's after-step (turn log, then the
+ingestion entry point, `source = "telegram"`).
 
 Public surface (for the composition root and the CLI only):
 - `add_telegram(app, deps)` / `TelegramDeps`: wire the bridge into the aiohttp app of `tap serve`;

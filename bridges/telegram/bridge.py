@@ -29,7 +29,7 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import ApplicationBuilder
 
 from bridges.telegram.commands import Commands
-from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations, Ingest
+from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations
 from bridges.telegram.credentials import Credentials, bot_url, file_url, read_credentials
 from bridges.telegram.db import TelegramDB
 from bridges.telegram.handlers import Handlers, TelegramApp
@@ -40,9 +40,9 @@ from bridges.telegram.send import Sender, use_timedelta_periods
 from bridges.telegram.webhook import Webhook
 from tap.config import TelegramConfig
 from tap.errors import ConfigError
+from tap.intercept import Interceptor
 from tap.ledger import CostLedger
 from tap.memories import MemoryService
-from tap.recall import RecallEngine
 from tap.tasks import create_task
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,8 @@ class TelegramDeps:
 
     config: TelegramConfig
     data_dir: Path
-    recall: RecallEngine
+    intercept: Interceptor
     memories: MemoryService
-    ingest: Ingest
     ledger: CostLedger
 
 
@@ -140,8 +139,7 @@ class TelegramBridge:
         conversations = Conversations(
             self.cfg,
             db=db,
-            recall=deps.recall,
-            ingest=deps.ingest,
+            intercept=deps.intercept,
             ledger=deps.ledger,
             model=self.model,
             sender=sender,

@@ -3,30 +3,31 @@
 Per incoming message (already admitted by bridges.telegram.access):
 1. the user's turn is stored as *pending* in the chat history (unless `/private` asked for the
    message not to be stored);
-2. the request is built from the last `[telegram] history_turns` turns plus this one; the
-   memories of the chat's scope relevant to the message are recalled under
-   `[telegram] recall_deadline_ms` and injected by the dialect exactly as the proxy does — on a
-   timeout or an error the request goes out without memories (degrade, never fail);
+2. the request is built from the last `[telegram] history_turns` turns plus this one and goes
+   through tap's interception core (tap.intercept.Interceptor.prepare), exactly as a proxied
+   request does: the memories of the chat's scope relevant to the message are recalled under
+   `[telegram] recall_deadline_ms` (minus those already visible in the history it sends) and
+   injected by the dialect — on a timeout or an error the request goes out without memories
+   (degrade, never fail);
 3. "typing" is shown every ~4 s while the model works; after `[telegram] reply_timeout_s` (or at
    once when the model is down) the user gets a short apology, and the turn stays pending:
    `/retry` answers it, and the next answered message folds it in;
 4. the answer is sent (split, Markdown with plain fallback), the turn is marked answered, the
    call is billed in the cost ledger (purpose "telegram-reply"), and the exchange goes through
-   the one ingestion entry point with `source = "telegram"`.
+   the core's after-step (turn log, then the one ingestion entry point) with
+   `source = "telegram"`.
 
 Invariants: turns of one chat are handled one at a time, in arrival order (the bridge processes
 each chat's updates in order: bridges.telegram.ordering); memories come from the chat's scope only;
-a `/private` message is answered but neither stored in the history nor ingested; the recall
-call passes no conversation, so memories are offered again on later turns (the history tap
-sends does not carry earlier blocks, so skipping "already injected" memories would hide them).
+a `/private` message is answered but neither stored in the history nor ingested; memories are
+offered again on later turns (the history tap sends does not carry earlier blocks), except those
+whose source turns are all in that history or whose text is in it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bridges.telegram.chats import ChatKey
@@ -35,15 +36,15 @@ from bridges.telegram.model import Line, Reply, ReplyModel, build_request
 from bridges.telegram.send import Sender, keep_typing
 from tap.config import TelegramConfig
 from tap.dialects import JsonObject
+from tap.dialects import Reply as WireReply
 from tap.errors import ProviderError
+from tap.intercept import Interception, Interceptor
 from tap.ledger import CostLedger
 from tap.providers.prices import cost_usd
-from tap.recall import RecallEngine
-from tap.records import IngestEvent, Message
+from tap.records import Message
 from tap.tasks import create_task
 
 log = logging.getLogger(__name__)
-Ingest = Callable[[IngestEvent], Awaitable[int]]
 TYPING_INTERVAL_S = 4.0
 PURPOSE = "telegram-reply"
 
@@ -68,8 +69,7 @@ class Conversations:
         cfg: TelegramConfig,
         *,
         db: TelegramDB,
-        recall: RecallEngine,
-        ingest: Ingest,
+        intercept: Interceptor,
         ledger: CostLedger,
         model: ReplyModel,
         sender: Sender,
@@ -77,8 +77,7 @@ class Conversations:
     ) -> None:
         self.cfg = cfg
         self.db = db
-        self.recall = recall
-        self.ingest = ingest
+        self.intercept = intercept
         self.ledger = ledger
         self.model = model
         self.sender = sender
@@ -110,23 +109,26 @@ class Conversations:
         self, key: ChatKey, history: list[TurnRow], author: str, text: str, message_id: int, turn: TurnRow | None
     ) -> None:
         request = build_request(self.cfg, [*self._lines(key, history), Line("user", self._said(key, author, text))])
-        reply = await self._think_visibly(key, request, text, message_id, stored=turn is not None)
-        if reply is None:
+        visible = {turn_id(key, t.message_id) for t in history} | {reply_id(key, t.message_id) for t in history}
+        answered = await self._think_visibly(key, request, visible, message_id, stored=turn is not None)
+        if answered is None:
             return
+        reply, context = answered
         await self._bill(reply)  # billed even if Telegram then fails to take the answer
         await self.sender.markdown(key, reply.text, reply_to=message_id if key.is_group else None)
         if turn is not None:
             folded = self.db.answer(turn.id, reply.text)
-            await self._capture(key, [*folded, turn], reply)
+            await self._capture(key, context, [*folded, turn], reply)
 
     async def _think_visibly(
-        self, key: ChatKey, request: JsonObject, query: str, message_id: int, *, stored: bool
-    ) -> Reply | None:
+        self, key: ChatKey, request: JsonObject, visible: set[str], message_id: int, *, stored: bool
+    ) -> tuple[Reply, Interception | None] | None:
         """The model's reply while "typing" shows; None (after an apology) on timeout or failure."""
         stop = asyncio.Event()
         typing = create_task(keep_typing(self.sender, key, stop, self.typing_interval_s), name=f"typing-{key.scope}")
         try:
-            return await asyncio.wait_for(self._think(key, request, query), self.cfg.reply_timeout_s)
+            thinking = self._think(key, request, visible, message_id, stored=stored)
+            return await asyncio.wait_for(thinking, self.cfg.reply_timeout_s)
         except TimeoutError:
             log.warning("telegram: no reply from the model within %g s (%s)", self.cfg.reply_timeout_s, key.scope)
             await self._apologise(
@@ -140,25 +142,22 @@ class Conversations:
             await typing
         return None
 
-    async def _think(self, key: ChatKey, request: JsonObject, query: str) -> Reply:
-        block = await self._recall(key, query)
-        if block:
-            request = self.model.dialect.inject(request, block)
-        return await self.model.complete(request)
-
-    async def _recall(self, key: ChatKey, query: str) -> str:
-        """The memory block for the message ("" when nothing fits, on timeout or on error)."""
-        try:
-            result = await self.recall.recall_async(query, scope=key.scope, deadline_ms=self.cfg.recall_deadline_ms)
-        except TimeoutError:
-            log.warning(
-                "telegram: recall took longer than %d ms; answering without memories", self.cfg.recall_deadline_ms
-            )
-            return ""
-        except Exception as exc:  # a store/embedder failure must not cost the user their answer
-            log.warning("telegram: recall failed (%s: %s); answering without memories", type(exc).__name__, exc)
-            return ""
-        return result.block
+    async def _think(
+        self, key: ChatKey, request: JsonObject, visible: set[str], message_id: int, *, stored: bool
+    ) -> tuple[Reply, Interception | None]:
+        """Recall and inject through the core (degrading on its own), then ask the model."""
+        prepared = await self.intercept.prepare(
+            self.model.dialect,
+            request,
+            scope=key.scope,
+            conversation=key.conversation,
+            source="telegram",
+            turn_id=turn_id(key, message_id),
+            visible_turns=visible,
+            deadline_ms=self.cfg.recall_deadline_ms,
+            capture=stored,
+        )
+        return await self.model.complete(prepared.request), prepared.context
 
     async def _apologise(self, key: ChatKey, message_id: int, why: str, stored: bool) -> None:
         then = (
@@ -196,27 +195,30 @@ class Conversations:
         except Exception:
             log.exception("telegram: could not record the reply's cost")
 
-    async def _capture(self, key: ChatKey, turns: list[TurnRow], reply: Reply) -> None:
-        """Hand the exchange to the ingestion entry point (failures are logged, never raised)."""
-        last = turns[-1]
+    async def _capture(self, key: ChatKey, context: Interception | None, turns: list[TurnRow], reply: Reply) -> None:
+        """Hand the exchange to the core's after-step (turn log, ingestion); failures are logged there."""
+        if context is None:
+            return
         messages = [
             Message(
                 role="user", content=t.user_text, name=t.author, id=turn_id(key, t.message_id), timestamp=t.created_at
             )
             for t in turns
         ]
-        messages.append(
-            Message(
-                role="assistant", content=reply.text, id=turn_id(key, last.message_id) + "-reply", timestamp=time.time()
-            )
+        usage = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
+        wire = WireReply(text=reply.text, model=reply.usage.model, usage=usage, complete=True)
+        task = self.intercept.after(
+            context, wire, user=messages[-1], earlier=messages[:-1], reply_id=reply_id(key, turns[-1].message_id)
         )
-        event = IngestEvent(scope=key.scope, conversation=key.conversation, source="telegram", messages=messages)
-        try:
-            await self.ingest(event)
-        except Exception:
-            log.exception("telegram: could not ingest the exchange (%s)", key.scope)
+        if task is not None:
+            await task
 
 
 def turn_id(key: ChatKey, message_id: int) -> str:
     """A stable id for a Telegram message (the same on a retry, unique across chats)."""
     return f"tg-{key.chat_id}-{message_id}"
+
+
+def reply_id(key: ChatKey, message_id: int) -> str:
+    """The id of the bot's reply to a Telegram message."""
+    return turn_id(key, message_id) + "-reply"

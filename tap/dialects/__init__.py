@@ -1,49 +1,58 @@
-"""Request dialects of the LLM APIs tap sits in front of (pure: no I/O, no aiohttp).
+"""The LLM API dialects tap sits in front of (pure: no I/O, no HTTP library).
 
-One object per dialect implements `Dialect`: `parse_request`, `latest_user_text`,
-`first_user_text`, `inject`, `encode`, `error_body`, `model_of`, `is_streaming`.  The proxy,
-the Telegram bridge and the mitmproxy addon all go through these, so a request is read and
-rewritten the same way whichever way it came in.  Cache-safety rules live in each module's
-docstring (PROTOCOLS.md (a)-(c)).
+One object per dialect implements `Dialect` (tap.dialects.protocol): reading the request's turns
+(`transcript`, `human_turn`, `client_ids`), rewriting it (`inject`, `encode`), its error shape,
+and its response tee parsers (`stream_parser`, `parse_response`).  The interception core
+(tap.intercept) goes through these, so the proxy, the Telegram bridge and the mitmproxy addon
+read and rewrite a request the same way.  `registry` maps paths and names to dialects.
 
-Dialect names: "anthropic", "openai", "ollama_chat", "ollama_generate" (also the names
-`tap.streams.stream_parser` and `tap.streams.parse_response` accept).
+Modules: `common` (JSON helpers, the `JsonDialect` base), `transcript` (the normalised view of a
+request), `wire` (SSE/line decoding and the reply assembler every parser shares), one module per
+dialect and one `*_stream` module per response format.
 """
 
 from __future__ import annotations
 
 from tap.dialects.anthropic import AnthropicMessages
-from tap.dialects.common import Dialect, JsonObject
+from tap.dialects.common import JsonObject
 from tap.dialects.ollama import OllamaChat, OllamaGenerate
 from tap.dialects.openai import OpenAIChat
-
-ANTHROPIC = AnthropicMessages()
-OPENAI = OpenAIChat()
-OLLAMA_CHAT = OllamaChat()
-OLLAMA_GENERATE = OllamaGenerate()
-
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, OPENAI, OLLAMA_CHAT, OLLAMA_GENERATE)}
-
-
-def get_dialect(name: str) -> Dialect:
-    """The dialect called `name`; `KeyError` naming the known ones otherwise."""
-    try:
-        return DIALECTS[name]
-    except KeyError:
-        raise KeyError(f"unknown dialect {name!r} (known: {', '.join(DIALECTS)})") from None
-
+from tap.dialects.protocol import Dialect
+from tap.dialects.registry import (
+    ANTHROPIC,
+    DIALECTS,
+    MEMORY_ROUTES,
+    OLLAMA_CHAT,
+    OLLAMA_GENERATE,
+    OPENAI,
+    get_dialect,
+    memory_dialect,
+    passthrough_dialect,
+)
+from tap.dialects.transcript import ClientIds, HumanTurn, Said, find_human_turn, history_end
+from tap.dialects.wire import Reply, StreamParser
 
 __all__ = [
     "ANTHROPIC",
     "DIALECTS",
+    "MEMORY_ROUTES",
     "OLLAMA_CHAT",
     "OLLAMA_GENERATE",
     "OPENAI",
     "AnthropicMessages",
+    "ClientIds",
     "Dialect",
+    "HumanTurn",
     "JsonObject",
     "OllamaChat",
     "OllamaGenerate",
     "OpenAIChat",
+    "Reply",
+    "Said",
+    "StreamParser",
+    "find_human_turn",
     "get_dialect",
+    "history_end",
+    "memory_dialect",
+    "passthrough_dialect",
 ]

@@ -1,4 +1,4 @@
-"""The Anthropic Messages dialect (`POST /v1/messages`): read the human turn, inject memories.
+"""The Anthropic Messages dialect (`POST /v1/messages`): read the turns, inject memories.
 
 Cache safety (PROTOCOLS.md (a), consequences 1-3) is the invariant of this module:
 - `system`, `tools` and every message before the last are never touched (the rewritten request
@@ -12,12 +12,33 @@ Cache safety (PROTOCOLS.md (a), consequences 1-3) is the invariant of this modul
   top-level field is dropped and the same object is put on the last original block of the last
   user message, so the cached prefix ends where it ended before injection and the memories stay
   outside it.  If that block already has its own `cache_control`, it is kept as is.
+
+Agent-loop steps (the last user message holds only `tool_result` blocks) get the block of the
+latest human turn, appended *after* the tool results of that last message (tool results must
+come first in a user message; text may follow them).  Why there and not back in the human
+message it was recalled for: every client breakpoint of step k lies on a block the client sent
+(Claude Code marks the newest message's last block), so the block sits after all of them and is
+never part of a cached prefix; step k+1 re-sends step k's messages without it, so the prefix up
+to each breakpoint of step k is byte-identical and its cache entry is read (the API looks back
+~20 blocks from the new breakpoint).  Re-inserting the block into the earlier human message
+would also keep steps of one human turn cache-consistent, but the next human turn's request
+carries that message without the block again, so every cache entry written during the loop
+would miss and the whole loop would be written again.  The block bytes are the same on every
+step of a human turn (tap.intercept caches them), so a retried step is also byte-identical.
+
+Transcript (tap.dialects.transcript): user text is the text blocks joined by newlines; a user
+message of only `tool_result` blocks has role "tool" and is identified by the tool-use ids and
+result text; assistant text is the text blocks joined with no separator (tool use and thinking
+are left out, as in the streamed reply).  `metadata.user_id` is the client's identity, see
+`client_ids`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from tap.dialects.anthropic_stream import AnthropicStream, parse_anthropic_response
 from tap.dialects.common import (
     JsonDialect,
     JsonObject,
@@ -25,13 +46,14 @@ from tap.dialects.common import (
     as_list,
     block_text,
     encode_json,
-    first_user_block_text,
-    last_message_if,
     last_user_or_raise,
-    nonblank,
+    messages_of,
     replace_message,
     require_block,
+    str_field,
 )
+from tap.dialects.transcript import ClientIds, Said
+from tap.dialects.wire import Reply, StreamParser, decode_json
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -43,6 +65,7 @@ _ERROR_TYPES = {
     504: "timeout_error",
     529: "overloaded_error",
 }
+_LEGACY_SESSION = re.compile(r"_session_([A-Za-z0-9-]{8,128})$")
 
 
 def error_type(status: int) -> str:
@@ -70,24 +93,74 @@ def move_cache_control(blocks: list[Any], cache_control: object) -> bool:
     return True
 
 
+def _user_markers(content: object) -> tuple[str, bool]:
+    """Markers of a user message's non-text blocks, and whether it holds any tool result."""
+    found: list[str] = []
+    tool = False
+    for block in as_list(content):
+        kind = str_field(as_dict(block), "type") or "?"
+        if kind == "tool_result":
+            tool = True
+            result = as_dict(block) or {}
+            found.append(f"[tool_result {str_field(result, 'tool_use_id')}]{block_text(result.get('content'))}")
+        elif kind != "text":
+            found.append(f"[{kind}]")
+    return "".join(found), tool
+
+
+def said(message: object) -> Said:
+    """One message, normalised (see the module docstring)."""
+    msg = as_dict(message)
+    role = str_field(msg, "role")
+    content = msg.get("content") if msg is not None else None
+    if role == "assistant":
+        texts = [content] if isinstance(content, str) else [str_field(as_dict(b), "text") for b in as_list(content)]
+        return Said("assistant", "".join(texts))
+    if role == "user":
+        text = block_text(content)
+        extra, tool = _user_markers(content)
+        return Said("tool" if tool and not text.strip() else "user", text, extra)
+    if role == "system":
+        return Said("system", block_text(content))
+    return Said("", "")
+
+
+def session_of(user_id: str) -> str:
+    """The session id inside Claude Code's `metadata.user_id` ("" when there is none).
+
+    Claude Code sends `user_<hash>_account_<uuid>_session_<uuid>` (before v2.1.78) or a JSON
+    string `{"device_id": ..., "account_uuid": ..., "session_id": ...}` (from v2.1.78).
+    """
+    if user_id.startswith("{"):
+        return str_field(as_dict(decode_json(user_id)), "session_id")
+    match = _LEGACY_SESSION.search(user_id)
+    return match.group(1) if match else ""
+
+
 class AnthropicMessages(JsonDialect):
     """Anthropic Messages API requests (stream only when `"stream": true`)."""
 
     name = "anthropic"
+    upstream = "anthropic"
     stream_default = False
 
-    def latest_user_text(self, req: JsonObject) -> str | None:
-        """The text blocks of the last message when it is a user message.
+    def transcript(self, req: JsonObject) -> list[Said]:
+        """Every message, normalised."""
+        return [said(message) for message in messages_of(req)]
 
-        A turn of only `tool_result` blocks (an agent loop, not a human) has no text block, so
-        it gives None, as do image-only turns and an assistant prefill at the end.
+    def system_text(self, req: JsonObject) -> str:
+        """The top-level `system` (a string or text blocks)."""
+        return block_text(req.get("system"))
+
+    def client_ids(self, req: JsonObject) -> ClientIds:
+        """`metadata.user_id`: a user discriminator, and a session when Claude Code embeds one.
+
+        The API documents `user_id` as an identifier of the *user*, so on its own it only tells
+        users apart (one user has many chats); Claude Code's form also names its session, which is
+        what its user calls a conversation, so that session is the conversation.
         """
-        found = last_message_if(req, "user")
-        return None if found is None else nonblank(block_text(found[1].get("content")))
-
-    def first_user_text(self, req: JsonObject) -> str | None:
-        """The text of the first user message that has any."""
-        return first_user_block_text(req)
+        user_id = str_field(as_dict(req.get("metadata")), "user_id")
+        return ClientIds(session=session_of(user_id), discriminator=user_id)
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
         """Append `block` as a text block to the last user message (see the module docstring)."""
@@ -105,3 +178,11 @@ class AnthropicMessages(JsonDialect):
         """`{"type": "error", "error": {"type": ..., "message": ...}}` as JSON."""
         body = {"type": "error", "error": {"type": error_type(status), "message": message}}
         return encode_json(body), "application/json"
+
+    def stream_parser(self) -> StreamParser:
+        """A fresh Messages SSE tee parser."""
+        return AnthropicStream()
+
+    def parse_response(self, body: bytes) -> Reply:
+        """A whole Messages response body."""
+        return parse_anthropic_response(body)

@@ -1,4 +1,4 @@
-"""Shared pieces of the request dialects: the `Dialect` protocol and tolerant JSON helpers.
+"""Shared pieces of the request dialects: tolerant JSON helpers and the `JsonDialect` base.
 
 Invariants:
 - pure: no I/O, no clock, no randomness; the same input always gives the same output;
@@ -12,52 +12,16 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
+
+from tap.dialects.transcript import ClientIds, HumanTurn, Said, find_human_turn
 
 JsonObject = dict[str, Any]
 """A decoded JSON object (key order as received is preserved by msgspec and by `encode`)."""
 
 _BOM = b"\xef\xbb\xbf"
-
-
-class Dialect(Protocol):
-    """What the proxy, the Telegram bridge and the mitmproxy addon need from one API dialect."""
-
-    name: str
-
-    def parse_request(self, body: bytes) -> JsonObject:
-        """Decode a request body; `ValueError` with a short reason when it is not a JSON object."""
-        ...
-
-    def latest_user_text(self, req: JsonObject) -> str | None:
-        """The text of the latest human turn, or None when the request does not end with one."""
-        ...
-
-    def first_user_text(self, req: JsonObject) -> str | None:
-        """The text of the first user turn (stable across a conversation: used for its id)."""
-        ...
-
-    def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """A new request with `block` appended to the last user turn; the input is not changed."""
-        ...
-
-    def encode(self, req: JsonObject) -> bytes:
-        """Encode a request body, keeping key order."""
-        ...
-
-    def error_body(self, status: int, message: str) -> tuple[bytes, str]:
-        """An error body in this dialect's own shape, and its content type."""
-        ...
-
-    def model_of(self, req: JsonObject) -> str:
-        """The requested model name, or "" when absent."""
-        ...
-
-    def is_streaming(self, req: JsonObject) -> bool:
-        """Whether the upstream will answer with a stream."""
-        ...
 
 
 def parse_object(body: bytes) -> JsonObject:
@@ -135,16 +99,6 @@ def block_text(content: object, block_type: str = "text") -> str:
     return "\n".join(t for t in texts if t)
 
 
-def first_user_block_text(req: JsonObject) -> str | None:
-    """The text of the first user message that has any (block-list or string content)."""
-    for message in messages_of(req):
-        if role_of(message) == "user":
-            text = nonblank(block_text(message.get("content")))
-            if text is not None:
-                return text
-    return None
-
-
 def replace_message(req: JsonObject, index: int, message: JsonObject) -> JsonObject:
     """A new request whose `messages[index]` is `message`; everything else is shared."""
     messages = list(messages_of(req))
@@ -173,10 +127,18 @@ def stream_flag(req: JsonObject, *, default: bool) -> bool:
     return default if value is None else value is True
 
 
+def markers(content: object, skip: tuple[str, ...] = ("text",)) -> str:
+    """Stable markers for a content list's blocks other than `skip` types ("[image][document]")."""
+    kinds = [str_field(as_dict(b), "type") or "?" for b in as_list(content)]
+    return "".join(f"[{kind}]" for kind in kinds if kind not in skip)
+
+
 class JsonDialect:
-    """Behaviour every dialect shares: JSON bodies, a `model` field, an explicit `stream` flag."""
+    """Behaviour every dialect shares: JSON bodies, a `model` field, an explicit `stream` flag,
+    and the human turn found on the dialect's transcript."""
 
     name = "json"
+    upstream = "openai"
     stream_default = False
 
     def parse_request(self, body: bytes) -> JsonObject:
@@ -194,3 +156,24 @@ class JsonDialect:
     def is_streaming(self, req: JsonObject) -> bool:
         """Whether the upstream will answer with a stream."""
         return stream_flag(req, default=self.stream_default)
+
+    def transcript(self, req: JsonObject) -> list[Said]:
+        """Every message, normalised (overridden per dialect)."""
+        return [Said("", "") for _ in messages_of(req)]
+
+    def system_text(self, req: JsonObject) -> str:
+        """The top-level system prompt ("" unless the dialect has one)."""
+        return ""
+
+    def client_ids(self, req: JsonObject) -> ClientIds:
+        """What the client says about who is talking (nothing, unless the dialect knows a field)."""
+        return ClientIds()
+
+    def human_turn(self, req: JsonObject) -> HumanTurn | None:
+        """The latest human turn (tap.dialects.transcript.find_human_turn)."""
+        return find_human_turn(self.transcript(req))
+
+    def latest_user_text(self, req: JsonObject) -> str | None:
+        """The text of the last message when it is a human turn (not tool results, not a prefill)."""
+        turn = self.human_turn(req)
+        return turn.text if turn is not None and not turn.tool_step else None

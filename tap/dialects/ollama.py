@@ -5,10 +5,13 @@ Invariants:
 - message content is a plain string here, so the memory block is appended to the last user
   message's content (or to `prompt`) after a blank line; the original text stays a byte-identical
   prefix, and system, tools and earlier messages are never touched;
-- a last message with role `tool` is not a human turn (`latest_user_text` is None);
+- an agent-loop step (the request ends with `role: "tool"` messages) gets the block as one new
+  `{"role": "user", "content": <block>}` message after them, for the reasons given in
+  tap.dialects.openai (Ollama reuses its KV cache for an unchanged prompt prefix, and the
+  previous step's messages come back unchanged);
 - /api/generate requests in `raw` mode (a fully templated prompt) or with a `suffix`
-  (fill-in-the-middle code completion) are not human turns either: appending text there would
-  corrupt the template or the code, so `latest_user_text` is None for them.
+  (fill-in-the-middle code completion) are not human turns: appending text there would corrupt
+  the template or the code, so their transcript entry has no text and nothing is injected.
 """
 
 from __future__ import annotations
@@ -17,16 +20,18 @@ from tap.dialects.common import (
     JsonDialect,
     JsonObject,
     as_dict,
+    as_list,
     encode_json,
     last_message_if,
     last_user_or_raise,
     messages_of,
-    nonblank,
     replace_message,
     require_block,
-    role_of,
     str_field,
 )
+from tap.dialects.ollama_stream import OllamaStream, parse_ollama_response
+from tap.dialects.transcript import Said
+from tap.dialects.wire import Reply, StreamParser
 
 
 def appended(original: object, block: str) -> str:
@@ -38,14 +43,36 @@ def appended(original: object, block: str) -> str:
     return f"{original}\n\n{block}"
 
 
-class OllamaBase(JsonDialect):
-    """What both Ollama endpoints share: streaming by default, `{"error": "..."}` errors."""
+def said(message: object) -> Said:
+    """One /api/chat message, normalised (tool messages are identified by tool name and content)."""
+    msg = as_dict(message)
+    role = str_field(msg, "role")
+    content = str_field(msg, "content")
+    if role == "tool":
+        return Said("tool", "", f"[tool {str_field(msg, 'tool_name')}]{content}")
+    if role in ("system", "user", "assistant"):
+        images = "[images]" if as_list(msg.get("images") if msg is not None else None) and role == "user" else ""
+        return Said(role, content, images)
+    return Said("", "")
 
+
+class OllamaBase(JsonDialect):
+    """What both Ollama endpoints share: streaming by default, `{"error": "..."}` errors, NDJSON."""
+
+    upstream = "ollama"
     stream_default = True
 
     def error_body(self, status: int, message: str) -> tuple[bytes, str]:
         """`{"error": "..."}` as JSON (Ollama's error shape for every status)."""
         return encode_json({"error": message}), "application/json"
+
+    def stream_parser(self) -> StreamParser:
+        """A fresh NDJSON tee parser."""
+        return OllamaStream()
+
+    def parse_response(self, body: bytes) -> Reply:
+        """A whole (non-streamed) response body."""
+        return parse_ollama_response(body)
 
 
 class OllamaChat(OllamaBase):
@@ -53,22 +80,15 @@ class OllamaChat(OllamaBase):
 
     name = "ollama_chat"
 
-    def latest_user_text(self, req: JsonObject) -> str | None:
-        """The content of the last message when its role is `user`."""
-        found = last_message_if(req, "user")
-        return None if found is None else nonblank(str_field(found[1], "content"))
-
-    def first_user_text(self, req: JsonObject) -> str | None:
-        """The content of the first user message that has any."""
-        for message in messages_of(req):
-            text = nonblank(str_field(as_dict(message), "content")) if role_of(message) == "user" else None
-            if text is not None:
-                return text
-        return None
+    def transcript(self, req: JsonObject) -> list[Said]:
+        """Every message, normalised."""
+        return [said(message) for message in messages_of(req)]
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """Append a blank line and `block` to the last user message's content."""
+        """Append a blank line and `block` to the last user message, or a user message after tools."""
         text = require_block(block)
+        if last_message_if(req, "tool") is not None:
+            return {**req, "messages": [*messages_of(req), {"role": "user", "content": text}]}
         index, message = last_user_or_raise(req)
         content = appended(message.get("content"), text)
         return replace_message(req, index, {**message, "content": content})
@@ -79,15 +99,15 @@ class OllamaGenerate(OllamaBase):
 
     name = "ollama_generate"
 
-    def latest_user_text(self, req: JsonObject) -> str | None:
-        """The prompt, unless the request is raw or fill-in-the-middle."""
+    def transcript(self, req: JsonObject) -> list[Said]:
+        """One entry: the prompt (without text in raw or fill-in-the-middle mode)."""
         if req.get("raw") is True or str_field(req, "suffix"):
-            return None
-        return nonblank(str_field(req, "prompt"))
+            return [Said("user", "", "[raw]")]
+        return [Said("user", str_field(req, "prompt"))]
 
-    def first_user_text(self, req: JsonObject) -> str | None:
-        """The prompt (each generate request stands alone)."""
-        return nonblank(str_field(req, "prompt"))
+    def system_text(self, req: JsonObject) -> str:
+        """The request's `system` override."""
+        return str_field(req, "system")
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
         """Append a blank line and `block` to `prompt`."""

@@ -1,12 +1,24 @@
 """The OpenAI Chat Completions dialect (`POST /v1/chat/completions`).
 
 Invariants (same cache logic as Anthropic, PROTOCOLS.md (b): OpenAI caches exact prefixes):
-- only the last message is rewritten, and only when it is a `user` message; `system`/`developer`
-  messages, `tools` and earlier messages are shared with the input untouched;
-- the memory block is appended as a new `{"type": "text"}` content part; string content becomes
+- only the end of the request changes: `system`/`developer` messages, `tools` and every earlier
+  message are shared with the input untouched;
+- when the last message is a `user` message, the memory block is appended to it as a new
+  `{"type": "text"}` content part; string content becomes
   `[{"type": "text", "text": <original>}, <memory part>]` (user messages accept content parts),
   so the original text is kept byte-identical instead of being edited in place;
-- a last message with role `tool` (an agent loop) is not a human turn: `latest_user_text` is None.
+- an agent-loop step (the request ends with `role: "tool"` messages after an assistant's
+  `tool_calls`) gets the block as one new `{"role": "user", "content": <block>}` message after
+  the tool messages: tool messages must directly follow the call they answer, and putting the
+  block inside a tool result would present memories as tool output.  Caching: the cached prefix
+  of a step is everything it sent; the next step re-sends those messages (without the appended
+  one) and adds its own, so the prefix up to the end of the previous step's own messages is
+  unchanged and is read from the cache; the appended message is identical on every step of a
+  human turn (tap.intercept caches its bytes).
+
+Transcript (tap.dialects.transcript): `system`/`developer` → "system"; user text is its text parts;
+`tool` (and the legacy `function`) messages → "tool", identified by call id and content; assistant
+text is its content only (tool calls are left out, as in the streamed reply).
 """
 
 from __future__ import annotations
@@ -16,16 +28,24 @@ from typing import Any
 from tap.dialects.common import (
     JsonDialect,
     JsonObject,
+    as_dict,
     as_list,
     block_text,
     encode_json,
-    first_user_block_text,
     last_message_if,
     last_user_or_raise,
-    nonblank,
+    markers,
+    messages_of,
     replace_message,
     require_block,
+    str_field,
 )
+from tap.dialects.openai_stream import OpenAIStream, parse_openai_response
+from tap.dialects.transcript import ClientIds, Said
+from tap.dialects.wire import Reply, StreamParser
+
+_SYSTEM_ROLES = ("system", "developer")
+_CLIENT_ID_FIELDS = ("user", "safety_identifier", "prompt_cache_key")
 
 
 def error_type(status: int) -> str:
@@ -42,24 +62,50 @@ def original_parts(content: object) -> list[Any]:
     raise ValueError("the last user message's content is neither a string nor a list of parts")
 
 
+def said(message: object) -> Said:
+    """One message, normalised (see the module docstring)."""
+    msg = as_dict(message)
+    role = str_field(msg, "role")
+    content = msg.get("content") if msg is not None else None
+    if role in _SYSTEM_ROLES:
+        return Said("system", block_text(content))
+    if role == "user":
+        return Said("user", block_text(content), markers(content))
+    if role == "assistant":
+        texts = [content] if isinstance(content, str) else [str_field(as_dict(p), "text") for p in as_list(content)]
+        return Said("assistant", "".join(texts))
+    if role in ("tool", "function"):
+        call = str_field(msg, "tool_call_id") or str_field(msg, "name")
+        return Said("tool", "", f"[{role} {call}]{block_text(content)}")
+    return Said("", "")
+
+
 class OpenAIChat(JsonDialect):
     """OpenAI Chat Completions requests (stream only when `"stream": true`)."""
 
     name = "openai"
+    upstream = "openai"
     stream_default = False
 
-    def latest_user_text(self, req: JsonObject) -> str | None:
-        """String content or text parts of the last message when its role is `user`."""
-        found = last_message_if(req, "user")
-        return None if found is None else nonblank(block_text(found[1].get("content")))
+    def transcript(self, req: JsonObject) -> list[Said]:
+        """Every message, normalised."""
+        return [said(message) for message in messages_of(req)]
 
-    def first_user_text(self, req: JsonObject) -> str | None:
-        """The text of the first user message that has any."""
-        return first_user_block_text(req)
+    def client_ids(self, req: JsonObject) -> ClientIds:
+        """`user`, `safety_identifier` and `prompt_cache_key`, as a discriminator only.
+
+        `user` and `safety_identifier` identify an end user, not a chat; `prompt_cache_key` is a
+        cache-routing hint that some clients set per conversation and others per application, so
+        none of them may name a conversation on its own.
+        """
+        found = [f"{key}={str_field(req, key)}" for key in _CLIENT_ID_FIELDS if str_field(req, key)]
+        return ClientIds(discriminator="&".join(found))
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """Append `block` as a text part to the last user message (see the module docstring)."""
+        """Append `block` to the last user message, or after the tool messages of a loop step."""
         text = require_block(block)
+        if last_message_if(req, "tool") is not None:
+            return {**req, "messages": [*messages_of(req), {"role": "user", "content": text}]}
         index, message = last_user_or_raise(req)
         parts = [*original_parts(message.get("content")), {"type": "text", "text": text}]
         return replace_message(req, index, {**message, "content": parts})
@@ -68,3 +114,11 @@ class OpenAIChat(JsonDialect):
         """`{"error": {"message", "type", "param": null, "code": null}}` as JSON."""
         error = {"message": message, "type": error_type(status), "param": None, "code": None}
         return encode_json({"error": error}), "application/json"
+
+    def stream_parser(self) -> StreamParser:
+        """A fresh Chat Completions SSE tee parser."""
+        return OpenAIStream()
+
+    def parse_response(self, body: bytes) -> Reply:
+        """A whole `chat.completion` body."""
+        return parse_openai_response(body)

@@ -155,8 +155,9 @@ class TapTelegram:
 
     async def _start(self, rt: Runtime, turn_log: TurnLog) -> None:
         """What tap.server.serve_forever does between opening the runtime and serving."""
-        app = make_app(build_context(rt, "admin-token", Capture(turn_log, rt.ingestor.ingest_async)))
-        deps = TelegramDeps(self.config.telegram, self.home, rt.recall, rt.memories, self._ingest, rt.ledger)
+        ctx = build_context(rt, "admin-token", Capture(turn_log, self._ingest))
+        app = make_app(ctx)
+        deps = TelegramDeps(self.config.telegram, self.home, ctx.interceptor, rt.memories, rt.ledger)
         self.bridge = add_telegram(app, deps, typing_interval_s=self.typing_interval_s)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()

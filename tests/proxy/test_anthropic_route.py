@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import anthropic
 
-from tap.streams import stream_parser
+from tap.dialects import get_dialect
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeAnthropic, load_transcript
 
@@ -66,7 +66,7 @@ async def test_streaming_bytes_injection_and_capture(isolated_home: Path) -> Non
     assert event.source == "proxy" and event.scope == "default"
     assert [m.role for m in event.messages] == ["user", "assistant"]
     assert event.messages[0].content == "What is my cat called?"
-    expected = stream_parser("anthropic")
+    expected = get_dialect("anthropic").stream_parser()
     expected.feed(load_transcript("anthropic_stream.sse"))
     reply = expected.finish()
     assert reply.text and event.messages[1].content == reply.text

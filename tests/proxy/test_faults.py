@@ -147,9 +147,12 @@ async def test_no_memory_header_skips_recall_and_capture(isolated_home: Path) ->
     assert up.requests[0].json() == ask("jazz?") and tap.events == []
 
 
-async def test_tool_result_turns_are_not_injected_or_captured(isolated_home: Path) -> None:
+async def test_a_tool_result_step_gets_the_human_turns_block_and_is_not_a_new_human_turn(
+    isolated_home: Path,
+) -> None:
     async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
         tap.remember("The user likes jazz")
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": "jazz"}
         payload = {
             "model": "m",
             "max_tokens": 5,
@@ -159,15 +162,17 @@ async def test_tool_result_turns_are_not_injected_or_captured(isolated_home: Pat
                     "role": "assistant",
                     "content": [{"type": "tool_use", "id": "t1", "name": "s", "input": {}}],
                 },
-                {
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "jazz"}],
-                },
+                {"role": "user", "content": [result]},
             ],
         }
         await post(tap.url + "/v1/messages", payload)
         await tap.settle()
-    assert up.requests[0].json() == payload and tap.events == []
+    sent = up.requests[0].json()
+    assert sent["messages"][:2] == payload["messages"][:2]
+    first, block = sent["messages"][2]["content"]
+    assert first == result and "The user likes jazz" in block["text"] and "cache_control" not in block
+    (event,) = tap.events
+    assert [m.role for m in event.messages] == ["assistant"]  # the step's reply; no new human turn
 
 
 async def test_scope_by_api_key_isolates_users_and_ignores_the_header(isolated_home: Path) -> None:

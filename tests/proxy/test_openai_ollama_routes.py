@@ -10,7 +10,7 @@ import aiohttp
 import ollama
 import openai
 
-from tap.streams import stream_parser
+from tap.dialects import get_dialect
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeOllama, FakeOpenAI, load_transcript
 
@@ -21,7 +21,7 @@ async def raw_post(url: str, payload: Any, headers: dict[str, str] | None = None
 
 
 def reply_text(dialect: str, transcript: str) -> str:
-    parser = stream_parser(dialect)
+    parser = get_dialect(dialect).stream_parser()
     parser.feed(load_transcript(transcript))
     return parser.finish().text
 

@@ -15,8 +15,13 @@ from tap.dialects import (
     OLLAMA_CHAT,
     OLLAMA_GENERATE,
     OPENAI,
+    ClientIds,
     Dialect,
+    HumanTurn,
+    Said,
     get_dialect,
+    memory_dialect,
+    passthrough_dialect,
 )
 
 BLOCK = "<memories>\n- 2026-10-01: the user lives in Zürich (prefers °C)\n</memories>"
@@ -72,7 +77,7 @@ def test_encode_keeps_key_order_and_round_trips(dialect: Dialect) -> None:
     assert dialect.encode(dialect.parse_request(body)) == body
 
 
-# --- latest_user_text / first_user_text ---------------------------------------------------------
+# --- latest_user_text / human_turn --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -117,36 +122,41 @@ def test_openai_latest_user_text() -> None:
     assert OPENAI.latest_user_text({"messages": [*base[:1], {"role": "user", "content": parts}]}) == "look\nhere"
     tool_turn = [*base, {"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "42"}]
     assert OPENAI.latest_user_text({"messages": tool_turn}) is None
-    assert OPENAI.first_user_text({"messages": tool_turn}) == "first"
+    assert OPENAI.human_turn({"messages": tool_turn}) == HumanTurn(1, "first", tool_step=True)
 
 
-def test_ollama_latest_and_first_user_text() -> None:
+def test_ollama_latest_user_text_and_human_turn() -> None:
     msgs = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": ""},
         {"role": "user", "content": "a"},
     ]
     assert OLLAMA_CHAT.latest_user_text({"messages": msgs}) == "a"
-    assert OLLAMA_CHAT.first_user_text({"messages": msgs}) == "a"
     assert OLLAMA_CHAT.latest_user_text({"messages": [*msgs, {"role": "tool", "content": "42"}]}) is None
+    step = {
+        "messages": [*msgs, {"role": "assistant", "content": "", "tool_calls": []}, {"role": "tool", "content": "4"}]
+    }
+    assert OLLAMA_CHAT.human_turn(step) == HumanTurn(2, "a", tool_step=True)
 
 
 def test_ollama_generate_prompt_is_the_turn_unless_raw_or_fill_in_the_middle() -> None:
     assert OLLAMA_GENERATE.latest_user_text({"prompt": "Why is the sky blue?"}) == "Why is the sky blue?"
-    assert OLLAMA_GENERATE.first_user_text({"prompt": "Why?"}) == "Why?"
     assert OLLAMA_GENERATE.latest_user_text({"prompt": "[INST] hi [/INST]", "raw": True}) is None
     assert OLLAMA_GENERATE.latest_user_text({"prompt": "def f(", "suffix": "    return x"}) is None
     assert OLLAMA_GENERATE.latest_user_text({"prompt": ""}) is None
     assert OLLAMA_GENERATE.latest_user_text({}) is None
 
 
-def test_first_user_text_is_stable_across_turns() -> None:
-    first = anthropic_req("next question")
-    later = anthropic_req([tool_result(3)])
-    assert ANTHROPIC.first_user_text(first) == ANTHROPIC.first_user_text(later) == "Bonjour, je suis à Zürich."
-    blocks = {"messages": [{"role": "user", "content": [tool_result(1)]}, {"role": "user", "content": [text("x")]}]}
-    assert ANTHROPIC.first_user_text(blocks) == "x"
-    assert ANTHROPIC.first_user_text({"messages": []}) is None
+def test_anthropic_tool_step_finds_the_human_turn_it_works_on() -> None:
+    assert ANTHROPIC.human_turn(anthropic_req("next question")) == HumanTurn(2, "next question", tool_step=False)
+    assert ANTHROPIC.human_turn(anthropic_req([tool_result(3)])) == HumanTurn(0, "Bonjour, je suis à Zürich.", True)
+    assert ANTHROPIC.human_turn(anthropic_req([tool_result(3), text("stop, use °F")])) == HumanTurn(
+        2, "stop, use °F", False
+    )
+    assert ANTHROPIC.human_turn(anthropic_req([IMAGE])) is None
+    only_tools = {"messages": [{"role": "user", "content": [tool_result(1)]}]}
+    assert ANTHROPIC.human_turn(only_tools) is None
+    assert ANTHROPIC.human_turn({"messages": []}) is None
 
 
 # --- Anthropic injection ------------------------------------------------------------------------
@@ -394,3 +404,86 @@ def test_registry() -> None:
     assert all(get_dialect(name).name == name for name in DIALECTS)
     with pytest.raises(KeyError, match="unknown dialect 'gemini'"):
         get_dialect("gemini")
+
+
+def test_registry_maps_paths_to_dialects() -> None:
+    assert memory_dialect("/v1/messages") is ANTHROPIC and memory_dialect("/api/generate") is OLLAMA_GENERATE
+    assert memory_dialect("/v1/messages/count_tokens") is None
+    assert passthrough_dialect("/v1/messages/count_tokens", {}) is ANTHROPIC
+    assert passthrough_dialect("/v1/models", {"anthropic-version": "2023-06-01"}) is ANTHROPIC
+    assert passthrough_dialect("/v1/models", {}) is OPENAI
+    assert passthrough_dialect("/api/tags", {}) is OLLAMA_CHAT
+    assert {d.upstream for d in DIALECTS.values()} == {"anthropic", "openai", "ollama"}
+
+
+# --- transcripts, client ids, tool-step injection -------------------------------------------------
+
+
+def test_anthropic_transcript_ignores_what_clients_move_and_matches_the_streamed_reply() -> None:
+    req = anthropic_req([tool_result(1, cache_control=CC)])
+    req["messages"][1]["content"] = [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+        text("Salut ", cache_control=CC),
+        text("!"),
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Zürich"}},
+    ]
+    said = ANTHROPIC.transcript(req)
+    assert said == [
+        Said("user", "Bonjour, je suis à Zürich."),
+        Said("assistant", "Salut !"),  # text blocks joined as the tee parser joins a streamed reply
+        Said("tool", "", "[tool_result toolu_1]42 °C"),
+    ]
+    unmarked = copy.deepcopy(req)
+    unmarked["messages"][2]["content"][0].pop("cache_control")
+    unmarked["messages"][1]["content"][1].pop("cache_control")
+    assert ANTHROPIC.transcript(unmarked) == said
+    assert ANTHROPIC.system_text(req) == "You are helpful."
+
+
+def test_openai_and_ollama_transcripts() -> None:
+    messages = [
+        {"role": "developer", "content": "d"},
+        {"role": "user", "content": [text("look"), {"type": "image_url", "image_url": {"url": "data:,"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+    ]
+    assert OPENAI.transcript({"messages": messages}) == [
+        Said("system", "d"),
+        Said("user", "look", "[image_url]"),
+        Said("assistant", ""),
+        Said("tool", "", "[tool call_1]42"),
+    ]
+    ollama = [{"role": "user", "content": "q", "images": ["iVBOR"]}, {"role": "tool", "content": "4", "tool_name": "f"}]
+    assert OLLAMA_CHAT.transcript({"messages": ollama}) == [
+        Said("user", "q", "[images]"),
+        Said("tool", "", "[tool f]4"),
+    ]
+    assert OLLAMA_GENERATE.transcript({"prompt": "p", "raw": True}) == [Said("user", "", "[raw]")]
+
+
+def test_client_ids() -> None:
+    legacy = "user_9f_account_6c2a_session_0a1b2c3d-1111-2222-3333-444455556666"
+    assert ANTHROPIC.client_ids({"metadata": {"user_id": legacy}}) == ClientIds(
+        "0a1b2c3d-1111-2222-3333-444455556666", legacy
+    )
+    as_json = '{"device_id":"d1","account_uuid":"","session_id":"5e1f0c4e-aaaa"}'
+    assert ANTHROPIC.client_ids({"metadata": {"user_id": as_json}}).session == "5e1f0c4e-aaaa"
+    assert ANTHROPIC.client_ids({"metadata": {"user_id": "ann"}}) == ClientIds("", "ann")
+    assert ANTHROPIC.client_ids({"metadata": {"user_id": "{broken"}}).session == ""
+    assert OPENAI.client_ids({"user": "ann", "prompt_cache_key": "k1"}) == ClientIds("", "user=ann&prompt_cache_key=k1")
+    assert OLLAMA_CHAT.client_ids({"messages": []}) == ClientIds()
+
+
+@pytest.mark.parametrize("dialect", [OPENAI, OLLAMA_CHAT], ids=["openai", "ollama"])
+def test_a_tool_step_gets_the_block_as_one_user_message_after_the_tools(dialect: Dialect) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+    ]
+    req = {"model": "m", "messages": messages}
+    before = enc(req)
+    out = dialect.inject(req, BLOCK)
+    assert enc(req) == before
+    assert out["messages"] == [*messages, {"role": "user", "content": BLOCK}]
+    assert enc(out["messages"][:-1]) == enc(messages)

@@ -17,7 +17,6 @@ from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
 from tests.tap.fake_llm import FakeAnthropicAPI
 
-pytestmark = pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5:DeprecationWarning")
 KEY = "sk-ant-test-key"
 
 
@@ -86,7 +85,7 @@ async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) 
         finally:
             rt.close()
     gate, extract = api.requests
-    assert gate.body["model"] == "claude-haiku-4-5" and extract.body["model"] == "claude-sonnet-4-5"
+    assert gate.body["model"] == "claude-haiku-4-5" and extract.body["model"] == "claude-sonnet-4-6"
     assert gate.body["tool_choice"]["name"] == "gate_verdict"
     assert "vegetarian since 2019" in str(extract.body["messages"])
     assert [(m.content, m.sources, m.importance) for m in stored] == [("Ana is vegetarian since 2019", ["c1-u"], 4)]

@@ -33,10 +33,6 @@ from tap.records import Memory, make_memory
 from tap.rules import CandidateMemory
 from tests.tap.fake_llm import FakeAnthropicAPI, FakeOllamaAPI, credential, message_body
 
-# The anthropic SDK warns on every call to a model it lists as deprecated; tap's default extraction
-# model claude-sonnet-4-5 is on that list (end of life 30 November 2026).
-pytestmark = pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5:DeprecationWarning")
-
 KEY = "sk-ant-test-key-0123456789"
 MAY_7 = datetime(2023, 5, 7, 13, 56, tzinfo=UTC).timestamp()
 MAY_8 = datetime(2023, 5, 8, 9, 30, tzinfo=UTC).timestamp()
@@ -171,7 +167,7 @@ async def test_anthropic_extract_returns_validated_candidates(
     ]
     assert usage.model == "claude-sonnet-4-5-20250929" and usage.cache_read_tokens == 100
     body = anthropic_api.requests[-1].body
-    assert body["model"] == "claude-sonnet-4-5"
+    assert body["model"] == "claude-sonnet-4-6"
     assert body["tool_choice"] == {"type": "tool", "name": "record_memories"}
     prompt = body["messages"][0]["content"]
     assert "Caroline lives in Porto." in prompt  # the existing memories are shown, not to be repeated
@@ -212,7 +208,7 @@ async def test_anthropic_reconcile_decides_every_candidate_in_one_call(
         Decision(action="supersede", candidate=0, target=target, content="Caroline lives in Lisbon."),
         Decision(action="add", candidate=1),
     ]
-    assert usage.model == "claude-sonnet-4-5"
+    assert usage.model == "claude-sonnet-4-6"
     assert len(anthropic_api.requests) == 1
     body = anthropic_api.requests[-1].body
     assert body["tool_choice"] == {"type": "tool", "name": "reconcile_memories"}

@@ -1,4 +1,8 @@
-"""Tee parsers: recorded transcripts split at every size and at every awkward point give one Reply."""
+"""Tee parsers: recorded transcripts split at every size and at every awkward point give one Reply.
+
+The parsers live next to their dialects (tap.dialects.*_stream) on the shared wire module; they
+are reached through the dialect objects of the registry, as the proxy reaches them.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,11 @@ from collections.abc import Iterable, Iterator
 import msgspec
 import pytest
 
-from tap.streams import (
-    AnthropicStream,
-    LineSplitter,
-    OllamaStream,
-    OpenAIStream,
-    Reply,
-    SSEDecoder,
-    SSEEvent,
-    parse_response,
-    stream_parser,
-)
+from tap.dialects import get_dialect
+from tap.dialects.anthropic_stream import AnthropicStream
+from tap.dialects.ollama_stream import OllamaStream
+from tap.dialects.openai_stream import OpenAIStream
+from tap.dialects.wire import LineSplitter, Reply, SSEDecoder, SSEEvent, StreamParser
 from tests.upstreams import load_transcript
 
 TEXT = "Bonjour ! Le café est prêt — 日本語のテキスト and emoji 🎉🙂👩\u200d💻. Let me check the weather.\n"
@@ -105,6 +103,14 @@ EXPECTED: dict[str, tuple[str, Reply]] = {
     ),
 }
 NAMES = sorted(EXPECTED)
+
+
+def stream_parser(dialect: str) -> StreamParser:
+    return get_dialect(dialect).stream_parser()
+
+
+def parse_response(dialect: str, body: bytes) -> Reply:
+    return get_dialect(dialect).parse_response(body)
 
 
 def run(dialect: str, pieces: Iterable[bytes]) -> Reply:
@@ -307,7 +313,7 @@ def test_ollama_last_line_without_newline_is_read_at_finish() -> None:
     assert (reply.text, reply.complete, reply.usage["output_tokens"]) == ("hi!", True, 2)
 
 
-def test_stream_parser_dispatch() -> None:
+def test_each_dialect_owns_its_parser() -> None:
     assert isinstance(stream_parser("anthropic"), AnthropicStream)
     assert isinstance(stream_parser("openai"), OpenAIStream)
     assert isinstance(stream_parser("ollama_chat"), OllamaStream)
@@ -359,3 +365,16 @@ def test_parse_response_errors(dialect: str, body: bytes, error: str) -> None:
 def test_parse_response_garbage_never_raises(dialect: str, body: bytes) -> None:
     reply = parse_response(dialect, body)
     assert reply.text == "" and not reply.error
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if EXPECTED[n][1].complete])
+def test_complete_turns_true_with_the_terminal_event_and_not_before(name: str) -> None:
+    dialect, expected = EXPECTED[name]
+    data = load_transcript(name)
+    terminal = {"anthropic": b"message_stop", "openai": b"[DONE]"}.get(dialect, b'"done":true')
+    cut = data.index(terminal)
+    parser = stream_parser(dialect)
+    parser.feed(data[:cut])
+    assert not parser.complete
+    parser.feed(data[cut:])
+    assert parser.complete and parser.finish() == expected

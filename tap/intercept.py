@@ -1,0 +1,364 @@
+"""The interception core: what happens to a chat request before it is forwarded and after the reply.
+
+Every way in calls it — the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
+endpoints — and none keeps its own copy of the policy (DESIGN.md §2, §5, §7):
+
+before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a decoded request):
+  1. `x-tap-no-memory: 1` → forward unchanged, no capture; a body that is not JSON → forward
+     unchanged with `x-tap-degraded: unparsable-request`; a malformed `x-tap-scope` → `BadRequest`;
+  2. find the latest human turn (tap.dialects.transcript.find_human_turn); a request without one
+     (an assistant prefill, an image-only turn) is forwarded unchanged and not captured;
+  3. resolve the scope (tap.scopes) and the conversation (tap.identity);
+  4. the memory block for that human turn: recalled once per human turn under the hard deadline,
+     then kept (bounded, `BLOCK_TTL_S` since last use) and reused with the same bytes by every
+     agent-loop step of that turn and by retries; memories the model can already see in the
+     request are left out (tap.repeats.VisibleInRequest); a timeout or any store/embedder error
+     forwards without memories and says why (`x-tap-degraded`), never failing the request;
+  5. inject it through the dialect (cache-safe placement: see each dialect's docstring);
+  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`.
+
+after:
+  - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
+    chunk reaches the client, so the client's next request already finds it): remember the
+    conversation's continuity;
+  - `after`: the exchange goes to the turn log and extraction (tap.capture) in a background task;
+    a tool-loop step is captured as the assistant's reply only, never as a new human turn.
+
+Invariants: no HTTP library here (transports adapt to this); recall never runs twice for one human
+turn while its block is kept; a store failure never fails a request; capture never delays it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from tap.capture import Capture, Exchange
+from tap.config import Config
+from tap.dialects import Dialect, HumanTurn, JsonObject, Reply, Said, find_human_turn
+from tap.identity import Conversations, Resolved, reply_key, turn_key
+from tap.lru import LRU
+from tap.metrics import Metrics
+from tap.recall import RecallEngine
+from tap.records import Message, Source
+from tap.repeats import VisibleInRequest
+from tap.scopes import resolve_scope
+from tap.tasks import create_task
+
+log = logging.getLogger(__name__)
+
+NO_MEMORY_HEADER = "x-tap-no-memory"
+RECALLED_HEADER = "x-tap-recalled"
+RECALL_MS_HEADER = "x-tap-recall-ms"
+DEGRADED_HEADER = "x-tap-degraded"
+TRUE = ("1", "true", "yes", "on")
+BLOCK_TTL_S = 3600.0
+MAX_BLOCKS = 4096
+
+
+class BadRequest(ValueError):
+    """A request tap refuses (the transport answers 400 in the dialect's error shape)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """The memory block recalled for one human turn."""
+
+    text: str
+    ids: tuple[str, ...]
+
+
+@dataclass
+class Interception:
+    """Everything the after-step needs to know about one intercepted request."""
+
+    dialect: Dialect
+    scope: str
+    conversation: str
+    source: Source
+    turn: HumanTurn
+    turn_key: str
+    reply_key: str
+    said: Sequence[Said]
+    model: str
+    capture: bool
+    started_at: float
+    identity: Resolved | None = None
+    recalled: tuple[str, ...] = ()
+    degraded: str = ""
+    settled: bool = False
+    continuity_key: str = ""
+
+
+@dataclass
+class Before:
+    """The result of `Interceptor.before`: the body to forward (None = the original bytes), the
+    response headers to add, and the context for the after-step (None = nothing to capture)."""
+
+    body: bytes | None
+    headers: dict[str, str]
+    context: Interception | None = None
+
+
+@dataclass
+class Prepared:
+    """The result of `Interceptor.prepare`: the request to send and its context."""
+
+    request: JsonObject
+    headers: dict[str, str]
+    context: Interception | None = None
+
+
+@dataclass
+class _Counters:
+    recalls: int = 0
+    blocks_reused: int = 0
+
+
+class Interceptor:
+    """The before/after policy shared by every way in (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        recall: RecallEngine,
+        metrics: Metrics,
+        conversations: Conversations,
+        capture: Capture | None = None,
+    ) -> None:
+        self.config = config
+        self.recall = recall
+        self.metrics = metrics
+        self.conversations = conversations
+        self.capture = capture
+        self._blocks: LRU[tuple[str, str, str], Block] = LRU(MAX_BLOCKS, ttl_s=BLOCK_TTL_S)
+        self._counters = _Counters()
+
+    # -- before -------------------------------------------------------------------------------
+
+    async def before(
+        self, dialect: Dialect, headers: Mapping[str, str], body: bytes, *, source: Source = "proxy"
+    ) -> Before:
+        """The before-step for a raw request body (proxy, mitmproxy addon).
+
+        `headers` must look names up case-insensitively (aiohttp's and mitmproxy's do).
+        Raises `BadRequest` for a malformed `x-tap-scope`.
+        """
+        unchanged = {RECALLED_HEADER: "0"}
+        if headers.get(NO_MEMORY_HEADER, "").lower() in TRUE:
+            return Before(None, unchanged)
+        try:
+            req = dialect.parse_request(body)
+        except ValueError as exc:
+            self.metrics.degrade("bad-request-body", str(exc))
+            return Before(None, {DEGRADED_HEADER: "unparsable-request"})
+        try:
+            scope = resolve_scope(headers, by_api_key=self.config.proxy.scope_by_api_key)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        proxy = self.config.proxy
+        said = dialect.transcript(req)
+        if not (proxy.inject or proxy.capture) or find_human_turn(said) is None:
+            return Before(None, unchanged)
+        identity = self.conversations.resolve(
+            headers,
+            scope,
+            dialect.client_ids(req),
+            said,
+            system=dialect.system_text(req),
+            model=dialect.model_of(req),
+        )
+        prepared = await self.prepare(
+            dialect,
+            req,
+            scope=scope,
+            conversation=identity.conversation,
+            source=source,
+            said=said,
+            identity=identity,
+            inject=proxy.inject,
+            capture=proxy.capture,
+        )
+        body_out = dialect.encode(prepared.request) if prepared.request is not req else None
+        return Before(body_out, prepared.headers, prepared.context)
+
+    async def prepare(
+        self,
+        dialect: Dialect,
+        req: JsonObject,
+        *,
+        scope: str,
+        conversation: str,
+        source: Source = "proxy",
+        said: Sequence[Said] | None = None,
+        identity: Resolved | None = None,
+        turn_id: str = "",
+        visible_turns: Collection[str] | None = None,
+        deadline_ms: int | None = None,
+        inject: bool = True,
+        capture: bool = True,
+    ) -> Prepared:
+        """The before-step for a decoded request whose scope and conversation are known.
+
+        `turn_id` names the human turn when the caller has its own ids (Telegram); `visible_turns`
+        are the ids of the turns in the request when they are not the ones tap.identity derives.
+        The context is None when the request has no human turn.
+        """
+        said = dialect.transcript(req) if said is None else said
+        turn = find_human_turn(said)
+        headers = {RECALLED_HEADER: "0"}
+        if turn is None:
+            return Prepared(req, headers)
+        last = said[-1]
+        ctx = Interception(
+            dialect=dialect,
+            scope=scope,
+            conversation=conversation,
+            source=source,
+            turn=turn,
+            turn_key=turn_id or turn_key(conversation, turn.index + 1, turn.text),
+            reply_key=reply_key(conversation, len(said), last.text if last.role == "user" else ""),
+            said=said,
+            model=dialect.model_of(req),
+            capture=capture,
+            started_at=time.time(),
+            identity=identity,
+        )
+        if not inject:
+            return Prepared(req, headers, ctx)
+        visible = VisibleInRequest(conversation, said, dialect.system_text(req), turn_ids=visible_turns)
+        started = time.perf_counter()
+        block = await self._block(ctx, visible, deadline_ms)
+        if ctx.degraded:
+            headers[DEGRADED_HEADER] = ctx.degraded
+            return Prepared(req, headers, ctx)
+        headers[RECALL_MS_HEADER] = f"{(time.perf_counter() - started) * 1000:.1f}"
+        if block is None or not block.text:
+            return Prepared(req, headers, ctx)
+        try:
+            rewritten = dialect.inject(req, block.text)
+        except ValueError as exc:
+            ctx.degraded = headers[DEGRADED_HEADER] = "inject-error"
+            self._degrade("inject-error", str(exc))
+            return Prepared(req, headers, ctx)
+        ctx.recalled = block.ids
+        headers[RECALLED_HEADER] = str(len(block.ids))
+        return Prepared(rewritten, headers, ctx)
+
+    async def _block(self, ctx: Interception, visible: VisibleInRequest, deadline_ms: int | None) -> Block | None:
+        """The human turn's block: kept from an earlier request of the turn, else recalled now."""
+        key = (ctx.scope, ctx.conversation, ctx.turn_key)
+        kept = self._blocks.get(key)
+        if kept is not None:
+            self._counters.blocks_reused += 1
+            return kept
+        deadline = deadline_ms or self.config.recall.deadline_ms
+        try:
+            result = await self.recall.recall_async(ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible)
+        except TimeoutError:
+            ctx.degraded = f"recall-deadline-{deadline}ms"
+            self._degrade("deadline", f"recall took longer than {deadline} ms")
+            return None
+        except Exception as exc:  # any store/embedder failure: never fail the user's request
+            ctx.degraded = "recall-error"
+            self._degrade("recall-error", f"{type(exc).__name__}: {exc}")
+            return None
+        self._counters.recalls += 1
+        self.metrics.recall_done(result.elapsed_ms, len(result.memories))
+        block = Block(result.block, tuple(r.memory.id for r in result.memories))
+        self._blocks.put(key, block)
+        return block
+
+    def _degrade(self, reason: str, detail: str) -> None:
+        self.metrics.degrade(reason, detail)
+
+    # -- after ---------------------------------------------------------------------------------
+
+    def settle(self, ctx: Interception, reply: Reply) -> None:
+        """The reply is complete: remember the conversation's continuity (at once, in memory)."""
+        if ctx.settled:
+            return
+        ctx.settled = True
+        if ctx.identity is not None and reply.complete and not reply.error:
+            ctx.continuity_key = self.conversations.answered(ctx.identity, ctx.said, reply.text)
+
+    def after(
+        self,
+        ctx: Interception,
+        reply: Reply,
+        *,
+        status: int = 200,
+        client_gone: bool = False,
+        upstream_failed: str = "",
+        user: Message | None = None,
+        earlier: Sequence[Message] = (),
+        reply_id: str = "",
+    ) -> asyncio.Task[None] | None:
+        """Settle, then log and hand the exchange to extraction in a background task (returned, so
+        a caller may await it; None when there is nothing to do).
+
+        `user`, `earlier` and `reply_id` let a bridge with its own message ids (Telegram) say what
+        the human turn was; by default it is the request's human turn with tap's ids.
+        """
+        if 200 <= status < 300:
+            self.settle(ctx, reply)
+        exchange = self._exchange(ctx, reply, status, client_gone, upstream_failed, user, earlier, reply_id)
+        persist = ctx.continuity_key
+        if exchange is None and not persist:
+            return None
+        return create_task(self._finish(ctx, exchange, persist), name=f"capture-{ctx.conversation}")
+
+    def _exchange(
+        self,
+        ctx: Interception,
+        reply: Reply,
+        status: int,
+        client_gone: bool,
+        upstream_failed: str,
+        user: Message | None,
+        earlier: Sequence[Message],
+        reply_id: str,
+    ) -> Exchange | None:
+        worth = 200 <= status < 300 or bool(reply.text)
+        if not ctx.capture or self.capture is None or not worth:
+            return None
+        if ctx.turn.tool_step and user is None and not reply.text.strip():
+            return None  # a tool step without visible text: nothing to remember
+        step = ctx.turn.tool_step
+        human = user or Message(role="user", content="" if step else ctx.turn.text, id="" if step else ctx.turn_key)
+        return Exchange(
+            scope=ctx.scope,
+            conversation=ctx.conversation,
+            source=ctx.source,
+            dialect=ctx.dialect.name,
+            model=reply.model or ctx.model,
+            user_turn_id=human.id,
+            user_text=human.content,
+            user_name=human.name,
+            earlier=list(earlier),
+            reply_turn_id=reply_id or ctx.reply_key,
+            reply_text=reply.text,
+            usage=reply.usage,
+            status=status,
+            complete=reply.complete and not client_gone,
+            error=reply.error or upstream_failed or ("client disconnected" if client_gone else ""),
+            started_at=human.timestamp or ctx.started_at,
+            finished_at=time.time(),
+        )
+
+    async def _finish(self, ctx: Interception, exchange: Exchange | None, persist: str) -> None:
+        if persist:
+            try:
+                await asyncio.to_thread(self.conversations.persist, persist, ctx.conversation)
+            except Exception:
+                log.exception("could not persist the continuity of conversation %s", ctx.conversation)
+        if exchange is not None and self.capture is not None:
+            await self.capture.record(exchange)
+
+    def status(self) -> dict[str, int]:
+        """Counters for /tap/status: recalls run, blocks reused by later requests of a turn."""
+        return {"recalls": self._counters.recalls, "blocks_reused": self._counters.blocks_reused}

@@ -1,0 +1,32 @@
+"""The offline rule-based extractor, by concern.
+
+- `text`: sentences, leads, requests inside statements, content words;
+- `keep`: which sentences are worth a memory;
+- `person`: first person → third person ("I" → "the user" / the speaker's name);
+- `dates`: relative dates → absolute phrases;
+- `classify`: kind and importance;
+- `slots`: the single-valued attribute a statement fills, and what it retracts or corrects;
+- `extractor`: `RulesExtractor`, which puts them together;
+- `excerpts`: the verbatim layer (kind `episode`) beside the statements.
+"""
+
+from tap.records import CandidateMemory
+from tap.rules.dates import format_day, resolve_dates
+from tap.rules.excerpts import Excerpt, turn_excerpts
+from tap.rules.extractor import RulesExtractor, finish, merge_duplicates
+from tap.rules.person import rewrite_first_person, third_person
+from tap.rules.slots import read_slot
+
+__all__ = [
+    "CandidateMemory",
+    "Excerpt",
+    "RulesExtractor",
+    "finish",
+    "format_day",
+    "merge_duplicates",
+    "read_slot",
+    "resolve_dates",
+    "rewrite_first_person",
+    "third_person",
+    "turn_excerpts",
+]

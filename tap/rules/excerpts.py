@@ -1,0 +1,103 @@
+"""Excerpts: the verbatim layer beside the memories (kind `episode`).
+
+Statements are what a careful person keeps; excerpts are what they could look up: every turn of
+a conversation that says anything (user and assistant alike), verbatim, dated and cited, cut into
+passages of at most PASSAGE_WORDS words at sentence boundaries. They let recall answer "which
+hotel did you recommend?" or "what did I say my flight number was?" when no statement was kept,
+and they are listed apart from memories and shown after them in a block (tap.recall).
+
+A passage's vector text (`vector_text`) is the passage itself for a user turn; an assistant turn's
+passages share the vector of the turn's opening words (its topic), because embedding every long
+assistant reply in full was most of the offline pipeline's work, while words inside it are still
+found by the lexical index, which holds every passage in full. A turn's first passage also carries
+the end of the turn before it as `context` (searched, not shown): an answer is found by the
+question it answers ("What got you into running?" → "Mostly to clear my head").
+
+Invariants: pure and deterministic; a passage cites exactly the one turn it comes from; ids are
+derived from the conversation, the turn and the passage's position (`excerpt_key`), so
+overlapping chunks yield the same excerpt once.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from tap.chunker import Chunk, Turn
+from tap.records import CandidateMemory
+from tap.rules.text import content_words, split_sentences
+
+__all__ = ["ASSISTANT_VECTOR_WORDS", "PASSAGE_WORDS", "Excerpt", "turn_excerpts"]
+
+PASSAGE_WORDS = 60
+ASSISTANT_VECTOR_WORDS = 40
+MIN_CONTENT_WORDS = 3
+CONTEXT_WORDS = 30
+
+
+class Excerpt(msgspec.Struct, frozen=True, kw_only=True):
+    """One passage of one turn, as a candidate memory, with its id key and vector text."""
+
+    candidate: CandidateMemory
+    key: str
+    vector_text: str
+
+
+def _passages(text: str) -> list[str]:
+    """The text cut at sentence boundaries into pieces of at most PASSAGE_WORDS words (a longer
+    sentence is cut at word boundaries)."""
+    pieces: list[str] = []
+    current: list[str] = []
+    for sentence in split_sentences(text):
+        words = sentence.split()
+        while len(words) > PASSAGE_WORDS:
+            if current:
+                pieces.append(" ".join(current))
+                current = []
+            pieces.append(" ".join(words[:PASSAGE_WORDS]))
+            words = words[PASSAGE_WORDS:]
+        if current and len(current) + len(words) > PASSAGE_WORDS:
+            pieces.append(" ".join(current))
+            current = []
+        current += words
+    if current:
+        pieces.append(" ".join(current))
+    return pieces
+
+
+def lead_in(previous: Turn | None, turn: Turn) -> str:
+    """The end of the other speaker's turn just before this one (the question it answers), for
+    search only: at most CONTEXT_WORDS words."""
+    if previous is None or previous.speaker == turn.speaker:
+        return ""
+    words = previous.text.split()
+    return f"{previous.speaker}: " + " ".join(words[-CONTEXT_WORDS:])
+
+
+def _turn_excerpts(turn: Turn, previous: Turn | None) -> list[Excerpt]:
+    if len(content_words(turn.text)) < MIN_CONTENT_WORDS:
+        return []
+    passages = _passages(turn.text)
+    lead = " ".join(turn.text.split()[:ASSISTANT_VECTOR_WORDS])
+    context = lead_in(previous, turn)
+    out: list[Excerpt] = []
+    for index, passage in enumerate(passages):
+        content = f"{turn.speaker}: {passage}"
+        candidate = CandidateMemory(
+            content=content,
+            kind="episode",
+            importance=1,
+            tags=["excerpt", turn.role],
+            turn_ids=[turn.id],
+            valid_from=turn.timestamp,
+            context=context if index == 0 else "",
+        )
+        own = content if turn.role == "user" else f"{turn.speaker}: {lead}"
+        vector_text = f"{context}\n{own}" if index == 0 and context else own
+        out.append(Excerpt(candidate=candidate, key=f"{turn.id}\x1f{index}", vector_text=vector_text))
+    return out
+
+
+def turn_excerpts(chunk: Chunk) -> list[Excerpt]:
+    """The excerpts of every turn of the chunk that says anything, in turn order."""
+    turns = chunk.turns
+    return [e for i, turn in enumerate(turns) for e in _turn_excerpts(turn, turns[i - 1] if i else None)]

@@ -1,0 +1,194 @@
+"""Which sentences are worth a memory: the judgement a careful person makes, as rules.
+
+`judge(sentence)` takes one lead-stripped sentence of a person's turn and answers why it is not
+worth keeping ("question", "request", "hypothetical", "filler", "about-assistant", "fragment",
+"no-anchor", "too-short", "code", "secret"), or "" to keep it. Kept are statements about the speaker, their
+people, pets, plans, preferences, decisions and work ("I moved to Lisbon", "my sister lives in
+Madrid", "we use Postgres"), and standing instructions to the assistant ("always answer in metric
+units"), which `is_instruction` recognises. Not kept: questions (also when they lack a question
+mark), requests for the task at hand ("can you…", "help me…", "I was wondering…"), hypotheticals
+("if I moved to Tokyo…", "imagine…", "I would…"), greetings, thanks, reactions and
+acknowledgements, promises to try the assistant's advice, remarks about the assistant, fragments
+whose subject is in another sentence ("It made me cry", "Since I was 17"), pasted code, and
+sentences that are about nobody in particular.
+
+Invariants: pure and deterministic; a sentence containing a redaction mark is never kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tap.rules.slots import tool_category, tool_category_in
+from tap.rules.text import MIN_WORDS, content_words
+from tap.scrub import REDACTED
+
+__all__ = ["is_fragment", "is_instruction", "judge"]
+
+MAX_WORDS = 70
+_QUESTION = re.compile(
+    r"^(?:what|what's|how|how's|why|when|where|where's|which|who|who's|whom|whose|is|are|was|were|do|does|did|can"
+    r"|could|would|will|should|shall|may|might|have|has|am|isn'?t|aren'?t|doesn'?t|didn'?t|won'?t|wouldn'?t"
+    r"|couldn'?t|shouldn'?t|any (?:idea|ideas|tips|thoughts|suggestions|recommendations)|anything else)\b",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"^(?:please\s+|pls\s+|kindly\s+)?(?:(?:can|could|would|will)\s+you|help|tell|show|give|write|draft|explain|list"
+    r"|summari[sz]e|recommend|suggest|create|make|generate|find|compare|translate|fix|review|check|rewrite"
+    r"|convert|calculate|describe|outline|provide|send|let me know|remind me|walk me|teach|plan|brainstorm"
+    r"|go ahead|continue|proceed|try|look up|search|book|add|update|change|edit|format|shorten|expand)\b"
+    r"|^I(?:'d|’d| would) (?:like|love|appreciate) (?:you|some|any|a few|to (?:know|get|see|hear|learn|find|ask"
+    r"|understand|explore|discuss)|help|it if|your|more|information|info|advice|tips|ideas|suggestions)"
+    r"|^I(?:'m|’m| am)?\s*(?:looking|searching) for (?:some |any |a few |more )?(?:help|advice|tips|ideas"
+    r"|suggestions|recommendations|resources|guidance|information|info|options|inspiration|feedback)"
+    r"|^I (?:need|want|wanted) (?:you to|your|help|some help|advice|some advice|tips|ideas|suggestions"
+    r"|recommendations|to know|to ask|to understand|to learn more|more information|guidance|a (?:list|summary"
+    r"|recipe|plan|template|script|draft|function|rundown))"
+    r"|^I(?:'m|’m| am| was)? (?:just )?(?:wondering|curious|hoping you|trying to (?:figure out|understand|decide))"
+    r"|^I wonder\b|^I have (?:a|another|one more|some|a few|two|three) (?:quick |follow-up |more )?questions?\b"
+    r"|^(?:some|any|more) (?:ideas|tips|suggestions|recommendations|advice|examples|options)\b"
+    r"|^(?:now|next|also|then|ok|okay)\s*,?\s*(?:can|could|please|let'?s (?:see|try|do|look|talk|move))\b",
+    re.IGNORECASE,
+)
+_INSTRUCTION_MARK = re.compile(
+    r"\b(?:always|never|from now on|going forward|in (?:the )?future|whenever|every time|each time|by default"
+    r"|stop (?:using|adding|writing|putting|giving|saying|calling|suggesting|including|doing|making)"
+    r"|don'?t ever|do not ever|no more|in all (?:your )?(?:answers|replies|responses))\b",
+    re.IGNORECASE,
+)
+_INSTRUCTION_START = re.compile(
+    r"^(?:please\s+)?(?:always|never|don'?t|do not|stop|avoid|use|answer|reply|respond|write|keep|call me|refer to me"
+    r"|address me|remember (?:that|to)|make sure|from now on|going forward|in (?:the )?future|whenever"
+    r"|when you|I want you to|I'd like you to|I’d like you to|you should|you must|you need to)\b",
+    re.IGNORECASE,
+)
+_PERSONAL_INSTRUCTION = re.compile(r"^(?:call me|refer to me as|address me as|my name is)\b", re.IGNORECASE)
+_HYPOTHETICAL = re.compile(
+    r"^(?:if|suppose|supposing|imagine|let'?s say|say|hypothetically|what if|in case|assuming|pretend|even if"
+    r"|in theory|theoretically|ideally|maybe|perhaps|unless)\b"
+    r"|\b(?:if (?:I|we|my|our)|were I|I were|hypothetically|in theory|imagine (?:if|that|I))\b"
+    r"|\bI(?:'d|’d| would)\b(?!\s+(?:rather|prefer|love to|like to|really like to|also like to))"
+    r"|\b(?:should I|could I|would I|can I|do I|am I)\b",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"^(?:that'?s|that’s|that is|that was|that sounds|sounds|so (?:cool|great|awesome|nice|happy|glad|proud|sorry"
+    r"|sweet)|glad|good luck|congrat|thank|thx|ty\b|take care|talk (?:soon|later)|see you|have fun|enjoy|it'?s (?:great"
+    r"|good|awesome|cool|nice|amazing|wonderful|so|fine|ok|okay)|it’s (?:great|so)|what a|how (?:cool|nice|great"
+    r"|awesome|sweet|fun)|I'?m (?:so |really )?(?:glad|happy|sorry|proud|grateful)|love (?:that|it|this)"
+    r"|(?:really |so )?(?:cool|great|awesome|nice|amazing|wonderful|lovely|beautiful|interesting|perfect|excellent)"
+    r"(?:\s+(?:idea|point|question|tip|tips|suggestion|suggestions|advice|list|answer|stuff|work|job))?\s*(?:[!.,:;]|$)"
+    r"|no worries|no problem|you'?re welcome|any time|anytime|hope (?:you|it|that)|can'?t wait to (?:see|hear)"
+    r"|keep (?:it up|going)|long time no|got it|gotcha|makes sense|will do|good to know|I see\b|I understand"
+    r"|I agree|I think so|not sure|I'?m not sure|I don'?t know|I have no idea|me too|same here|fair enough"
+    r"|noted|understood|this (?:is|was|looks|seems) (?:very |really |super |so )?(?:helpful|useful|great|good|perfect"
+    r"|interesting|amazing)|these (?:are|look|sound) (?:great|good|helpful|perfect)|that helps|this helps"
+    r"|I (?:really )?appreciate|appreciate it|I'?m (?:back|here)|hello|hi\b|hey\b|good (?:morning|evening|night"
+    r"|afternoon)|bye|cheers|lol|haha|oh no|oops|yikes|ugh|sure thing"
+    r"|ok\b|okay\b|alright)",
+    re.IGNORECASE,
+)
+_TRY_ADVICE = re.compile(
+    r"^I(?:'ll|’ll| will| am going to|'m going to|’m going to| might| may)\s+(?:definitely |probably |certainly "
+    r"|also |just )?(?:try|give (?:it|them|this|that|these) a (?:try|shot|go)|check (?:it|them|that|this|out)"
+    r"|look into|think about|let you know|keep (?:that|this|it) in mind|do that|consider|test|report back"
+    r"|get back to you|take a look|read (?:it|them|that|this)|go with (?:that|this|it|the first|the second|option)"
+    r"|start with (?:that|this|the)|follow (?:your|these|that|this)|use (?:that|this|these|your))\b",
+    re.IGNORECASE,
+)
+_SECOND_PERSON = re.compile(r"^(?:you|your|you'?re|you’re|you'?ve|you'?d|you'?ll|u|ur|thanks to you)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|I'll|I’ll|me|my|mine|myself|we|we're|we’re|we've|our|ours|us)\b", re.IGNORECASE
+)
+_CODE = re.compile(r"[{}<>]|;\s*$|=>|::|\(\)|`|\bdef |\bimport |\bfunction\b|\breturn\b|\$\s|^\s*#|[=]{1}\s*[\w\"'\[]")
+_WORK = re.compile(
+    r"\b(?:deadline|release|launch|deploy\w*|sprint|standup|stack|database|service|backend|frontend|api|repo"
+    r"|project|team|client|customer|budget|roadmap|milestone|meeting|on-?call|app|scraper|pipeline|monorepo"
+    r"|dashboard|blog|website|site|bot|library|package|cli|branch|approvals?|PRs?|commits?|tests?|staging"
+    r"|production|prod|server|cluster|region)\b",
+    re.IGNORECASE,
+)
+_CONCRETE = re.compile(r"\d|(?<=\s)[A-Z][a-z]+\b")
+_TOOL_USE = re.compile(
+    r"\b(?:on|uses?|using|runs?|running|written in|built (?:with|on|in)|stays on|moved to|migrated to|switched to"
+    r"|deploys? to|hosted on|writing to|backed by|is an? [\w-]+ (?:app|service|site|scraper|tool|bot|api|cli)"
+    r"|is an? [\w.-]+ app)\b",
+    re.IGNORECASE,
+)
+_NAMED_SUBJECT = re.compile(r"^(?:[A-Z][\w’'-]+)(?:\s+[A-Z][\w’'-]+)?\s+(?:is|was|has|had|'s|’s|[a-z]+(?:s|ed))\b")
+_PERSONAL_FACT = re.compile(
+    r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"
+    r"|is an?|was an?|uses|runs on|written in|built (?:with|on|in))\b",
+    re.IGNORECASE,
+)
+
+_PRONOUN_START = re.compile(
+    r"^(?:it|it's|it’s|its|that|that's|that’s|this|they|they're|they’re|they've|these|those|he|he's|she|she's"
+    r"|there|there's|there’s|them|which|who|both|one|some|all|most)\b(?!\s+(?:is\s+)?(?:my|our)\b)",
+    re.IGNORECASE,
+)
+_SUBORDINATE_START = re.compile(
+    r"^(?:since|because|cause|'cause|’cause|when|while|although|though|after|before|until|unless|whereas|as|so that"
+    r"|for|about|around|like|with|without|to|and|or|but|than|except|especially|mostly|probably|maybe|just|only"
+    r"|not|also|even)\b",
+    re.IGNORECASE,
+)
+
+
+def is_fragment(sentence: str) -> bool:
+    """A sentence that means nothing without what came before it: a pronoun whose referent is in
+    another sentence ("It made me feel connected"), or a bare subordinate clause ("Since I was 17")."""
+    if _PRONOUN_START.match(sentence):
+        return True
+    return bool(_SUBORDINATE_START.match(sentence)) and "," not in sentence
+
+
+def is_instruction(sentence: str) -> bool:
+    """A standing instruction to the assistant ('Always answer in metric units', 'Call me Jo')."""
+    if _PERSONAL_INSTRUCTION.match(re.sub(r"^(?:please|pls|and|also)\s+", "", sentence, flags=re.IGNORECASE)):
+        return True
+    return bool(_INSTRUCTION_START.match(sentence)) and bool(_INSTRUCTION_MARK.search(sentence))
+
+
+def judge(sentence: str, *, states_slot: bool = False) -> str:
+    """Why this sentence is not worth a memory, or '' to keep it (see the module docstring).
+    `states_slot`: it fills a slot ("I'm married now", "I'm Katherine"), so brevity is no fault."""
+    if REDACTED in sentence:
+        return "secret"
+    words = sentence.split()
+    if len(words) < MIN_WORDS and not _PERSONAL_INSTRUCTION.match(sentence) and not (states_slot and len(words) >= 2):
+        return "too-short"
+    if len(words) > MAX_WORDS or _CODE.search(sentence):
+        return "code" if _CODE.search(sentence) else "too-long"
+    if is_instruction(sentence):
+        return ""
+    if sentence.rstrip().endswith("?") or _QUESTION.match(sentence):
+        return "question"
+    if _REQUEST.match(sentence):
+        return "request"
+    if _FILLER.match(sentence) or _TRY_ADVICE.match(sentence):
+        return "filler"
+    if _SECOND_PERSON.match(sentence):
+        return "about-assistant"
+    if is_fragment(sentence):
+        return "fragment"
+    if _HYPOTHETICAL.search(sentence):
+        return "hypothetical"
+    if len(content_words(sentence)) < (1 if states_slot else 2):
+        return "too-short"
+    if not _FIRST_PERSON.search(sentence) and not _third_party_fact(sentence):
+        return "no-anchor"
+    return ""
+
+
+def _third_party_fact(sentence: str) -> bool:
+    """A statement about someone or something the speaker knows, without 'I': work facts with a
+    concrete detail ("the deadline for the billing API is March 3"), statements about a tool stack
+    ("Atlas is a django app on sqlite"), and what a named person did or is ("Chloé started at the
+    studio, she's a 3D artist")."""
+    if _WORK.search(sentence) and _CONCRETE.search(sentence):
+        return True
+    if tool_category_in(sentence):
+        first = sentence.split()[0].strip(",.:;!?").lower() if sentence.split() else ""
+        return not tool_category(first) and bool(_TOOL_USE.search(sentence))
+    return bool(_NAMED_SUBJECT.match(sentence)) and bool(_PERSONAL_FACT.search(sentence))

@@ -1,0 +1,414 @@
+"""What a statement says about whom: the slot (holder + attribute) it fills, and what it retracts.
+
+An update only supersedes what it updates when tap knows two statements fill the same slot:
+"I live in Berlin" and, later, "I moved to Lisbon" both fill (user, residence); "we use
+PostgreSQL" and "we migrated to CockroachDB" both fill (team, database). `read_slot(sentence,
+speaker)` reads a first-person sentence (before it is rewritten) and returns:
+
+- `slot`: "<holder>|<attribute>" and the value, for single-valued attributes of a person, a pet,
+  a team or a project: where someone lives, where they work, their job or role, their name, a
+  pet's or a relative's name, relationship status, age, diet, and for tools: the database,
+  programming language, backend / frontend / mobile framework, editor, hosting or deploy target, CI,
+  test framework, operating system, phone, browser, chat tool, package manager, queue, ORM,
+  monitoring or cloud storage in use. The holder is the speaker ("I"), the team ("we", "our" in
+  work talk), a qualified part of it ("our backend", "… for the mobile app") or a possession
+  ("my dog", "my sister");
+- `retracts`: the words of what a statement takes back: "I no longer eat meat" → ["eat", "meat"],
+  "switched from vim to helix" → ["vim"], "I left Google" → ["google"];
+- `correction`: (wrong, right) for "actually it's Dana, not Diana" / "I meant Dana".
+
+Only present-tense assertions fill a slot (past "I lived in …", plans "I'm moving to … next
+month", wishes and hypotheticals do not), except "moved to / relocated to / joined / switched to",
+whose past tense states the present. The tool categories are general software knowledge, not
+tuned to any data set.
+
+Invariants: pure and deterministic; a sentence fills at most one slot; values are normalised
+(lower case, aliases folded: postgres = postgresql, k8s = kubernetes) so "Postgres" and
+"PostgreSQL" are the same value.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from tap.rules.text import content_words
+
+__all__ = ["SlotReading", "TOOL_CATEGORIES", "normalise_value", "read_slot", "tool_category", "tool_category_in"]
+
+
+class SlotReading(msgspec.Struct, frozen=True, kw_only=True):
+    """What one sentence says about a slot (all fields empty when it says nothing)."""
+
+    slot: str = ""
+    part: str = ""
+    value: str = ""
+    retracts: tuple[str, ...] = ()
+    correction: tuple[str, ...] = ()
+    change: str = ""  # "update" when the sentence says something changed, "now" for a weaker cue
+
+
+_TOOLS: dict[str, str] = {
+    "database": "postgres postgresql mysql mariadb sqlite mongodb mongo cockroachdb cockroach dynamodb cassandra "
+    "oracle mssql sql-server supabase firestore neo4j clickhouse snowflake bigquery duckdb couchdb "
+    "planetscale timescaledb influxdb scylladb aurora",
+    "language": "python javascript typescript golang rust java kotlin swift ruby php c# c++ scala elixir haskell "
+    "clojure dart lua perl julia zig ocaml f# erlang",
+    "backend framework": "django flask fastapi rails laravel spring express nestjs phoenix asp.net symfony "
+    "fastify hono gin actix axum sinatra koa",
+    "frontend framework": "react vue angular svelte sveltekit solidjs qwik ember next.js nextjs nuxt remix astro "
+    "gatsby htmx alpine.js preact",
+    "mobile framework": "flutter react-native swiftui jetpack-compose ionic xamarin",
+    "editor": "vim neovim nvim emacs vscode vs-code sublime atom intellij pycharm webstorm helix zed cursor nano "
+    "xcode goland rider clion",
+    "hosting": "aws gcp azure heroku fly.io vercel netlify railway digitalocean hetzner linode cloudflare "
+    "kubernetes k8s ecs lambda render.com",
+    "ci": "github-actions gitlab-ci jenkins circleci travis buildkite teamcity drone",
+    "test framework": "pytest unittest jest vitest mocha jasmine rspec junit cypress playwright selenium",
+    "operating system": "linux ubuntu debian fedora archlinux macos windows nixos",
+    "phone": "iphone android pixel galaxy",
+    "browser": "chrome firefox safari brave vivaldi",
+    "chat tool": "slack discord mattermost zulip msteams",
+    "package manager": "npm yarn pnpm bun poetry conda pipenv",
+    "queue": "kafka rabbitmq sqs nats pulsar",
+    "orm": "sqlalchemy prisma typeorm sequelize hibernate drizzle",
+    "monitoring": "datadog grafana prometheus sentry newrelic",
+    "cloud storage": "dropbox onedrive icloud gdrive",
+}
+TOOL_CATEGORIES: dict[str, str] = {term: category for category, terms in _TOOLS.items() for term in terms.split()}
+_ALIASES = {
+    "postgresql": "postgres",
+    "mongo": "mongodb",
+    "cockroach": "cockroachdb",
+    "nvim": "neovim",
+    "vs-code": "vscode",
+    "k8s": "kubernetes",
+    "nextjs": "next.js",
+    "golang": "go",
+}
+_MULTIWORD = {
+    "vs code": "vs-code",
+    "visual studio code": "vscode",
+    "sql server": "sql-server",
+    "github actions": "github-actions",
+    "gitlab ci": "gitlab-ci",
+    "react native": "react-native",
+    "jetpack compose": "jetpack-compose",
+    "google drive": "gdrive",
+    "google cloud": "gcp",
+    "new relic": "newrelic",
+    "microsoft teams": "msteams",
+    "arch linux": "archlinux",
+    "render.com": "render.com",
+}
+_GO_LANGUAGE = re.compile(r"\b(?:in|with|to|use|using|uses|written in|on)\s+Go\b")
+_R_LANGUAGE = re.compile(r"\b(?:in|with|to|use|using|uses|written in|on)\s+R\b")
+_TERM = re.compile(r"[A-Za-z][\w.#+-]*[\w#+]|[A-Za-z]")
+
+_PAST_OR_PLAN = re.compile(
+    r"\b(?:used to|lived|worked|was working|was living|will|'ll|’ll|going to|gonna|plan(?:ning)? to|want to"
+    r"|hope to|might|may|would|could|should|thinking (?:about|of)|considering|next (?:week|month|year)|soon"
+    r"|someday|one day|if|unless|when I|before I|after I)\b",
+    re.IGNORECASE,
+)
+_STATES_PRESENT = re.compile(
+    r"\b(?:moved|relocated|joined|switched|migrated|converted|changed|started (?:at|working at)|got a (?:new )?job"
+    r"|became|promoted|renamed|named|turned|went (?:vegan|vegetarian)|adopted)\b",
+    re.IGNORECASE,
+)
+_RETRACT = re.compile(
+    r"\b(?:no longer|not any ?more|anymore|any more|stopped|quit|gave up|left|dropped|ditched|got rid of|sold"
+    r"|no more|not doing .{1,40} after all|cancel+ed|called off"
+    r"|don'?t (?:\w+ )?(?:use|eat|drink|live|work|play|do|have|like|own)\b.*\bnow)\b",
+    re.IGNORECASE,
+)
+_RETRACT_NOISE = frozenset(
+    "longer anymore stopped quit gave left dropped ditched got rid don't doesn't didn't not now since sold more "
+    "doing after cancelled canceled called off "
+    "ago months years weeks days recently finally".split()
+)
+_DATE_WORDS = frozenset(
+    "january february march april may june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday week month year weekend today yesterday tomorrow last jan feb mar "
+    "apr jun jul aug sep sept oct nov dec".split()
+)
+_FROM_TO = re.compile(
+    r"\b(?:switch|switched|switching|migrat\w*|mov\w*|chang\w*|convert\w*|transition\w*|went|port\w*)\s+"
+    r"(?:[\w'’]+\s+){0,4}?from\s+(?P<old>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+(?:over\s+)?to\s+(?P<new>[\w.#+-]+)",
+    re.IGNORECASE,
+)
+_REPLACED = re.compile(
+    r"\breplac\w*\s+(?P<old>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+with\s+(?P<new>[\w.#+-]+)"
+    r"|\binstead of\s+(?P<old2>[\w.#+-]+(?:\s[\w.#+-]+)?)",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"(?:\b(?:actually|sorry|correction|oops|wait|i mean|i meant)\b[^.!?]*?)?"
+    r"\b(?P<right>[A-Z][\w'’-]+|\d[\w.:/-]*)\s*,?\s+not\s+(?P<wrong>[A-Z][\w'’-]+|\d[\w.:/-]*)\b"
+    r"|\bnot\s+(?P<wrong2>[A-Z][\w'’-]+|\d[\w.:/-]*)\s*[,;–—-]+\s*(?:it'?s\s+|but\s+)?(?P<right2>[A-Z][\w'’-]+|\d[\w.:/-]*)\b",
+)
+_CORRECTION_CUE = re.compile(
+    r"\b(?:actually|sorry|correction|oops|i mean|i meant|typo|my bad|mistake|autocorrect|scratch that)\b", re.I
+)
+_NAME_FOR_NAME = re.compile(r"\b[A-Z][a-z]+,?\s+not\s+[A-Z][a-z]+\b")
+_STRONG_CHANGE = re.compile(
+    r"\b(?:instead|no longer|any ?more|used to|switched|switching|changed|changing|migrated|moved (?:\w+ )*?(?:to|from)"
+    r"|renamed|raised|lowered|increased|decreased|went up|went down|replaced|upgraded|downgraded|after all"
+    r"|gave up|moved in|moved out|no more|stopped|quit|left|sold|not anymore"
+    r"|change of plans?|not .{1,30} after all|update|updated|new (?:job|role|plan|date|venue|address|place|price)"
+    r"|from now on|these days|nowadays)\b",
+    re.IGNORECASE,
+)
+_BUT_NOW = re.compile(r"\bused to\b.*?\b(?:but|and)?\s*(?:now|these days|nowadays)\b", re.IGNORECASE)
+_WEAK_CHANGE = re.compile(r"\b(?:now|currently|at the moment|right now)\b", re.IGNORECASE)
+
+_VALUE = (
+    r"(?P<value>(?:the |a |an )?[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|de|da|la|le|del|upon|am)\s+)?[A-Z0-9][\w'’.&-]*)*)"
+)
+_LOWER_VALUE = (
+    r"(?P<value>[\w'’.&-]+(?:\s+[\w'’.&-]+){0,3}?)"
+    r"(?=\s*(?:[,.;!?]|\band\b|\bbut\b|\bsince\b|\bfor\b|\bwith\b|\bat\b|\bin\b|\bnow\b|$))"
+)
+_PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "residence",
+        re.compile(
+            rf"\b(?:live|lives|living|reside|resides|residing|based|settled|staying)\s+(?:in|at|near)\s+{_VALUE}"
+        ),
+    ),
+    ("residence", re.compile(rf"\b(?:moved|relocated)\s+(?:back\s+|over\s+)?(?:to|into)\s+{_VALUE}")),
+    ("residence", re.compile(rf"\bmy (?:home|place|apartment|flat|house) is (?:now )?in\s+{_VALUE}")),
+    ("residence", re.compile(rf"\b(?:live|lives|living|based|settled)\s+in\s+{_LOWER_VALUE}", re.IGNORECASE)),
+    ("residence", re.compile(rf"\b(?:moved|relocated)\s+(?:back\s+)?to\s+{_LOWER_VALUE}", re.IGNORECASE)),
+    ("employer", re.compile(rf"\bwork(?:s|ing)?\s+(?:at|for)\s+{_VALUE}")),
+    ("employer", re.compile(rf"\bwork(?:s|ing)?\s+as\s+(?:an?\s+)?[\w\s-]{{1,30}}?\s+(?:at|for)\s+{_VALUE}")),
+    (
+        "employer",
+        re.compile(
+            r"\b(?:joined|started (?:a new job |working )?at|got a (?:new )?job (?:at|with)|hired (?:at|by)"
+            rf"|employed (?:at|by))\s+{_VALUE}"
+        ),
+    ),
+    ("employer", re.compile(rf"\bmy (?:new )?(?:employer|company) is (?:now )?{_VALUE}")),
+    ("employer", re.compile(rf"\bI(?:'m|’m| am)\s+(?:now\s+)?an?\s+(?:[\w-]+\s+){{0,3}}?(?:at|for|with)\s+{_VALUE}")),
+    ("employer", re.compile(rf"\b(?:work(?:s|ing)?\s+(?:at|for)|joined)\s+{_LOWER_VALUE}", re.IGNORECASE)),
+    ("job", re.compile(rf"\bwork(?:s|ing)?\s+as\s+(?:an?\s+)?{_LOWER_VALUE}", re.IGNORECASE)),
+    (
+        "job",
+        re.compile(
+            r"\b(?:promoted to|became an?|my (?:job )?(?:title|role|position) is(?: now)?)"
+            rf"\s+(?:an?\s+)?{_LOWER_VALUE}",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "job",
+        re.compile(
+            r"\bI(?:'m|’m| am)\s+(?:now\s+)?(?:an?\s+)(?P<value>(?:[\w-]+\s+){0,2}?"
+            r"(?:engineer|developer|nurse|teacher|manager"
+            r"|designer|student|doctor|lawyer|consultant|analyst|scientist|writer|chef|architect|accountant"
+            r"|researcher|professor|programmer|director|founder|freelancer|intern|pharmacist|therapist"
+            r"|photographer|journalist|technician|mechanic|electrician|paramedic|pilot|recruiter|lecturer"
+            r"|librarian|veterinarian|dentist|surgeon|physician|barista|cto|ceo|vp))\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "relationship",
+        re.compile(
+            r"\bI(?:'m|’m| am| got| just got)\s+(?:now\s+|finally\s+)?"
+            r"(?P<value>married|engaged|divorced|single|separated|widowed)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "age",
+        re.compile(
+            r"\bI(?:'m|’m| am| just)?\s+(?:turned\s+)?(?P<value>\d{1,3})"
+            r"(?:\s+years old|(?=\s*(?:[.!,;]|$|\s+(?:yesterday|today|last|this|on|in)\b)))",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "diet",
+        re.compile(
+            r"\b(?:I'm|I’m|I am|I've been|I have been|I became|I went|I'm now|went)\s+(?:a\s+)?(?:fully\s+|now\s+)?"
+            r"(?P<value>vegetarian|vegan|pescatarian|keto|gluten-free|dairy-free|paleo|carnivore)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "name",
+        re.compile(r"\b(?:my name is|call me|I go by|I(?:'m|’m| am))\s+(?P<value>[A-Z][\w'’-]+)(?=\s*(?:[,.!;]|$))"),
+    ),
+    ("name", re.compile(r"\b(?:my name is|call me|I go by)\s+(?P<value>[A-Z][\w'’-]+)")),
+)
+_NAMED_THING = (
+    re.compile(
+        r"\b(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)(?:'s|’s)\s+name\s+is\s+(?:now\s+)?(?P<value>[A-Z][\w'’-]+)"
+    ),
+    re.compile(
+        r"\b(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?:is\s+)?(?:now\s+)?(?:called|named)\s+(?P<value>[A-Z][\w'’-]+)"
+    ),
+    re.compile(r"\b(?:re)?named\s+(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?P<value>[A-Z][\w'’-]+)"),
+)
+_RELATIVE_HOLDER = re.compile(
+    r"^(?:[Mm]y|[Oo]ur)\s+(?P<noun>(?:(?:little|big|older|younger|elder|best|new|old|ex|twin|step|oldest|youngest"
+    r"|baby|late|dear|current)\s+)?[a-z]+)(?:'s|’s)?\s+(?!name\b)"
+)
+_QUALIFIER = re.compile(
+    r"\b(?:for|in|on)\s+(?:the|our|my)\s+(?P<q>(?:[\w-]+\s+){0,2}?(?:app|application|service|backend|frontend|front-end"
+    r"|api|site|website|project|repo|monorepo|pipeline|dashboard|server|client|cli|tool|bot|platform))\b",
+    re.IGNORECASE,
+)
+_SUBJECT_PART = re.compile(
+    r"^(?:our|the)\s+(?P<q>(?:[\w-]+\s+){0,2}?(?:app|application|service|backend|frontend|front-end|api|site"
+    r"|website|project|repo|pipeline|dashboard|server|client|cli|tool|bot|platform))\b",
+    re.IGNORECASE,
+)
+_TOOL_VERB = re.compile(
+    r"\b(?:use|uses|using|used|run|runs|running|on|switch\w*|migrat\w*|mov\w*|deploy\w*|host\w*|written in"
+    r"|write|writing|code|coding|built|build|is|are|prefer|love|rely on|relies on|stick with|went with|go with"
+    r"|picked|chose|settled on|adopted|moved to|via|with|into|on|in)\b",
+    re.IGNORECASE,
+)
+_OWNED_CATEGORIES = frozenset({"phone", "operating system", "browser"})
+_OWN_VERB = re.compile(r"\b(?:got|bought|have|has|own|owns|upgraded to|replaced)\b", re.IGNORECASE)
+
+
+def normalise_value(value: str) -> str:
+    """A value as compared between statements: lower case, articles dropped, aliases folded."""
+    words = [w for w in re.split(r"\s+", value.lower().strip(" .,;:!?\"'’")) if w not in ("the", "a", "an")]
+    text = " ".join(words)
+    return _ALIASES.get(text, text)
+
+
+def _tool_terms(sentence: str) -> list[tuple[str, str]]:
+    """(term, category) of every known tool in the sentence, in order."""
+    text = sentence.lower()
+    for phrase, token in _MULTIWORD.items():
+        text = re.sub(rf"\b{re.escape(phrase)}\b", token, text)
+    found = [
+        (t, TOOL_CATEGORIES[t]) for t in (m.group(0).rstrip(".") for m in _TERM.finditer(text)) if t in TOOL_CATEGORIES
+    ]
+    if _GO_LANGUAGE.search(sentence):
+        found.append(("golang", "language"))
+    if _R_LANGUAGE.search(sentence):
+        found.append(("r-language", "language"))
+    return [(_ALIASES.get(t, t), c) for t, c in found]
+
+
+def tool_category_in(sentence: str) -> bool:
+    """Whether the sentence names a known tool (a database, language, framework, editor…)."""
+    return bool(_tool_terms(sentence))
+
+
+def tool_category(term: str) -> str:
+    """The category of a known tool ('' when unknown)."""
+    return TOOL_CATEGORIES.get(term.lower(), "")
+
+
+def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
+    """Whom the sentence is about (the speaker, their team, or a possession: "user:dog"), and the
+    part of the team's work it is about ("backend", "mobile app"; "" for the whole)."""
+    lowered = sentence.lstrip()
+    part = _SUBJECT_PART.match(lowered) or _QUALIFIER.search(lowered)
+    part_name = _norm_noun(part.group("q")) if part else ""
+    first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me)\b", lowered)
+    if re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE) or (work and part):
+        return "team", part_name
+    if not first_person and _tool_terms(lowered):
+        named = re.match(r"^(?:the\s+)?([A-Za-z][\w-]+)\s+(?:is|runs|uses|stays|moved|was|will|has|'s|’s)\b", lowered)
+        own = named.group(1).lower() if named and named.group(1).lower() not in _TOOLISH else ""
+        return "team", part_name or own  # a stack that names no person: the team's (or its project's)
+    relative = _RELATIVE_HOLDER.match(lowered)
+    if relative and not _OWN_THINGS.match(lowered):
+        return f"{speaker}:{_norm_noun(relative.group('noun'))}", ""
+    return speaker, part_name if work else ""
+
+
+_TOOLISH = frozenset(["it", "this", "that", "everything", "all", "which", "there", "team", "we"]) | set(TOOL_CATEGORIES)
+_OWN_THINGS = re.compile(
+    r"^(?:my|our)\s+(?:home|place|apartment|flat|house|new|current|job|role|title|company|employer|team|stack"
+    r"|database|backend|frontend|app|project|editor|setup|workflow)\b",
+    re.IGNORECASE,
+)
+
+
+def _norm_noun(noun: str) -> str:
+    return " ".join(noun.lower().split())
+
+
+def read_slot(sentence: str, speaker: str, *, work: bool = False) -> SlotReading:
+    """The slot a first-person sentence fills, what it retracts and what it corrects."""
+    who = speaker.lower()
+    correction = _correction(sentence)
+    retracts = _retracted(sentence)
+    now = _BUT_NOW.search(sentence)
+    present = sentence[now.end() :] if now else sentence  # "I used to … but now I'm on Python": the present part
+    slot, part, value = _slot(present, who, work)
+    if slot and _PAST_OR_PLAN.search(present) and not _STATES_PRESENT.search(present):
+        slot, part, value = "", "", ""
+    change = "update" if _STRONG_CHANGE.search(sentence) else "now" if _WEAK_CHANGE.search(sentence) else ""
+    return SlotReading(
+        slot=slot, part=part, value=value, retracts=tuple(retracts), correction=correction, change=change
+    )
+
+
+def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
+    for pattern in _NAMED_THING:
+        named = pattern.search(sentence)
+        if named:
+            return f"{who}:{_norm_noun(named.group('holder'))}|name", "", normalise_value(named.group("value"))
+    holder, part = _holder(sentence, who, work)
+    for attribute, pattern in _PERSON_ATTRIBUTES:
+        match = pattern.search(sentence)
+        if match:
+            return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
+    terms = _tool_terms(sentence)
+    owned = any(category in _OWNED_CATEGORIES for _, category in terms) and _OWN_VERB.search(sentence)
+    if terms and (_TOOL_VERB.search(sentence) or owned):
+        new = _FROM_TO.search(sentence) or _REPLACED.search(sentence)
+        chosen = terms[-1]
+        if new is not None and new.groupdict().get("new"):
+            wanted = normalise_value(new.group("new"))
+            chosen = next((t for t in terms if t[0] == wanted), chosen)
+        elif new is not None:  # "instead of A": the value is the other term
+            chosen = next((t for t in terms if t[0] != normalise_value(new.group("old2") or "")), chosen)
+        return f"{holder}|{chosen[1]}", part, chosen[0]
+    return "", "", ""
+
+
+def _retracted(sentence: str) -> list[str]:
+    """The words a statement takes back ([] when it takes nothing back): what follows the marker
+    ("I left google in feb" → google; "no more office days" → office, days), or for a marker that
+    ends the clause ("I don't drink coffee anymore") what precedes it."""
+    switched = _FROM_TO.search(sentence) or _REPLACED.search(sentence)
+    if switched is not None:
+        old = switched.group("old") or switched.group("old2") or ""
+        return content_words(old)
+    marker = _RETRACT.search(sentence)
+    if marker is None:
+        return []
+    after = re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[marker.end() :], maxsplit=1)[0]
+    words = [w for w in content_words(after) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][:3]
+    if not words:
+        before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
+        words = [w for w in content_words(before) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][-3:]
+    return words
+
+
+def _correction(sentence: str) -> tuple[str, ...]:
+    """(wrong, right) when the sentence corrects a name or a number it said before."""
+    cued = _CORRECTION_CUE.search(sentence) or re.match(r"^\s*(?:it'?s|its)\s", sentence, re.I)
+    if not cued and not _NAME_FOR_NAME.search(sentence):
+        return ()
+    match = _CORRECTION.search(sentence)
+    if match is None:
+        return ()
+    wrong = match.group("wrong") or match.group("wrong2")
+    right = match.group("right") or match.group("right2")
+    if not wrong or not right or wrong.lower() == right.lower():
+        return ()
+    return (wrong, right)

@@ -1,0 +1,244 @@
+"""Sentence-level text handling for the rules extractor: split, clean the lead, cut off requests.
+
+- `split_sentences`: a turn's sentences and list items ("Dr." and "e.g." do not end a sentence);
+- `strip_lead`: drop what opens a sentence without saying anything: interjections ("Oh wow,"),
+  acknowledgements ("Thanks!"), connectives before a first-person subject ("So I…" → "I…"),
+  asides ("By the way,", "FYI"), and vocatives naming a speaker ("Mel, I…");
+- `restore_subject`: put back the "I" that chat drops ("Went home early" → "I went home early");
+- `statement_part`: the statement before a request in the same sentence ("I just finished my
+  degree in CS, so can you recommend courses?" → "I just finished my degree in CS");
+- `content_words`: the words that carry meaning (stopwords removed), for thresholds and overlap.
+
+Invariants: pure and deterministic; nothing here decides whether a sentence is kept (tap.rules.keep
+does), it only normalises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = [
+    "MIN_WORDS",
+    "clauses",
+    "content_words",
+    "normalise_chat",
+    "restore_subject",
+    "split_sentences",
+    "statement_part",
+    "strip_lead",
+]
+
+MIN_WORDS = 4
+
+_ABBREVIATION = re.compile(
+    r"\b(?:(?i:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|approx|e\.g|i\.e|a\.m|p\.m|no|approx)|[A-Z])\.(?=\s+\S)"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”’')\]]*\s+|\n+|\s+[-–—]\s+(?=(?:I|I'm|I've|my|we|our)\b)")
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+_INTERJECTION = (
+    r"hey|hi|hello|wow|whoa|oh|ah|aw+|yeah|yea|yep|yup|haha+|hah|lol|omg|hmm+|um+|uh|ok|okay|btw|update|quick update"
+    r"|news|big news|done|welp|ugh|phew|so yeah|good news|bad news|heads up|small update|ok so|alright so"
+    r"|and|oh and|plus|also|and also|anyway|anyways|so|but|well|then|edit|ps|p\.s\."
+    r"|by the way|oh my god|oh wow|fyi|just so you know|for context|for reference|for what it'?s worth|also"
+)
+_SOFT_INTERJECTION = (
+    r"yes|no|nope|cool|great|awesome|nice|thanks|thank you|right|true|agreed|sure|totally|absolutely"
+    r"|definitely|indeed|exactly|well|anyway|anyways|haha|sweet|amazing|wonderful|fantastic|congrats|perfect"
+    r"|got it|gotcha|alright|all right|fair enough|makes sense|sounds good|good|oh well|honestly|actually"
+)
+_CONNECTIVE = r"so|and|but|also|actually|honestly|anyway|anyways|well|plus|then|oh and|and yeah|though|now|besides"
+_LEAD = re.compile(
+    rf"^(?:(?:{_INTERJECTION})\b[\s,!.…:;-]*|(?:{_SOFT_INTERJECTION})\b\s*[,!.…:;-]+\s*"
+    rf"|(?:{_CONNECTIVE}),?\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our|me)\b))+",
+    re.IGNORECASE,
+)
+_VOCATIVE_START = re.compile(r"^(?P<name>[A-Z][a-z]+)\s*[,!.:]+\s*")
+_VOCATIVE_END = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[.!?,]|$)")
+_DROPPED_SUBJECT = re.compile(
+    r"^(?:gonna|going|planning|hoping|thinking|trying|working|heading|been|went|got|had|started|finished|loved"
+    r"|just|lost|moved|bought|made|took|tried|visited|signed|joined|can't wait|can’t wait|sold|left|quit|switched"
+    r"|migrated|dropped|adopted|booked|found|passed|failed|graduated|finally|still|currently|commuting|living"
+    r"|using|learning|training|running|doing|reading|watching|playing|building|writing|studying|teaching"
+    r"|renamed|named|changed|upgraded|downgraded|ordered|picked|decided|rewrote|rebuilt|shipped|launched"
+    r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use)\b",
+    re.IGNORECASE,
+)
+_DROPPED_POSSESSIVE = re.compile(
+    r"^(?:fav|fave|favourite|favorite|current|new|old|main|usual|daily|go-to)\s+\w+(?:\s+\w+)?\s+(?:is|are|was)\b",
+    re.IGNORECASE,
+)
+_BARE_KIN = re.compile(
+    r"^(?:mum|mom|dad|mother|father|sister|brother|wife|husband|partner|son|daughter|grandma|grandpa|boss"
+    r"|manager|landlord|girlfriend|boyfriend|kids|parents)\s+(?!is\b|are\b)[a-z]+(?:s|ed)\b",
+    re.IGNORECASE,
+)
+_CHAT_WORDS = {
+    "im": "I'm",
+    "ive": "I've",
+    "dont": "don't",
+    "doesnt": "doesn't",
+    "didnt": "didn't",
+    "cant": "can't",
+    "wont": "won't",
+    "isnt": "isn't",
+    "wasnt": "wasn't",
+    "arent": "aren't",
+    "havent": "haven't",
+    "hasnt": "hasn't",
+    "thats": "that's",
+    "whats": "what's",
+    "theres": "there's",
+    "youre": "you're",
+    "weve": "we've",
+    "theyre": "they're",
+    "shes": "she's",
+    "hes": "he's",
+    "couldnt": "couldn't",
+    "wouldnt": "wouldn't",
+    "shouldnt": "shouldn't",
+    "fav": "favourite",
+    "fave": "favourite",
+    "pls": "please",
+    "plz": "please",
+    "bc": "because",
+    "cuz": "because",
+    "coz": "because",
+    "tmrw": "tomorrow",
+    "tmr": "tomorrow",
+    "abt": "about",
+    "ppl": "people",
+    "u": "you",
+    "ur": "your",
+    "thx": "thanks",
+    "ty": "thanks",
+    "rn": "right now",
+    "atm": "at the moment",
+    "idk": "I don't know",
+    "imo": "in my opinion",
+    "gf": "girlfriend",
+    "bf": "boyfriend",
+    "w/": "with",
+    "w/o": "without",
+    "i": "I",
+    "i'm": "I'm",
+    "i've": "I've",
+    "i'll": "I'll",
+    "i'd": "I'd",
+}
+_CHAT_WORD = re.compile(
+    r"(?<![\w'’/])(?:" + "|".join(re.escape(w) for w in sorted(_CHAT_WORDS, key=len, reverse=True)) + r")(?![\w'’/])",
+    re.IGNORECASE,
+)
+_CLAUSE_CUT = re.compile(r",\s+|;\s+|\s+[-–—]+\s+|:\s+(?=\S)")
+_QUESTION_CLAUSE = re.compile(
+    r"^(?:what|what's|how|how's|why|when|where|which|who|whose|is|are|was|were|do|does|did|can|could|would|will"
+    r"|should|shall|am|isn't|aren't|doesn't|didn't|any\b|anything|thoughts|ideas|recs|recommendations|suggestions"
+    r"|tips|advice|right|or|so what|so how)\b",
+    re.IGNORECASE,
+)
+# Where a request to the assistant begins inside a sentence that opened with a statement.
+_REQUEST_TAIL = re.compile(
+    r"(?:(?:,|;|:|\s[-–—])\s*(?:(?:and|so|but|which is why|that'?s why)\s+)?"
+    r"|\s(?:and|so|but|which is why|that'?s why)\s+)(?:"
+    r"(?:I\s+)?(?:was|am|'m|’m)\s+(?:just\s+)?(?:wondering|curious|hoping (?:you|to get))\b"
+    r"|(?:I\s+)?(?:would|'d|’d)\s+(?:really\s+)?(?:like|love|appreciate)\s+(?:some|any|your|a few|to (?:get|know|hear"
+    r"|learn|find|see)|it if|if you|you to|help|advice|tips|ideas|suggestions|recommendations)\b"
+    r"|(?:can|could|would|will)\s+you\b|(?:do|does)\s+(?:you|anyone)\s+(?:have|know)\b"
+    r"|(?:I\s+)?(?:need|want)\s+(?:some\s+|your\s+)?(?:help|advice|tips|ideas|suggestions|recommendations|guidance)\b"
+    r"|(?:I'm|I’m|I am)\s+(?:looking|searching)\s+for\s+(?:some\s+|a few\s+)?(?:help|advice|tips|ideas|suggestions"
+    r"|recommendations|resources|guidance|options)\b"
+    r"|(?:any|got any|what are some)\s+(?:good\s+)?(?:ideas|tips|suggestions|recommendations|advice)\b"
+    r"|(?:please\s+)?(?:help me|tell me|show me|give me|recommend|suggest|explain)\b"
+    r"|(?:what|how|which|where|why|when)\s+(?:do|does|did|should|would|could|can|is|are|was|were)\b"
+    r").*$",
+    re.IGNORECASE,
+)
+_TRAILING_ASIDE = re.compile(
+    r"(?:,|\s)\s*(?:by the way|btw|fyi|lol|haha+|lmao|hehe|:\)|:D|😅|😂|🙂|😊|as well|just saying|fwiw)\s*[.!]*\s*$",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:]\d+)*")
+_STOPWORDS = frozenset(
+    "the a an and or but so of to in on at for with from by about as is are was were be been being am "
+    "it its it's this that these those there here what which who whom when where why how i i'm i've "
+    "i'll i'd me my mine we our us you your yours he she him her his they them their just really very "
+    "too also so then than now well yeah yes no not dont don't can can't could would should will shall "
+    "do does did done have has had get got gonna wanna like some any all more most much many lot lots "
+    "thing things stuff way oh hey hi wow cool great good nice awesome amazing totally kinda sure "
+    "one ever even still again always never sometimes user user's".split()
+)
+
+
+def normalise_chat(text: str) -> str:
+    """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please'."""
+    return _CHAT_WORD.sub(lambda m: _CHAT_WORDS[m.group(0).lower()], text)
+
+
+def clauses(sentence: str) -> list[str]:
+    """The sentence without its question and request clauses: "how do nurses sleep, I've been on
+    nights for 3 months" → "I've been on nights for 3 months"; "fav author is Le Guin, any recs?" →
+    "fav author is Le Guin". A sentence that opens with a question is all question ([])."""
+    parts = [p.strip() for p in _CLAUSE_CUT.split(sentence) if p.strip()]
+    if not parts or _QUESTION_CLAUSE.match(parts[0]) and sentence.rstrip().endswith("?"):
+        return [] if parts and len(parts) == 1 else [p for p in parts[1:] if not _is_question_clause(p)]
+    kept = [p for p in parts if not _is_question_clause(p)]
+    return kept
+
+
+def _is_question_clause(clause: str) -> bool:
+    return clause.rstrip().endswith("?") or bool(_QUESTION_CLAUSE.match(clause))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences and list items of a turn (abbreviations such as 'Dr.' do not end a sentence)."""
+    protected = _ABBREVIATION.sub(lambda m: m.group(0)[:-1] + "\u2024", text)
+    parts = (_LIST_MARK.sub("", part).strip().replace("\u2024", ".") for part in _SENTENCE_END.split(protected))
+    return [part for part in parts if part]
+
+
+def content_words(text: str) -> list[str]:
+    """Words of 3+ letters (or any number) that carry meaning, lower-cased, stopwords removed."""
+    words = (word.lower().strip("'’-") for word in _WORD.findall(text))
+    return [word for word in words if (len(word) >= 3 or word.isdigit()) and word not in _STOPWORDS]
+
+
+def strip_lead(sentence: str, names: Sequence[str]) -> str:
+    """Drop leading interjections, asides, connectives and vocatives ('Wow, Mel!', 'So I…' → 'I…')."""
+    previous = None
+    while previous != sentence:
+        previous = sentence
+        sentence = _LEAD.sub("", sentence).strip()
+        sentence = _VOCATIVE_START.sub(lambda m: _unless_name(m, names), sentence)
+    return _VOCATIVE_END.sub(lambda m: _unless_name(m, names), sentence).strip()
+
+
+def _unless_name(match: re.Match[str], names: Sequence[str]) -> str:
+    """'' when the matched word is a speaker's name or its short form ('Mel' for Melanie)."""
+    word = match.group("name").lower()
+    is_name = len(word) >= 3 and any(name.lower().startswith(word) for name in names)
+    return "" if is_name else match.group(0)
+
+
+def restore_subject(sentence: str) -> str:
+    """Put back the 'I' that chat drops: 'Gonna try it' → "I'm gonna try it", 'Went home' → 'I went
+    home', 'fav author is Le Guin' → 'my fav author is Le Guin'."""
+    if _DROPPED_POSSESSIVE.match(sentence) or _BARE_KIN.match(sentence):
+        return "my " + sentence
+    match = _DROPPED_SUBJECT.match(sentence)
+    if not match:
+        return sentence
+    word = match.group(0).lower()
+    prefix = "I've " if word == "been" else "I'm " if word.endswith(("ing", "gonna")) else "I "
+    return prefix + word + sentence[match.end() :]
+
+
+def statement_part(sentence: str) -> str:
+    """The sentence up to where a request to the assistant begins ('' when it is all request),
+    without a trailing aside ('…, by the way.', '… lol')."""
+    sentence = _TRAILING_ASIDE.sub("", sentence)
+    match = _REQUEST_TAIL.search(sentence)
+    if match is None:
+        return sentence
+    head = sentence[: match.start()].rstrip(" ,;:-–—")
+    return head if len(head.split()) >= MIN_WORDS else ""

@@ -1,0 +1,116 @@
+"""Updates supersede what they update, across wording, on the offline default (real Chroma, real
+embedder): the old version stays as history and never reaches a recall block."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tap.app import Runtime, open_runtime
+from tap.config import LoadedConfig, parse_config
+from tap.records import IngestEvent, Memory, Message
+
+JAN = datetime(2025, 1, 10, 9, 0, tzinfo=UTC).timestamp()
+JUN = datetime(2025, 6, 10, 9, 0, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture
+def rt(isolated_home: Path) -> Iterator[Runtime]:
+    runtime = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))
+    yield runtime
+    runtime.close()
+
+
+def tell(rt: Runtime, conversation: str, text: str, at: float) -> None:
+    messages = [
+        Message(role="user", content=text, id=f"{conversation}:0", timestamp=at),
+        Message(
+            role="assistant", content="Noted, thanks for letting me know.", id=f"{conversation}:1", timestamp=at + 5
+        ),
+    ]
+    rt.ingestor.ingest(IngestEvent(scope="me", conversation=conversation, source="proxy", messages=messages))
+    rt.worker.drain()
+
+
+def statements(rt: Runtime) -> list[Memory]:
+    return [m for m in rt.store.iter_memories(scope="me") if m.kind != "episode"]
+
+
+def holding(memories: list[Memory], word: str) -> list[Memory]:
+    return [m for m in memories if word.lower() in m.content.lower()]
+
+
+UPDATES = [
+    ("I live in Berlin with my wife.", "I moved to Lisbon last month.", "Berlin", "Lisbon"),
+    (
+        "We use PostgreSQL for the backend.",
+        "We migrated from Postgres to CockroachDB.",
+        "for the backend",
+        "CockroachDB",
+    ),
+    ("I work at Acme as a data engineer.", "I joined Stripe last week!", "Acme", "Stripe"),
+    ("I use vim for everything.", "I switched from vim to helix.", "vim for everything", "helix"),
+    ("My dog's name is Rex.", "Actually it's Max, not Rex.", "Rex", "Max"),
+    ("I eat meat pretty much every day.", "I no longer eat meat.", "every day", "no longer"),
+    ("I'm a junior developer at a bank.", "I just got promoted to senior engineer.", "junior", "senior"),
+    ("We deploy everything to Heroku.", "We moved the whole stack to Fly.io now.", "Heroku", "Fly.io"),
+    ("I'm single and happy about it.", "I'm married now!", "single", "married"),
+    ("I drink coffee every morning.", "I don't drink coffee anymore.", "every morning", "anymore"),
+    ("Hi, I'm Katherine, I teach science in Leeds.", "Please call me Kat.", "Katherine", "Kat"),
+    ("I do all my analysis in R.", "I used to do everything in R but now I'm on Python.", "analysis in R", "Python"),
+]
+
+
+@pytest.mark.parametrize(("before", "after", "old_word", "new_word"), UPDATES)
+def test_an_update_supersedes_across_wording(
+    rt: Runtime, before: str, after: str, old_word: str, new_word: str
+) -> None:
+    tell(rt, "c1", before, JAN)
+    tell(rt, "c2", after, JUN)
+    memories = statements(rt)
+    old = [m for m in holding(memories, old_word) if m.sources == ["c1:0"]]
+    new = [m for m in holding(memories, new_word) if "c2:0" in m.sources]
+    assert old and new, [m.content for m in memories]
+    assert all(not m.active for m in old), [(m.content, m.active) for m in memories]
+    assert any(m.active for m in new)
+    assert {m.superseded_by for m in old} <= {m.id for m in new}
+
+
+NEAR_MISSES = [
+    ("I live in Berlin.", "My brother moved to Lisbon last month."),
+    ("Our mobile app uses SQLite.", "The billing service runs on Postgres."),
+    ("I live in Berlin.", "I'm moving to Tokyo next month."),
+    ("I live in Berlin.", "If I moved to Tokyo, would rent be higher?"),
+    ("My sister is a nurse.", "I'm a teacher now."),
+    ("I love hiking in the Alps.", "I'm learning Spanish now."),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), NEAR_MISSES)
+def test_a_different_fact_does_not_supersede(rt: Runtime, before: str, after: str) -> None:
+    tell(rt, "c1", before, JAN)
+    tell(rt, "c2", after, JUN)
+    first = [m for m in statements(rt) if m.sources == ["c1:0"]]
+    assert first and all(m.active for m in first), [(m.content, m.active) for m in statements(rt)]
+
+
+def test_superseded_memories_never_reach_a_block_and_the_current_value_comes_first(rt: Runtime) -> None:
+    tell(rt, "c1", "I live in Berlin, in Kreuzberg.", JAN)
+    tell(rt, "c2", "I moved to Lisbon last month, I love it here.", JUN)
+    result = rt.recall.recall("where do I live these days?", scope="me")
+    assert result.memories, "nothing recalled"
+    assert all(r.memory.active for r in result.memories)
+    first = result.memories[0].memory
+    assert first.kind != "episode" and "Lisbon" in first.content
+
+
+def test_an_older_statement_ingested_late_is_kept_as_history(rt: Runtime) -> None:
+    tell(rt, "c2", "I moved to Lisbon last month.", JUN)
+    tell(rt, "c1", "I live in Berlin.", JAN)  # an old log backfilled after the newer one
+    lisbon = holding(statements(rt), "Lisbon")
+    berlin = holding(statements(rt), "Berlin")
+    assert lisbon and all(m.active for m in lisbon)
+    assert berlin and all(not m.active and m.superseded_by == lisbon[0].id for m in berlin)
