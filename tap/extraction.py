@@ -285,7 +285,8 @@ class Extraction:
         replaces = plan.target is not None and plan.action in ("update", "supersede")
         if plan.target is not None and replaces:
             memory.supersedes = plan.target.id
-            memory.sources = list(dict.fromkeys([*plan.target.sources, *memory.sources]))
+            if plan.action == "update" or plan.content:  # a refined or rewritten version says the old too
+                memory.sources = list(dict.fromkeys([*plan.target.sources, *memory.sources]))
             if plan.action == "update":
                 memory.created_at = plan.target.created_at
             if plan.content and plan.content != candidate.content:

@@ -155,7 +155,8 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
             break
         if old.kind in NON_SUPERSEDING or old.valid_from > candidate.valid_from or old.kind == "instruction":
             continue
-        if subject_key(old.content) == subject or names & _names(old.content):
+        same_family = subject.startswith("the user") and subject_key(old.content).startswith("the user")
+        if subject_key(old.content) == subject or (same_family and names & _names(old.content)):
             return Plan(action="supersede", target=old)
     return None
 

@@ -75,6 +75,8 @@ _TOOLS: dict[str, str] = {
     "orm": "sqlalchemy prisma typeorm sequelize hibernate drizzle",
     "monitoring": "datadog grafana prometheus sentry newrelic",
     "cloud storage": "dropbox onedrive icloud gdrive",
+    "dataframe library": "pandas polars dask pyspark modin vaex",
+    "site generator": "jekyll hugo eleventy 11ty hexo pelican docusaurus mkdocs wordpress ghost",
 }
 TOOL_CATEGORIES: dict[str, str] = {term: category for category, terms in _TOOLS.items() for term in terms.split()}
 _ALIASES = {
@@ -153,7 +155,9 @@ _CORRECTION_CUE = re.compile(
 )
 _NAME_FOR_NAME = re.compile(r"\b[A-Z][a-z]+,?\s+not\s+[A-Z][a-z]+\b")
 _STRONG_CHANGE = re.compile(
-    r"\b(?:instead|no longer|any ?more|used to|switched|switching|changed|changing|migrated|moved (?:\w+ )*?(?:to|from)"
+    r"\b(?:instead|no longer|any ?more|used to|switched|switching|changed|changing|migrated"
+    r"|moved\b[^.!?]{0,40}?\b(?:to|from)"
+    r"|(?:moved|switched|changed|migrated|went)\b[^.!?]{0,30}\bagain"
     r"|renamed|raised|lowered|increased|decreased|went up|went down|replaced|upgraded|downgraded|after all"
     r"|gave up|moved in|moved out|no more|stopped|quit|left|sold|not anymore"
     r"|change of plans?|not .{1,30} after all|update|updated|new (?:job|role|plan|date|venue|address|place|price)"
@@ -179,6 +183,10 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("residence", re.compile(rf"\b(?:moved|relocated)\s+(?:back\s+|over\s+)?(?:to|into)\s+{_VALUE}")),
     ("residence", re.compile(rf"\bmy (?:home|place|apartment|flat|house) is (?:now )?in\s+{_VALUE}")),
+    (
+        "residence",
+        re.compile(rf"\b(?:rent|rents|renting|own|owns)\s+(?:an?\s+|the\s+)?[\w\s-]{{0,25}}?\s+in\s+{_VALUE}"),
+    ),
     ("residence", re.compile(rf"\b(?:live|lives|living|based|settled)\s+in\s+{_LOWER_VALUE}", re.IGNORECASE)),
     ("residence", re.compile(rf"\b(?:moved|relocated)\s+(?:back\s+)?to\s+{_LOWER_VALUE}", re.IGNORECASE)),
     ("employer", re.compile(rf"\bwork(?:s|ing)?\s+(?:at|for)\s+{_VALUE}")),
@@ -312,11 +320,13 @@ def tool_category(term: str) -> str:
 def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
     """Whom the sentence is about (the speaker, their team, or a possession: "user:dog"), and the
     part of the team's work it is about ("backend", "mobile app"; "" for the whole)."""
-    lowered = sentence.lstrip()
+    lowered = sentence.strip()
     part = _SUBJECT_PART.match(lowered) or _QUALIFIER.search(lowered)
     part_name = _norm_noun(part.group("q")) if part else ""
     first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me)\b", lowered)
-    if re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE) or (work and part):
+    if re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE) or (
+        work and part and not first_person
+    ):
         return "team", part_name
     if not first_person and _tool_terms(lowered):
         named = re.match(r"^(?:the\s+)?([A-Za-z][\w-]+)\s+(?:is|runs|uses|stays|moved|was|will|has|'s|’s)\b", lowered)

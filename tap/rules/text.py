@@ -61,7 +61,7 @@ _DROPPED_SUBJECT = re.compile(
     r"|migrated|dropped|adopted|booked|found|passed|failed|graduated|finally|still|currently|commuting|living"
     r"|using|learning|training|running|doing|reading|watching|playing|building|writing|studying|teaching"
     r"|renamed|named|changed|upgraded|downgraded|ordered|picked|decided|rewrote|rebuilt|shipped|launched"
-    r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use)\b",
+    r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use|gave|sold|rented)\b",
     re.IGNORECASE,
 )
 _DROPPED_POSSESSIVE = re.compile(
