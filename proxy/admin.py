@@ -85,20 +85,27 @@ async def recall(request: web.Request) -> web.Response:
     return json_response(view)
 
 
+_LAYERS: dict[str, bool | None] = {"all": None, "memories": False, "excerpts": True}
+
+
 async def list_memories(request: web.Request) -> web.Response:
-    """`?scope=&limit=&offset=&all=1` → memories newest first."""
+    """`?scope=&limit=&offset=&all=1&layer=all|memories|excerpts` → memories newest first."""
     ctx: ProxyContext = request.app[context_key]
     q = request.query
     try:
         limit, offset = int(q.get("limit", "50")), int(q.get("offset", "0"))
     except ValueError:
         return error(400, "limit and offset must be integers")
+    layer = q.get("layer", "all")
+    if layer not in _LAYERS:
+        return error(400, f"layer must be one of {', '.join(_LAYERS)}")
     found = await _run(
         lambda: ctx.memories.list_memories(
             scope=q.get("scope") or None,
             limit=max(1, min(limit, 100000)),
             offset=max(0, offset),
             all_versions=q.get("all") == "1",
+            excerpts=_LAYERS[layer],
         )
     )
     return json_response({"memories": [memory_view(m) for m in found]})

@@ -321,14 +321,22 @@ class ChromaStore:
             offset += _PAGE
 
     def list_memories(
-        self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
+        self,
+        *,
+        scope: str | None,
+        limit: int,
+        offset: int = 0,
+        include_superseded: bool = False,
+        excerpts: bool | None = None,
     ) -> list[Memory]:
-        """Memories newest first, optionally of one scope."""
+        """Memories newest first, optionally of one scope and one layer (statements or excerpts)."""
         clauses: list[dict[str, Any]] = []
         if scope is not None:
             clauses.append({"scope": scope})
         if not include_superseded:
             clauses.append({"active": True})
+        if excerpts is not None:
+            clauses.append({"kind": "episode"} if excerpts else {"kind": {"$ne": "episode"}})
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
         memories = sorted(self._all(where), key=lambda m: (m.created_at, m.id), reverse=True)
         return memories[offset : offset + limit]

@@ -156,10 +156,18 @@ class WriteBuffer:
         return Hit(memory=memory, score=hit.score) if memory.active else None
 
     def list_memories(
-        self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
+        self,
+        *,
+        scope: str | None,
+        limit: int,
+        offset: int = 0,
+        include_superseded: bool = False,
+        excerpts: bool | None = None,
     ) -> list[Memory]:
         """The store's listing."""
-        return self.store.list_memories(scope=scope, limit=limit, offset=offset, include_superseded=include_superseded)
+        return self.store.list_memories(
+            scope=scope, limit=limit, offset=offset, include_superseded=include_superseded, excerpts=excerpts
+        )
 
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
         """The store's memories."""

@@ -32,11 +32,16 @@ def memories() -> None:
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--offset", default=0, show_default=True, type=click.IntRange(0))
 @click.option("--all-versions", is_flag=True, help="Include superseded versions.")
+@click.option(
+    "--excerpts",
+    is_flag=True,
+    help="List the verbatim excerpts of the conversations (kind episode) instead of the memories.",
+)
 @json_option
-def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, as_json: bool) -> None:
-    """List memories, newest first."""
+def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, excerpts: bool, as_json: bool) -> None:
+    """List memories (statements), newest first; --excerpts lists the verbatim layer."""
     with backend() as svc:
-        found = svc.list_memories(scope=scope, limit=limit, offset=offset, all_versions=all_versions)
+        found = svc.list_memories(scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts)
     if as_json:
         emit_json([memory_view(m) for m in found])
     elif not found:

@@ -89,10 +89,23 @@ class RemoteMemories:
         return list(data["deleted"])
 
     def list_memories(
-        self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False
+        self,
+        *,
+        scope: str | None,
+        limit: int = 50,
+        offset: int = 0,
+        all_versions: bool = False,
+        excerpts: bool | None = None,
     ) -> list[Memory]:
+        layer = None if excerpts is None else "excerpts" if excerpts else "memories"
         data = self._json(
-            "GET", "/tap/memories", scope=scope, limit=limit, offset=offset, all="1" if all_versions else None
+            "GET",
+            "/tap/memories",
+            scope=scope,
+            limit=limit,
+            offset=offset,
+            all="1" if all_versions else None,
+            layer=layer,
         )
         return msgspec.convert(data["memories"], list[Memory])
 

@@ -155,10 +155,18 @@ class MemoryService:
         return self.store.delete(ids)
 
     def list_memories(
-        self, *, scope: str | None, limit: int = 50, offset: int = 0, all_versions: bool = False
+        self,
+        *,
+        scope: str | None,
+        limit: int = 50,
+        offset: int = 0,
+        all_versions: bool = False,
+        excerpts: bool | None = None,
     ) -> list[Memory]:
-        """Memories newest first."""
-        return self.store.list_memories(scope=scope, limit=limit, offset=offset, include_superseded=all_versions)
+        """Memories newest first (`excerpts`: None both layers, False statements, True excerpts)."""
+        return self.store.list_memories(
+            scope=scope, limit=limit, offset=offset, include_superseded=all_versions, excerpts=excerpts
+        )
 
     def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
         """Hybrid-ranked memories for a query, without the token budget."""

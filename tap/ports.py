@@ -80,9 +80,16 @@ class MemoryStore(Protocol):
         ...
 
     def list_memories(
-        self, *, scope: str | None, limit: int, offset: int = 0, include_superseded: bool = False
+        self,
+        *,
+        scope: str | None,
+        limit: int,
+        offset: int = 0,
+        include_superseded: bool = False,
+        excerpts: bool | None = None,
     ) -> list[Memory]:
-        """Memories newest first; all scopes when scope is None."""
+        """Memories newest first; all scopes when scope is None. `excerpts`: None lists both layers,
+        False only statements, True only excerpts (kind episode)."""
         ...
 
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:

@@ -78,6 +78,14 @@ def test_list_delete_and_stats(store: ChromaStore, embedder: Any) -> None:
     assert store.text_search("first", scope="ann", k=5) == []
 
 
+def test_listing_keeps_statements_and_excerpts_apart(store: ChromaStore, embedder: Any) -> None:
+    fact = _add(store, embedder, "The user lives in Lisbon", kind="fact")[0]
+    excerpt = _add(store, embedder, "User: I live in Lisbon now", kind="episode")[0]
+    assert {m.id for m in store.list_memories(scope="ann", limit=10)} == {fact.id, excerpt.id}
+    assert [m.id for m in store.list_memories(scope="ann", limit=10, excerpts=False)] == [fact.id]
+    assert [m.id for m in store.list_memories(scope="ann", limit=10, excerpts=True)] == [excerpt.id]
+
+
 def test_unknown_scope_is_empty_not_an_error(store: ChromaStore) -> None:
     assert store.list_memories(scope="nobody", limit=10) == []
     assert store.text_search("anything", scope="nobody", k=3) == []

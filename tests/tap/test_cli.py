@@ -39,6 +39,15 @@ def test_add_list_search_recall(isolated_home: Path) -> None:
     assert code == 0 and "Berlin" in out and "Lisbon" in out
 
 
+def test_list_shows_memories_and_excerpts_apart(isolated_home: Path) -> None:
+    add("The user lives in Lisbon", "--scope", "ann")
+    add("User: I live in Lisbon now", "--scope", "ann", "--kind", "episode")
+    code, out, _ = run("memories", "list", "--scope", "ann", "--json")
+    assert code == 0 and [m["kind"] for m in json.loads(out)] == ["fact"]
+    code, out, _ = run("memories", "list", "--scope", "ann", "--excerpts", "--json")
+    assert code == 0 and [m["kind"] for m in json.loads(out)] == ["episode"]
+
+
 def test_edit_keeps_history_and_show_prints_chain(isolated_home: Path) -> None:
     first = add("Ann lives in Porto", "--scope", "ann")
     code, out, _ = run("memories", "edit", str(first["id"]), "--content", "Ann lives in Lisbon", "--json")
