@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, scope TEXT NOT NULL, con
     next_at REAL NOT NULL, last_error TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '',
     created_at REAL NOT NULL, updated_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_ready ON chunks (state, next_at);
+CREATE INDEX IF NOT EXISTS chunks_claim ON chunks (state, created_at, id);
 """
 
 
@@ -314,10 +315,11 @@ class ChunkQueue:
             for state, n in self._db.execute("SELECT state, count(*) FROM chunks GROUP BY state"):
                 key = "running" if state == "dropped" else state  # still being extracted
                 out[key] = out.get(key, 0) + int(n)
-            open_turns = 0
-            for blob, covered in self._db.execute("SELECT turns, covered FROM windows"):
-                open_turns += max(0, len(msgspec.json.decode(blob, type=list[Any])) - int(covered))
-            out["turns_waiting"] = open_turns
+            # counted inside SQLite: decoding every window in Python took up to 0.8 s with thousands open
+            (open_turns,) = self._db.execute(
+                "SELECT coalesce(sum(max(0, json_array_length(CAST(turns AS TEXT)) - covered)), 0) FROM windows"
+            ).fetchone()
+            out["turns_waiting"] = int(open_turns)
             return out
 
     def dead_letters(self, limit: int = 20) -> list[dict[str, Any]]:

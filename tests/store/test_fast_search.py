@@ -69,6 +69,34 @@ def test_an_index_without_entries_is_rebuilt_from_chroma(isolated_home: Path, em
         reopened.close()
 
 
+def test_an_index_from_before_scope_keys_is_rebuilt_from_chroma(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    memory = make_memory(scope="ann", content="Kubernetes cluster upgrade planned")
+    store.add([memory], embedder.embed_documents([memory.content]))
+    store.close()
+    db = sqlite3.connect(isolated_home / "lexical-fast.db")  # the schema of an index without scope keys
+    db.execute("DROP TABLE memories")
+    db.execute("CREATE VIRTUAL TABLE memories USING fts5(id UNINDEXED, scope UNINDEXED, content)")
+    db.commit()
+    db.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+    finally:
+        reopened.close()
+
+
+def test_a_search_ranks_only_its_scope(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        index.upsert([_row(f"b{i}", "bob", "cello cello cello lessons") for i in range(50)])
+        index.upsert([_row("a1", "ann:work/x", "Ann takes cello lessons"), _row("a2", "ann:work/x", "Ann likes tea")])
+        assert [i for i, _ in index.search("cello lessons", scope="ann:work/x", k=10)] == ["a1"]
+        assert len(index.search("cello", scope="bob", k=100)) == 50
+    finally:
+        index.close()
+
+
 def _fields(memory: Memory) -> tuple[object, ...]:
     """A memory's fields but its timestamps (Chroma keeps fewer digits of floats than the index)."""
     names = ("id", "scope", "content", "kind", "importance", "sources", "superseded_by", "access_count", "tags")
