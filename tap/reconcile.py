@@ -155,8 +155,10 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
             break
         if old.kind in NON_SUPERSEDING or old.valid_from > candidate.valid_from or old.kind == "instruction":
             continue
-        same_family = subject.startswith("the user") and subject_key(old.content).startswith("the user")
-        if subject_key(old.content) == subject or (same_family and names & _names(old.content)):
+        old_subject = subject_key(old.content)
+        same_family = subject.startswith("the user") and old_subject.startswith("the user")
+        linked = old_subject == subject or (same_family and bool(names & _names(old.content)))
+        if linked:
             return Plan(action="supersede", target=old)
     return None
 

@@ -32,6 +32,7 @@ PASSAGE_WORDS = 60
 ASSISTANT_VECTOR_WORDS = 40
 MIN_CONTENT_WORDS = 3
 CONTEXT_WORDS = 30
+VECTOR_WORDS = 32
 
 
 class Excerpt(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,7 +93,7 @@ def _turn_excerpts(turn: Turn, previous: Turn | None) -> list[Excerpt]:
             context=context if index == 0 else "",
         )
         own = content if turn.role == "user" else f"{turn.speaker}: {lead}"
-        vector_text = f"{context}\n{own}" if index == 0 and context else own
+        vector_text = " ".join(own.split()[:VECTOR_WORDS])
         out.append(Excerpt(candidate=candidate, key=f"{turn.id}\x1f{index}", vector_text=vector_text))
     return out
 

@@ -84,16 +84,23 @@ _FILLER = re.compile(
     r"|noted|understood|this (?:is|was|looks|seems) (?:very |really |super |so )?(?:helpful|useful|great|good|perfect"
     r"|interesting|amazing)|these (?:are|look|sound) (?:great|good|helpful|perfect)|that helps|this helps"
     r"|I (?:really )?appreciate|appreciate it|I'?m (?:back|here)|hello|hi\b|hey\b|good (?:morning|evening|night"
-    r"|afternoon)|bye|cheers|lol|haha|oh no|oops|yikes|ugh|sure thing"
+    r"|afternoon)|bye|cheers|lol|haha|oh no|oops|yikes|ugh|sure thing|fine by (?:me|us)|works for (?:me|us)"
+    r"|ok by me|that works|sounds fine|deal\b|no rush|all good"
     r"|ok\b|okay\b|alright)",
     re.IGNORECASE,
+)
+_VAGUE = frozenset(
+    "want wants wanted keep keeps love loves like likes try tries trying make makes get gets go goes think know "
+    "need needs see say feel wait put let take come stuff bit kind sort thing".split()
 )
 _TRY_ADVICE = re.compile(
     r"^I(?:'ll|’ll| will| am going to|'m going to|’m going to| might| may)\s+(?:definitely |probably |certainly "
     r"|also |just )?(?:try|give (?:it|them|this|that|these) a (?:try|shot|go)|check (?:it|them|that|this|out)"
     r"|look into|think about|let you know|keep (?:that|this|it) in mind|do that|consider|test|report back"
     r"|get back to you|take a look|read (?:it|them|that|this)|go with (?:that|this|it|the first|the second|option)"
-    r"|start with (?:that|this|the)|follow (?:your|these|that|this)|use (?:that|this|these|your))\b",
+    r"|start with (?:that|this|the)|follow (?:your|these|that|this)|use (?:that|this|these|your)|talk about (?:it|that)"
+    r"|sleep on it|see how it goes)\b"
+    r"|^I(?:'m|’m| am) (?:trying|doing|testing|reading) (?:that|this|it|them)\b",
     re.IGNORECASE,
 )
 _SECOND_PERSON = re.compile(r"^(?:you|your|you'?re|you’re|you'?ve|you'?d|you'?ll|u|ur|thanks to you)\b", re.IGNORECASE)
@@ -174,7 +181,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
         return "fragment"
     if _HYPOTHETICAL.search(sentence):
         return "hypothetical"
-    if len(content_words(sentence)) < (1 if states_slot else 2):
+    if len([w for w in content_words(sentence) if w not in _VAGUE]) < (1 if states_slot else 2):
         return "too-short"
     if not _FIRST_PERSON.search(sentence) and not _third_party_fact(sentence):
         return "no-anchor"

@@ -130,6 +130,7 @@ _CHAT_WORD = re.compile(
     r"(?<![\w'’/])(?:" + "|".join(re.escape(w) for w in sorted(_CHAT_WORDS, key=len, reverse=True)) + r")(?![\w'’/])",
     re.IGNORECASE,
 )
+_SHOUTED = re.compile(r"\b[A-Z]+(?:[\s,'’!.-]+[A-Z]+){2,}\b")
 _CLAUSE_CUT = re.compile(r",\s+|;\s+|\s+[-–—]+\s+|:\s+(?=\S)")
 _QUESTION_CLAUSE = re.compile(
     r"^(?:what|what's|how|how's|why|when|where|which|who|whose|is|are|was|were|do|does|did|can|could|would|will"
@@ -171,7 +172,9 @@ _STOPWORDS = frozenset(
 
 
 def normalise_chat(text: str) -> str:
-    """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please'."""
+    """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please';
+    a sentence shouted in capitals is read in lower case ("WE CLOSED ON THE HOUSE")."""
+    text = _SHOUTED.sub(lambda m: m.group(0).lower(), text)
     return _CHAT_WORD.sub(lambda m: _CHAT_WORDS[m.group(0).lower()], text)
 
 
