@@ -27,9 +27,13 @@ def when(stamp: float) -> str:
 
 
 def memories_table(memories: list[Memory], *, scores: list[float] | None = None, title: str = "") -> Table:
-    """id, scope, kind, importance, date, content (and score when given)."""
+    """id, scope, kind, importance, date, content (and score when given; and, when superseded
+    versions are listed, which version is current)."""
     table = Table(title=title or None, show_lines=False, expand=False)
     table.add_column("id", no_wrap=True)
+    history = any(not m.active for m in memories)
+    if history:
+        table.add_column("version", no_wrap=True)
     if scores is not None:
         table.add_column("score", justify="right")
     table.add_column("scope", max_width=28, overflow="fold")  # a long path must not squeeze the content out
@@ -39,6 +43,8 @@ def memories_table(memories: list[Memory], *, scores: list[float] | None = None,
     table.add_column("content", overflow="fold")
     for index, m in enumerate(memories):
         row = [m.id]
+        if history:
+            row.append("current" if m.active else f"old → {m.superseded_by}")
         if scores is not None:
             row.append(f"{scores[index]:.4f}")
         row += [m.scope, m.kind, str(m.importance), when(m.valid_from or m.created_at)[:10], m.content]

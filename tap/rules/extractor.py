@@ -33,8 +33,16 @@ from tap.records import CandidateMemory
 from tap.rules.classify import classify, importance
 from tap.rules.dates import resolve_dates, tidy
 from tap.rules.keep import is_fragment, is_instruction, judge
-from tap.rules.person import capitalise, is_work_talk, name_listener, rewrite_first_person, rewrite_we, subject_for
-from tap.rules.slots import read_slot
+from tap.rules.person import (
+    COMMON_VERBS,
+    capitalise,
+    is_work_talk,
+    name_listener,
+    rewrite_first_person,
+    rewrite_we,
+    subject_for,
+)
+from tap.rules.slots import read_slot, slot_words
 from tap.rules.text import (
     clauses,
     content_words,
@@ -144,11 +152,13 @@ class RulesExtractor:
             slot_value=reading.value,
             retracts=list(reading.retracts),
             correction=list(reading.correction),
+            context=slot_words(slot),
         )
 
 
 _OWN_SUBJECT = re.compile(
-    r"^(?:I|I'm|I’m|I've|I’ve|I'd|I'll|we|we're|we’re|we've|my|our|[A-Z][\w’'-]+\s+(?:is|was|has"
+    r"^(?:(?:and|but|so|plus|also)\s+)?(?:I|I'm|I’m|I've|I’ve|I'd|I'll|we|we're|we’re|we've|my|our"
+    r"|[A-Z][\w’'-]+\s+(?:is|was|has"
     r"|runs|uses|stays|moved|started|works|lives|[a-z]+(?:s|ed)))\b"
 )
 
@@ -166,7 +176,24 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
             groups[-1].append(clause)
         else:
             groups.append([clause])
-    return [s for s in (restore_subject(strip_lead(", ".join(g), names)) for g in groups) if s]
+    statements = [s for s in (restore_subject(strip_lead(", ".join(g), names)) for g in groups) if s]
+    return [part for statement in statements for part in _split_compound(statement)]
+
+
+_COMPOUND = re.compile(
+    rf"^(?P<subject>I|we)\b(?P<first>[^,;]{{6,}}?)\s+and\s+(?P<second>(?:also\s+)?(?:{COMMON_VERBS})\b.*)$",
+    re.IGNORECASE,
+)
+
+
+def _split_compound(statement: str) -> list[str]:
+    """'I live in Berlin and work at Acme' → 'I live in Berlin', 'I work at Acme': one fact each,
+    so each can be updated on its own."""
+    match = _COMPOUND.match(statement)
+    if match is None:
+        return [statement]
+    subject = match.group("subject")
+    return [f"{subject}{match.group('first')}", f"{subject} {match.group('second')}"]
 
 
 def _kept_part(statement: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "COMMON_VERBS",
     "WORK_CONTEXT",
     "capitalise",
     "is_work_talk",
@@ -80,15 +81,27 @@ def third_person(verb: str) -> str:
 
 
 def _rewrite_subject(text: str, token: str, name: str) -> str:
-    """Replace the subject pronoun `token` ('I', or the 'WE' marker) with `name`, fixing its verb."""
+    """Replace the subject pronoun `token` ('I', or the 'WE' marker) with `name`, fixing its verb
+    and a second verb that shares the subject ("I live in Berlin and work at Acme")."""
     for suffix, verb in _CONTRACTIONS:
         text = re.sub(rf"\b{token}{suffix}\b", f"{name} {verb}", text)
     text = re.sub(
-        rf"(?<!\band )\b{token}\b(?P<adverbs>(?:\s+(?:{_ADVERBS}))*)\s+(?P<verb>[A-Za-z'’]+)",
-        lambda m: f"{name}{m.group('adverbs')} {third_person(m.group('verb'))}",
+        rf"(?<!\band )\b{token}\b(?P<adverbs>(?:\s+(?:{_ADVERBS}))*)\s+(?P<verb>[A-Za-z'’]+)"
+        rf"(?P<rest>[^,;.!?]*?\b(?:and|but|or)\s+)?(?P<second>{COMMON_VERBS})?\b",
+        lambda m: (
+            f"{name}{m.group('adverbs')} {third_person(m.group('verb'))}"
+            + (m.group("rest") or "")
+            + (third_person(m.group("second")) if m.group("second") and m.group("rest") else m.group("second") or "")
+        ),
         text,
     )
     return re.sub(rf"\b{token}\b", name, text)
+
+
+COMMON_VERBS = (
+    r"live|work|use|have|like|love|play|go|run|teach|study|own|need|want|prefer|enjoy|hate|drive|write|speak"
+    r"|read|cook|walk|ride|commute|spend|make|build|coach|volunteer|train|swim|paint|sing|travel|visit|know|miss"
+)
 
 
 _LATER_PRONOUNS = (
@@ -139,7 +152,8 @@ WORK_CONTEXT = re.compile(
     r"|database|db|deploy(?:ed|ing|s|ment)?|production|prod|staging|server|servers|stack|team|company|sprint"
     r"|release|framework|library|pipeline|ci|tests?|migrat\w*|infra(?:structure)?|cluster|microservices?"
     r"|orm|schema|endpoint|build|monorepo|startup|product|customers?|clients?|office|standup|on-?call|prs?"
-    r"|pull requests?|merge|branch|commits?|reviews?|approvals?|master|main branch|dashboard|scraper|blog)\b",
+    r"|pull requests?|merge|branch|commits?|reviews?|approvals?|master|main branch|dashboard|scraper|blog"
+    r"|at work|for work|my job|our job)\b",
     re.IGNORECASE,
 )
 _LETS = re.compile(r"^let(?:'|’)?s\s+", re.IGNORECASE)

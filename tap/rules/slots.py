@@ -35,7 +35,15 @@ import msgspec
 
 from tap.rules.text import content_words
 
-__all__ = ["SlotReading", "TOOL_CATEGORIES", "normalise_value", "read_slot", "tool_category", "tool_category_in"]
+__all__ = [
+    "TOOL_CATEGORIES",
+    "SlotReading",
+    "normalise_value",
+    "read_slot",
+    "slot_words",
+    "tool_category",
+    "tool_category_in",
+]
 
 
 class SlotReading(msgspec.Struct, frozen=True, kw_only=True):
@@ -305,6 +313,26 @@ def _tool_terms(sentence: str) -> list[tuple[str, str]]:
     if _R_LANGUAGE.search(sentence):
         found.append(("r-language", "language"))
     return [(_ALIASES.get(t, t), c) for t, c in found]
+
+
+_ATTRIBUTE_WORDS = {
+    "residence": "lives home city where",
+    "employer": "works job company employer",
+    "job": "job role works as occupation",
+    "name": "name called",
+    "relationship": "relationship partner married",
+    "age": "age years old",
+    "diet": "diet eats food",
+}
+
+
+def slot_words(slot: str) -> str:
+    """Words that name what a slot is about, searched beside the statement: "The user moved to
+    Lisbon" is found by "where does the user live?"; "…migrated to CockroachDB" by "which database?"."""
+    if not slot:
+        return ""
+    attribute = slot.rsplit("|", 1)[-1]
+    return _ATTRIBUTE_WORDS.get(attribute, attribute)
 
 
 def tool_category_in(sentence: str) -> bool:
