@@ -68,7 +68,9 @@ Write each memory as ONE self-contained statement that is still clear months lat
 absolute dates or periods using the date on the turn where they were said ("Caroline went to a \
 support group on 7 May 2023"); keep dates that are already absolute; never invent a date;
 - keep names, numbers, places and rare words exactly as written;
-- one fact per memory; merge nothing that was said by different people about different things.
+- one fact per memory; merge nothing that was said by different people about different things;
+- an unnamed speaker "User" is "the user" ("The user moved to Lisbon"); facts about other people \
+stay theirs ("The user's sister lives in Madrid", never "The user lives in Madrid").
 
 For every memory give:
 - content: the statement;
@@ -81,8 +83,11 @@ only ids that appear in the excerpt; cite the turn where it was said (and the qu
 answers, if needed to understand it).
 
 Do not repeat anything already listed in <existing_memories> unless the excerpt adds or changes \
-something; then write the new or changed fact. Skip greetings, small talk, questions, reactions \
-and generic knowledge. If nothing is worth remembering, return an empty list.
+something; then write the new or changed fact. Skip greetings, thanks, small talk, questions, \
+requests for the task at hand, reactions, hypotheticals ("if I moved to Tokyo…"), the assistant's \
+offers and acknowledgements, and generic knowledge. An unnamed assistant's words become a memory \
+only when the user confirmed them or asked to keep them ("yes, let's go with Postgres"). If \
+nothing is worth remembering, return an empty list.
 
 {_DATA_RULE}
 
@@ -95,9 +100,13 @@ their ids). Decide for EVERY candidate exactly one action:
 - add: the candidate is new information; target must be "".
 - update: the candidate adds detail to a stored memory about the same thing, and both stay true; \
 target is that memory's id and content is one merged statement that keeps every fact of both.
-- supersede: the candidate contradicts or replaces a stored memory (a changed preference, a moved \
-date, a new address); target is the replaced memory's id and content is the statement that is \
-true now (usually the candidate's).
+- supersede: the candidate contradicts or replaces a stored memory about the same person or \
+project and the same attribute, whatever the wording (a changed preference, a moved date, a new \
+address or employer, "we migrated from Postgres to CockroachDB", "I no longer eat meat", "actually \
+it's Dana, not Diana"); target is the replaced memory's id and content is the statement that is \
+true now (usually the candidate's). A fact about someone else (the user's brother moved to \
+Lisbon) never replaces one about the user, a plan or a hypothetical never replaces a fact, and an \
+older statement never replaces a newer one.
 - noop: the candidate says nothing new; target is the id of the stored memory that already says \
 it ("" if it duplicates nothing stored but is still not worth keeping).
 Only use ids listed under that candidate's <similar> memories. Merged content follows the same \
