@@ -127,3 +127,23 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
     engine.store.vector_search = sluggish  # type: ignore[method-assign]
     with pytest.raises(TimeoutError):
         await engine.recall_async("cello", scope="ann", deadline_ms=50)
+
+
+def test_statements_come_before_excerpts_and_a_covered_turn_waits_for_room(engine: RecallEngine) -> None:
+    excerpt = _put(engine, "User: we finally got a puppy, a beagle called Biscuit!", kind="episode", sources=["t9"])
+    statement = _put(engine, "The user got a beagle puppy called Biscuit", sources=["t9"])
+    other = _put(engine, "The user walks Biscuit in the park every morning", sources=["t10"])
+    result = engine.recall("What is the user's dog called?", scope="ann")
+    ids = [r.memory.id for r in result.memories]
+    assert set(ids) == {excerpt, statement, other}  # room for all: the covered turn is shown too
+    assert ids.index(excerpt) == 2  # excerpts after statements, in the block as in the list
+    assert result.block.index("Excerpts (verbatim") > result.block.index("Biscuit in the park")
+    tight = engine.recall("What is the user's dog called?", scope="ann", budget_tokens=80)
+    assert len({s for r in tight.memories for s in r.memory.sources}) == len(tight.memories)  # one per turn
+
+
+def test_a_question_about_now_ranks_the_newest_statement_first(engine: RecallEngine) -> None:
+    _put(engine, "The user lives in Berlin in a flat in Kreuzberg", age_days=400)
+    newest = _put(engine, "The user moved to Lisbon", age_days=30)
+    result = engine.recall("where does the user live these days?", scope="ann")
+    assert result.memories[0].memory.id == newest
