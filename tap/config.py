@@ -32,9 +32,11 @@ class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
 
 
 class DataConfig(Section, frozen=True):
-    """Where tap keeps its state (store, queue, turn log, admin token)."""
+    """Where tap keeps its state (store, queue, turn log, admin token), and for how long the
+    conversation text it no longer needs (tap.retention)."""
 
     dir: str = ""
+    retention_days: PositiveFloat = 30.0
 
 
 class ServerConfig(Section, frozen=True):
@@ -42,6 +44,8 @@ class ServerConfig(Section, frozen=True):
 
     host: str = "127.0.0.1"
     port: Port = 8787
+    allowed_hosts: list[str] = msgspec.field(default_factory=list)
+    allowed_origins: list[str] = msgspec.field(default_factory=list)
 
 
 class UpstreamConfig(Section, frozen=True):
@@ -68,7 +72,7 @@ class RecallConfig(Section, frozen=True):
 
     budget_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
     deadline_ms: Annotated[int, msgspec.Meta(ge=10, le=10000)] = 150
-    candidates: Annotated[int, msgspec.Meta(ge=1, le=500)] = 40
+    candidates: Annotated[int, msgspec.Meta(ge=1, le=500)] = 80
     min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 180.0
 
@@ -156,6 +160,15 @@ class LogtailConfig(Section, frozen=True):
     poll_s: PositiveFloat = 1.0
 
 
+class HooksConfig(Section, frozen=True):
+    """Agent hooks (Claude Code, Codex): whose memories, how long a hook may take, the start digest."""
+
+    scope: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    timeout_s: PositiveFloat = 1.0
+    embedded_timeout_s: PositiveFloat = 10.0
+    start_budget_tokens: Annotated[int, msgspec.Meta(ge=0, le=8000)] = 300
+
+
 class Config(Section, frozen=True):
     """The whole configuration; one field per TOML table."""
 
@@ -170,6 +183,7 @@ class Config(Section, frozen=True):
     admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
     telegram: TelegramConfig = msgspec.field(default_factory=TelegramConfig)
     logtail: LogtailConfig = msgspec.field(default_factory=LogtailConfig)
+    hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):

