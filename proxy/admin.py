@@ -17,8 +17,11 @@ from aiohttp import web
 
 from proxy.context import ProxyContext, context_key
 from tap.errors import TapError
+from tap.health import check_health
 from tap.ingest import parse_event
+from tap.jsonbody import decode
 from tap.records import KINDS
+from tap.validate import MAX_SCOPE, text_problem
 from tap.views import memory_view, search_view
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -39,19 +42,21 @@ async def require_token(request: web.Request, handler: Handler) -> web.StreamRes
     """Reject admin requests without the right bearer token (health is open)."""
     if request.path.startswith("/tap/") and request.path != "/tap/health":
         ctx = request.app[context_key]
-        given = request.headers.get("Authorization", "")
-        expected = f"Bearer {ctx.admin_token}"
-        if not hmac.compare_digest(given.encode(), expected.encode()):
+        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+        # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode("utf-8", "surrogateescape"), ctx.admin_token.encode()
+        ):
             return error(401, "missing or wrong bearer token (see <data dir>/admin-token)")
     return await handler(request)
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
     try:
-        data = msgspec.json.decode(await request.read())
-    except msgspec.DecodeError as exc:
+        data: Any = decode(await request.read())
+    except ValueError as exc:
         raise web.HTTPBadRequest(
-            text=msgspec.json.encode({"error": f"invalid JSON: {exc}"}).decode(),
+            text=msgspec.json.encode({"error": str(exc)}).decode(),
             content_type="application/json",
         ) from exc
     if not isinstance(data, dict):
@@ -64,11 +69,13 @@ async def _run(fn: Callable[[], Any]) -> Any:
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness, with the store and embedder in use."""
+    """Liveness and the state of the store, the embedder and the extractor (tap.health);
+    503 when the store or the embedder does not answer."""
     ctx: ProxyContext = request.app[context_key]
-    return json_response(
-        {"status": "ok", "version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id}
-    )
+    extraction = ctx.metrics.sections.get("extraction")
+    report = await check_health(ctx.memories.store, ctx.memories.embedder, extraction)
+    doc = {"version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id, **report}
+    return json_response(doc, 200 if report["status"] != "down" else 503)
 
 
 async def recall(request: web.Request) -> web.Response:
@@ -131,9 +138,12 @@ async def add_memory(request: web.Request) -> web.Response:
     if problem:
         return error(400, problem)
     fields = {k: body[k] for k in ("kind", "importance", "tags") if k in body}
-    memory = await _run(
-        lambda: ctx.memories.add(scope=body.get("scope") or "default", content=body["content"], **fields)
-    )
+    try:
+        memory = await _run(
+            lambda: ctx.memories.add(scope=body.get("scope") or "default", content=body["content"], **fields)
+        )
+    except ValueError as exc:
+        return error(400, str(exc))
     return json_response(memory_view(memory), 201)
 
 
@@ -141,17 +151,27 @@ def _check_fields(body: dict[str, Any], *, require_content: bool) -> str:
     content = body.get("content")
     if (require_content or content is not None) and (not isinstance(content, str) or not content.strip()):
         return "`content` must be a non-empty string"
-    if "scope" in body and not isinstance(body["scope"], str):
-        return "`scope` must be a string"
+    if "scope" in body:
+        problem = _scope_problem(body["scope"])
+        if problem:
+            return problem
     if "kind" in body and body["kind"] not in KINDS:
         return f"`kind` must be one of {', '.join(KINDS)}"
-    importance = body.get("importance")
-    if importance is not None and (not isinstance(importance, int) or not 1 <= importance <= 5):
-        return "`importance` must be an integer from 1 to 5"
-    tags = body.get("tags")
-    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
-        return "`tags` must be a list of strings"
+    if "importance" in body:
+        importance = body["importance"]
+        if not isinstance(importance, int) or isinstance(importance, bool) or not 1 <= importance <= 5:
+            return "`importance` must be an integer from 1 to 5"
+    if "tags" in body:
+        tags = body["tags"]
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            return "`tags` must be a list of strings"
     return ""
+
+
+def _scope_problem(scope: object) -> str:
+    if not isinstance(scope, str):
+        return "`scope` must be a string"
+    return text_problem("`scope`", scope, MAX_SCOPE)
 
 
 async def show_memory(request: web.Request) -> web.Response:
@@ -184,13 +204,36 @@ async def edit_memory(request: web.Request) -> web.Response:
 
 
 async def delete_memory(request: web.Request) -> web.Response:
-    """Delete the memory and its versions."""
+    """Delete the memory, its versions and its source turns → `{"deleted", "excerpts", "source_turns"}`."""
     ctx: ProxyContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
-    deleted = await _run(lambda: ctx.memories.forget(memory_id))
-    if not deleted:
+    forgotten = await _run(lambda: ctx.memories.forget_memory(memory_id))
+    if not forgotten.deleted:
         return error(404, f"no memory with id {memory_id}")
-    return json_response({"deleted": deleted})
+    return json_response(forgotten)
+
+
+async def forget_scope(request: web.Request) -> web.Response:
+    """`{"scope"}` → everything tap keeps of the scope is deleted, in every file → `{"scope", "removed"}`."""
+    ctx: ProxyContext = request.app[context_key]
+    body = await _body(request)
+    scope = body.get("scope")
+    problem = _scope_problem(scope)
+    if problem:
+        return error(400, problem)
+    assert isinstance(scope, str)
+    removed = await _run(lambda: ctx.memories.erase_scope(scope))
+    return json_response({"scope": scope, "removed": removed})
+
+
+async def extract_retry(request: web.Request) -> web.Response:
+    """Requeue every dead-lettered chunk (`tap extract retry` while the server runs) → `{"requeued"}`."""
+    ctx: ProxyContext = request.app[context_key]
+    try:
+        requeued = await _run(ctx.memories.requeue_dead)
+    except ValueError as exc:
+        return error(503, str(exc))
+    return json_response({"requeued": requeued})
 
 
 async def export(request: web.Request) -> web.Response:
@@ -275,5 +318,7 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_get("/tap/export", export)
     app.router.add_post("/tap/import", import_)
     app.router.add_post("/tap/ingest", ingest)
+    app.router.add_post("/tap/forget", forget_scope)
+    app.router.add_post("/tap/extract/retry", extract_retry)
     app.router.add_get("/tap/stats", stats)
     app.router.add_get("/tap/status", status)

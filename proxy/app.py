@@ -9,6 +9,9 @@ from aiohttp import web
 
 from proxy.admin import add_admin_routes, require_token, tap_errors
 from proxy.context import ProxyContext, context_key, session_key
+from proxy.errors import error_shape
+from proxy.guard import guard, install_guard
+from proxy.hooks_routes import add_hook_routes
 from proxy.routes import add_proxy_routes
 
 
@@ -36,11 +39,16 @@ async def upstream_session(app: web.Application) -> AsyncIterator[None]:
 def make_app(ctx: ProxyContext) -> web.Application:
     """Build the application around a ProxyContext."""
     app = web.Application(
-        middlewares=[tap_errors, require_token],
+        middlewares=[guard, error_shape, tap_errors, require_token],
         client_max_size=ctx.config.proxy.max_body_mb * 1024 * 1024,
+        # request bodies are taken as sent: a compressed body is forwarded with its Content-Encoding
+        # (and gets no memories); an encoding aiohttp cannot decode is then no error at all
+        handler_args={"auto_decompress": False},
     )
     app[context_key] = ctx
+    install_guard(app)
     app.cleanup_ctx.append(upstream_session)
     add_admin_routes(app)
+    add_hook_routes(app)
     add_proxy_routes(app)
     return app

@@ -1,9 +1,9 @@
 """Forward one request upstream and stream the response back byte for byte, teeing a copy.
 
 Invariants:
-- upstream bytes reach the client as they arrive, unchanged and unbuffered; the tee parser (the
-  dialect's own: `Dialect.stream_parser` / `Dialect.parse_response`) sees the same chunks
-  (streams) or the whole body (non-streamed JSON) and never blocks forwarding;
+- upstream bytes reach the client as they arrive, unchanged and unbuffered; the tee
+  (tap.dialects.tee.ReplyTee: the dialect's own parsers) sees the same chunks and never blocks
+  forwarding;
 - `on_reply` is called once, with the finished reply, *before* the chunk that completes it is
   written to the client (the terminal event of a stream, the last byte of a body of known
   length), else when the response ends; the client's next request can therefore rely on what
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -28,10 +28,9 @@ from multidict import CIMultiDict
 
 from proxy.headers import client_response_headers, upstream_request_headers
 from tap.dialects import Dialect, Reply
+from tap.dialects.tee import OnReply, ReplyTee
 
 log = logging.getLogger(__name__)
-STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
-MAX_TEE_BODY = 64 * 1024 * 1024
 
 
 @dataclass
@@ -42,52 +41,6 @@ class Outcome:
     reply: Reply = field(default_factory=Reply)
     client_gone: bool = False
     upstream_failed: str = ""
-
-
-OnReply = Callable[[Reply], None]
-
-
-class _Tee:
-    """Feeds a copy of the response to the dialect's parser for its content type."""
-
-    def __init__(self, dialect: Dialect, content_type: str, length: int | None, on_reply: OnReply | None) -> None:
-        self._dialect = dialect
-        self._parser = dialect.stream_parser() if content_type.startswith(STREAM_TYPES) else None
-        self._length = length
-        self._on_reply = on_reply
-        self._body: list[bytes] = []
-        self._size = 0
-        self.reply: Reply | None = None
-
-    def feed(self, chunk: bytes) -> None:
-        if self.reply is not None:
-            return
-        if self._parser is not None:
-            self._parser.feed(chunk)
-            if self._parser.complete:
-                self._done(self._parser.finish())
-        elif self._size + len(chunk) <= MAX_TEE_BODY:
-            self._body.append(chunk)
-            self._size += len(chunk)
-            if self._length is not None and self._size >= self._length:
-                self._done(self._dialect.parse_response(b"".join(self._body)))
-
-    def finish(self) -> Reply:
-        if self.reply is None:
-            if self._parser is not None:
-                self._done(self._parser.finish())
-            else:
-                self._done(self._dialect.parse_response(b"".join(self._body)))
-        assert self.reply is not None
-        return self.reply
-
-    def _done(self, reply: Reply) -> None:
-        self.reply = reply
-        if self._on_reply is not None:
-            try:
-                self._on_reply(reply)
-            except Exception:
-                log.exception("the reply callback failed")
 
 
 def error_response(dialect: Dialect, status: int, message: str, extra: Mapping[str, str]) -> web.Response:
@@ -115,7 +68,7 @@ async def forward(
         upstream = await session.request(
             request.method,
             url,
-            data=body if body or request.method not in ("GET", "HEAD") else None,
+            data=None if request.method == "HEAD" else body if body or request.method != "GET" else None,
             headers=upstream_request_headers(CIMultiDict(request.headers)),
             allow_redirects=False,
         )
@@ -130,7 +83,7 @@ async def forward(
         outcome.status = upstream.status
         copy = None
         if tee and upstream.status < 400:
-            copy = _Tee(dialect, upstream.headers.get("Content-Type", ""), _body_length(upstream), on_reply)
+            copy = ReplyTee(dialect, upstream.headers.get("Content-Type", ""), _body_length(upstream), on_reply)
         return await _relay(request, upstream, extra_headers, outcome, copy), outcome
 
 
@@ -146,7 +99,7 @@ async def _relay(
     upstream: aiohttp.ClientResponse,
     extra_headers: Mapping[str, str],
     outcome: Outcome,
-    copy: _Tee | None,
+    copy: ReplyTee | None,
 ) -> web.StreamResponse:
     headers = client_response_headers(CIMultiDict(upstream.headers))
     headers.update(extra_headers)

@@ -5,8 +5,12 @@ OpenAI `POST /v1/chat/completions`, Ollama `POST /api/chat` and `POST /api/gener
 `Interceptor.before` → forward (teeing the reply, settling it before its last chunk reaches the
 client) → `Interceptor.after`. The policy (scope, conversation, recall under the deadline,
 injection, degraded headers, capture) lives in tap.intercept; this module only adapts aiohttp to
-it. Every other path of those APIs passes through unchanged (`/v1/messages/count_tokens`,
-`/v1/models`, `/api/tags`, …), addressed by `passthrough_dialect`.
+it. Token-counting routes (tap.dialects.registry.COUNT_ROUTES: Anthropic
+`POST /v1/messages/count_tokens`) forward the body with the block the memory route would inject
+for the same request (the same human turn gets the same bytes, tap.intercept), so the count is the
+truth; they are never captured. Every other path of those APIs passes through unchanged
+(`/v1/models`, `/api/tags`, …), addressed by `passthrough_dialect`, and so does Ollama's root
+(`GET /` and `HEAD /`: the ollama CLI probes it before every command).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from aiohttp import web
 from proxy.context import ProxyContext, context_key, session_key
 from proxy.forward import error_response, forward
 from tap.dialects import Dialect, Reply
-from tap.dialects.registry import MEMORY_ROUTES, PASSTHROUGH_PREFIXES, passthrough_dialect
+from tap.dialects.registry import COUNT_ROUTES, MEMORY_ROUTES, OLLAMA_CHAT, PASSTHROUGH_PREFIXES, passthrough_dialect
 from tap.intercept import BadRequest, Interception
 
 log = logging.getLogger(__name__)
@@ -79,10 +83,41 @@ def _settler(ctx: ProxyContext, intercepted: Interception) -> Callable[[Reply], 
     return settle
 
 
+async def count_route(request: web.Request, dialect: Dialect) -> web.StreamResponse:
+    """Count tokens of the request as its memory route would send it (block injected, no capture)."""
+    ctx = request.app[context_key]
+    ctx.metrics.request(f"{dialect.name}-count")
+    body = await _read_body(request, dialect)
+    if isinstance(body, web.Response):
+        return body
+    try:
+        before = await ctx.interceptor.before(dialect, request.headers, body)
+    except BadRequest as exc:
+        return error_response(dialect, 400, str(exc), {})
+    response, _ = await forward(
+        request,
+        session=request.app[session_key],
+        url=_url(ctx, dialect, request),
+        body=body if before.body is None else before.body,
+        dialect=dialect,
+        extra_headers=before.headers,
+        tee=False,
+    )
+    return response
+
+
 async def passthrough(request: web.Request) -> web.StreamResponse:
     """Forward unchanged (no recall, no capture) to the upstream of the path's dialect."""
+    return await _passthrough(request, passthrough_dialect(request.path, request.headers))
+
+
+async def ollama_root(request: web.Request) -> web.StreamResponse:
+    """`GET /` and `HEAD /`: Ollama's "is it running" probe, forwarded to the Ollama upstream."""
+    return await _passthrough(request, OLLAMA_CHAT)
+
+
+async def _passthrough(request: web.Request, dialect: Dialect) -> web.StreamResponse:
     ctx = request.app[context_key]
-    dialect = passthrough_dialect(request.path, request.headers)
     ctx.metrics.request(f"{dialect.name}-passthrough")
     body = await _read_body(request, dialect)
     if isinstance(body, web.Response):
@@ -107,9 +142,20 @@ def _memory_handler(dialect: Dialect) -> Handler:
     return handle
 
 
+def _count_handler(dialect: Dialect) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await count_route(request, dialect)
+
+    handle.__doc__ = f"{dialect.name}: count tokens with the memory block injected."
+    return handle
+
+
 def add_proxy_routes(app: web.Application) -> None:
     """Register the LLM API routes (after the admin routes)."""
     for path, dialect in MEMORY_ROUTES.items():
         app.router.add_post(path, _memory_handler(dialect))
+    for path, dialect in COUNT_ROUTES.items():
+        app.router.add_post(path, _count_handler(dialect))
+    app.router.add_get("/", ollama_root)  # also HEAD
     for prefix in PASSTHROUGH_PREFIXES:
         app.router.add_route("*", prefix + "{tail:.*}", passthrough)

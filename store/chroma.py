@@ -358,6 +358,10 @@ class ChromaStore:
                 self._small.remove(memory_id)
         return len(existing)
 
+    def purge(self) -> None:
+        """Leave no trace of deleted memories in the lexical index file (see LexicalIndex.purge)."""
+        self._lexical.purge()
+
     def stats(self) -> StoreStats:
         """Counts by scope and kind (active memories) and bytes on disk."""
         everything = self._all(None)

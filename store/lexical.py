@@ -76,6 +76,7 @@ class LexicalIndex:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path)
+        self._db.execute("PRAGMA secure_delete=ON")  # a deleted memory's text is overwritten, not left in free pages
         self._upgrade()
         for statement in _SCHEMA:
             self._db.execute(statement)
@@ -119,6 +120,13 @@ class LexicalIndex:
         with self._lock, self._transaction() as delta:
             for memory_id in ids:
                 self._delete(memory_id, delta)
+
+    def purge(self) -> None:
+        """Merge the FTS5 segments (dropping the terms of deleted rows) and empty the write-ahead
+        log, so nothing of a forgotten memory stays in the file (after `tap memories forget`)."""
+        with self._lock:
+            self._db.execute("INSERT INTO memories (memories) VALUES ('optimize')")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Counter[str]]:

@@ -1,5 +1,5 @@
-"""`python -m tap` runs the CLI."""
+"""`python -m tap` runs the CLI (through tap.launch, so `python -m tap hook …` starts fast too)."""
 
-from tap.cli import main
+from tap.launch import main
 
 main()

@@ -1,6 +1,7 @@
 """The admin API bearer token and the running server's address, both kept in the data dir.
 
-The token is created on first use with mode 0600 (`<data_dir>/admin-token`); an env var named
+The token is created on first use with mode 0600 (`<data_dir>/admin-token`, the data dir 0700:
+tap.files); an env var named
 in `[admin] token_env` overrides it. `tap serve` writes `<data_dir>/server.json` (url, pid) while
 it runs, so CLI commands can go through it instead of opening the store a second time.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from tap.config import read_secret
+from tap.files import make_private
 
 
 class ServerInfo(msgspec.Struct, kw_only=True):
@@ -31,7 +33,7 @@ def ensure_token(data_dir: Path, env_name: str = "") -> str:
     path = data_dir / "admin-token"
     if path.exists():
         return path.read_text(encoding="utf-8").strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_private(data_dir)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

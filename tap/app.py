@@ -6,13 +6,17 @@ Only this module and the CLI pick concrete adapters; everything else receives th
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from store.chroma import ChromaStore
 from store.embedders import make_embedder
+from tap.capture import TurnLog
 from tap.config import LoadedConfig
 from tap.extraction import Extraction
+from tap.files import make_private
 from tap.ingest import Ingestor
 from tap.ledger import CostLedger
 from tap.memories import MemoryService
@@ -36,6 +40,7 @@ class Runtime:
     ledger: CostLedger
     ingestor: Ingestor
     worker: ExtractionWorker
+    turn_log: TurnLog
 
     def close(self) -> None:
         """Flush pending access counts and release the store and the queue."""
@@ -45,13 +50,48 @@ class Runtime:
             self.recall.close()
             self.queue.close()
             self.ledger.close()
+            self.turn_log.close()
             self.store.close()
+
+
+class FileHolder:
+    """A ScopeHolder for a file another part of tap owns (log-tail state, Telegram history): opened
+    only to forget a scope, and only when the file exists."""
+
+    def __init__(self, name: str, path: Path, opener: Callable[[Path], Any]) -> None:
+        self.name = name
+        self.path = path
+        self._opener = opener
+
+    def forget_scope(self, scope: str) -> int:
+        """Open the file (if it exists), forget the scope there, close it."""
+        if not self.path.exists():
+            return 0
+        opened = self._opener(self.path)
+        try:
+            return int(opened.forget_scope(scope))
+        finally:
+            opened.close()
+
+
+def scope_files(data_dir: Path) -> list[FileHolder]:
+    """The bridges' files that keep something per scope (README: Security, forgetting)."""
+    from bridges.hooks.state import HookState
+    from bridges.logtail.state import OffsetStore
+    from bridges.telegram.db import TelegramDB
+
+    return [
+        FileHolder(OffsetStore.name, data_dir / "logtail.db", OffsetStore),
+        FileHolder("agent-hook transcript state", data_dir / "hooks.db", OffsetStore),  # the hooks' own offsets
+        FileHolder(HookState.name, data_dir / "hooks.db", HookState),  # sessions and prompts waiting for Stop
+        FileHolder(TelegramDB.name, data_dir / "telegram.db", TelegramDB),
+    ]
 
 
 def open_runtime(loaded: LoadedConfig) -> Runtime:
     """Build the embedder, open the store and wire the recall engine and memory service."""
     config = loaded.config
-    loaded.data_dir.mkdir(parents=True, exist_ok=True)
+    make_private(loaded.data_dir)
     embedder = make_embedder(config.embedder)
     store = ChromaStore(
         data_dir=loaded.data_dir,
@@ -76,17 +116,11 @@ def open_runtime(loaded: LoadedConfig) -> Runtime:
         extract_provider=make_llm_provider(extract, "extract"),
     )
     worker = ExtractionWorker(queue, extraction, extract, flush_idle_s=extract.flush_after_s)
-    return Runtime(
-        loaded,
-        embedder,
-        store,
-        recall,
-        MemoryService(store, embedder, recall, queue=queue),
-        queue,
-        ledger,
-        Ingestor(queue),
-        worker,
+    turn_log = TurnLog(loaded.data_dir / "turnlog.db")
+    memories = MemoryService(
+        store, embedder, recall, queue=queue, turn_log=turn_log, holders=scope_files(loaded.data_dir)
     )
+    return Runtime(loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,12 @@ sees it, so a crash between the two loses nothing that the log cannot replay; AP
 never part of an exchange; turn ids are stable for a retried request, so duplicate delivery is
 harmless downstream. The same database keeps the conversation-continuity keys
 (tap.identity.ContinuityStore), bounded to `MAX_CONTINUITY` rows, so a restart keeps chats whole.
+
+Privacy: what is written is scrubbed first (tap.scrub: `<private>` spans and secrets never reach
+the file); exchanges older than `[data] retention_days` are pruned (tap.retention); forgetting a
+memory deletes the exchanges its source turns came from (`forget_turns`), and forgetting a scope
+deletes all of the scope's (`forget_scope`). Deleted rows are overwritten (`secure_delete`) and
+the write-ahead log is truncated after a forget, so the text does not linger in the file.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from typing import Any
 import msgspec
 
 from tap.records import IngestEvent, Message, Source
+from tap.repeatlog import RepeatLog
+from tap.scrub import scrub
 from tap.sqlite import connect
 
 log = logging.getLogger(__name__)
@@ -84,14 +92,33 @@ class Exchange(msgspec.Struct, kw_only=True):
             )
         return IngestEvent(scope=self.scope, conversation=self.conversation, source=self.source, messages=messages)
 
+    def scrubbed(self) -> Exchange:
+        """A copy with every text scrubbed (private spans and secrets removed)."""
+        return msgspec.structs.replace(
+            self,
+            user_text=scrub(self.user_text),
+            reply_text=scrub(self.reply_text),
+            error=scrub(self.error),
+            earlier=[msgspec.structs.replace(m, content=scrub(m.content)) for m in self.earlier],
+        )
+
+    def turn_ids(self) -> set[str]:
+        """The ids of every turn this exchange holds."""
+        ids = {self.user_turn_id, self.reply_turn_id, *(m.id for m in self.earlier)}
+        ids.discard("")
+        return ids
+
 
 class TurnLog:
     """Append-only SQLite log of captured exchanges (thread-safe)."""
+
+    name = "turn log"
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path)
+        self._db.execute("PRAGMA secure_delete=ON")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
             "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, "
@@ -106,7 +133,8 @@ class TurnLog:
         self._puts = 0
 
     def append(self, exchange: Exchange) -> int:
-        """Store the exchange durably; returns its sequence number."""
+        """Store the exchange durably, scrubbed; returns its sequence number."""
+        exchange = exchange.scrubbed()
         with self._lock:
             cur = self._db.execute(
                 "INSERT INTO exchanges (scope, conversation, user_turn_id, recorded_at, record) VALUES (?,?,?,?,?)",
@@ -126,7 +154,7 @@ class TurnLog:
         params: tuple[Any, ...] = (scope, limit) if scope else (limit,)
         with self._lock:
             rows = self._db.execute(query, params).fetchall()
-        return [msgspec.json.decode(row[0], type=Exchange) for row in rows]
+        return [_decode(row[0]) for row in rows]
 
     def continuity_get(self, key: str) -> str | None:
         """The conversation remembered for a continuity key (tap.identity.ContinuityStore)."""
@@ -149,6 +177,70 @@ class TurnLog:
                     (MAX_CONTINUITY,),
                 )
 
+    def exchange_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> dict[str, str]:
+        """Every turn of the exchanges that hold any of these turns (a user turn and the reply to it,
+        and what Telegram folded in), these ids included: id → text ("" when the log has none)."""
+        related = dict.fromkeys(turn_ids, "")
+        if not turn_ids or not conversation:
+            return related
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record FROM exchanges WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+        for (blob,) in rows:
+            exchange = _decode(blob)
+            if exchange.turn_ids() & turn_ids:
+                texts = {exchange.user_turn_id: exchange.user_text, exchange.reply_turn_id: exchange.reply_text}
+                texts |= {m.id: m.content for m in exchange.earlier}
+                related |= {i: text for i, text in texts.items() if i}
+        return related
+
+    def forget_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> int:
+        """Delete the exchanges of a conversation that hold any of these turns; returns how many."""
+        if not turn_ids or not conversation:
+            return 0
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, record FROM exchanges WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+            doomed = [seq for seq, blob in rows if _decode(blob).turn_ids() & turn_ids]
+            for seq in doomed:
+                self._db.execute("DELETE FROM exchanges WHERE seq = ?", (seq,))
+            if doomed:
+                self._truncate_wal()
+            return len(doomed)
+
+    def forget_scope(self, scope: str) -> int:
+        """Delete every exchange of a scope, and the continuity keys of its conversations."""
+        with self._lock:
+            conversations = [
+                row[0]
+                for row in self._db.execute("SELECT DISTINCT conversation FROM exchanges WHERE scope = ?", (scope,))
+            ]
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                deleted = self._db.execute("DELETE FROM exchanges WHERE scope = ?", (scope,)).rowcount
+                for conversation in conversations:
+                    self._db.execute("DELETE FROM continuity WHERE conversation = ?", (conversation,))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            self._truncate_wal()
+            return int(deleted)
+
+    def prune(self, before: float) -> int:
+        """Delete the exchanges recorded before `before` (POSIX seconds); returns how many."""
+        with self._lock:
+            deleted = int(self._db.execute("DELETE FROM exchanges WHERE recorded_at < ?", (before,)).rowcount)
+            if deleted:
+                self._truncate_wal()
+            return deleted
+
+    def _truncate_wal(self) -> None:
+        """Fold the write-ahead log into the file and empty it (deleted text must not linger there)."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def count(self) -> int:
         """How many exchanges were captured."""
         with self._lock:
@@ -160,6 +252,10 @@ class TurnLog:
             self._db.close()
 
 
+def _decode(blob: bytes) -> Exchange:
+    return msgspec.json.decode(blob, type=Exchange)
+
+
 class Capture:
     """Records exchanges in the turn log and hands them to ingestion, off the hot path."""
 
@@ -168,6 +264,7 @@ class Capture:
         self._ingest = ingest
         self.captured = 0
         self.failed = 0
+        self._log = RepeatLog(log)
 
     async def record(self, exchange: Exchange) -> None:
         """Log the exchange, then ingest it; failures are logged and counted, never raised."""
@@ -177,9 +274,11 @@ class Capture:
             event = exchange.to_event()
             if self._ingest is not None and event.messages:
                 await self._ingest(event)
-        except Exception:
+        except Exception as exc:
             self.failed += 1
-            log.exception("capture of an exchange in conversation %s failed", exchange.conversation)
+            self._log.failed(
+                "capture", "capture of an exchange in conversation %s failed", exchange.conversation, exc=exc
+            )
 
     def status(self) -> dict[str, int]:
         """Counters for /tap/status."""

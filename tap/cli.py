@@ -13,8 +13,9 @@ from typing import Any
 import click
 import msgspec
 
-from tap import cli_ingest, cli_memories, cli_ops, cli_telegram
+from tap import cli_ingest, cli_memories, cli_mitm, cli_ops, cli_telegram
 from tap.cli_base import CliState, emit_json, state
+from tap.cli_hooks import hook, hooks
 from tap.errors import ConfigError, TapError
 from tap.render import config_toml
 from tap.server import run_server
@@ -88,3 +89,7 @@ main.add_command(cli_ops.status)
 main.add_command(cli_ops.extract)
 main.add_command(cli_ingest.ingest)
 main.add_command(cli_telegram.telegram)
+main.add_command(hook)
+main.add_command(hooks)
+main.add_command(cli_mitm.mitm)
+main.add_command(cli_mitm.env)

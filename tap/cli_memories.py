@@ -92,7 +92,10 @@ def show_cmd(memory_id: str, as_json: bool) -> None:
 def add_cmd(content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool) -> None:
     """Add a memory by hand."""
     with backend() as svc:
-        memory = svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags))
+        try:
+            memory = svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags))
+        except ValueError as exc:  # nothing left once private spans are removed
+            raise click.ClickException(str(exc)) from None
     if as_json:
         emit_json(memory_view(memory))
     else:
@@ -131,21 +134,45 @@ def edit_cmd(
 
 
 @memories.command("forget")
-@click.argument("memory_id")
+@click.argument("memory_id", required=False)
+@click.option("--scope", default=None, help="Forget everything of this scope instead, in every file tap keeps.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
-def forget_cmd(memory_id: str, yes: bool, as_json: bool) -> None:
-    """Delete a memory and all its versions for good."""
+def forget_cmd(memory_id: str | None, scope: str | None, yes: bool, as_json: bool) -> None:
+    """Delete a memory, all its versions and its source turns for good (or, with --scope, everything
+    tap keeps of a scope: memories, lexical index, queue, turn log, log-tail state, Telegram history)."""
+    if (memory_id is None) == (scope is None):
+        raise click.UsageError("give a MEMORY_ID or --scope SCOPE (one of them)")
+    if scope is not None:
+        _forget_scope(scope, yes, as_json)
+        return
+    assert memory_id is not None
     if not yes and not as_json and sys.stdin.isatty():
         click.confirm(f"Delete {memory_id} and its history for good?", abort=True)
     with backend() as svc:
-        deleted = svc.forget(memory_id)
-    if not deleted:
+        forgotten = svc.forget_memory(memory_id)
+    if not forgotten.deleted:
         raise click.ClickException(f"no memory with id {memory_id}")
     if as_json:
-        emit_json({"deleted": deleted})
-    else:
-        click.echo(f"deleted {len(deleted)} version(s): {', '.join(deleted)}")
+        emit_json(forgotten)
+        return
+    click.echo(f"deleted {len(forgotten.deleted)} version(s): {', '.join(forgotten.deleted)}")
+    if forgotten.excerpts:
+        click.echo(f"and {len(forgotten.excerpts)} excerpt(s) of its source turns: {', '.join(forgotten.excerpts)}")
+    removed = ", ".join(f"{n} from the {where}" for where, n in forgotten.source_turns.items() if n)
+    if removed:
+        click.echo(f"source turns removed: {removed}")
+
+
+def _forget_scope(scope: str, yes: bool, as_json: bool) -> None:
+    if not yes and not as_json and sys.stdin.isatty():
+        click.confirm(f"Delete everything tap keeps of scope {scope!r}, for good?", abort=True)
+    with backend() as svc:
+        removed = svc.erase_scope(scope)
+    if as_json:
+        emit_json({"scope": scope, "removed": removed})
+        return
+    click.echo(f"forgot scope {scope!r}: " + ", ".join(f"{where} {n}" for where, n in removed.items()))
 
 
 @memories.command("export")

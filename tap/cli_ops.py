@@ -9,8 +9,9 @@ import click
 
 from tap.admin_token import ensure_token, read_server_info
 from tap.app import runtime
-from tap.cli_base import emit_json, state
+from tap.cli_base import backend, emit_json, state
 from tap.client import RemoteMemories
+from tap.scopes import scope_rule
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -27,6 +28,7 @@ def _local_status() -> dict[str, Any]:
                 "embedder": stats.embedder,
             },
             "extraction": rt.worker.status(),
+            "scopes": scope_rule(by_api_key=rt.loaded.config.proxy.scope_by_api_key),
         }
 
 
@@ -56,6 +58,9 @@ def render_status(doc: dict[str, Any]) -> str:
             f"requests: {doc['requests_total']} · degraded: {doc['degraded_total']} · "
             f"recall p50 {ms['p50']} ms, p95 {ms['p95']} ms, p99 {ms['p99']} ms · uptime {doc['uptime_s']} s"
         )
+    scopes = doc.get("scopes")
+    if scopes:
+        lines.append(f"scopes: {scopes['rule']}")
     ex = doc.get("extraction") or {}
     if ex:
         q = ex["queue"]
@@ -67,8 +72,12 @@ def render_status(doc: dict[str, Any]) -> str:
         lines.append(f"LLM spend today ({cost['day']}): ${cost['cost_usd']:.4f} of ${ex['daily_budget_usd']:.2f}")
         if ex.get("paused"):
             lines.append(f"PAUSED: {ex['paused']}")
+        if ex.get("waiting_for_store"):
+            lines.append(f"WAITING for the memory store (chunks are kept and retried): {ex['waiting_for_store']}")
         for dead in ex.get("dead_letters", []):
             lines.append(f"dead letter {dead['id']} ({dead['attempts']} tries): {dead['error']}")
+        if q["dead"]:
+            lines.append("requeue dead letters with `tap extract retry` (works while tap serve runs)")
     return "\n".join(lines)
 
 
@@ -102,9 +111,6 @@ def _progress(n: int, quiet: bool) -> None:
 
 @extract.command("retry")
 def extract_retry() -> None:
-    """Put every dead-lettered chunk back in the queue."""
-    loaded = state().load()
-    if read_server_info(loaded.data_dir) is not None:
-        raise click.ClickException("stop tap serve first (it holds the queue)")
-    with runtime(loaded) as rt:
-        click.echo(f"requeued {rt.queue.requeue_dead()} chunk(s)")
+    """Put every dead-lettered chunk back in the queue (through the running server, if any)."""
+    with backend() as svc:
+        click.echo(f"requeued {svc.requeue_dead()} chunk(s)")

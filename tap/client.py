@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from tap.errors import StoreError
-from tap.memories import ImportReport
+from tap.memories import Forgotten, ImportReport
 from tap.ports import StoreStats
 from tap.records import Memory
 
@@ -71,22 +71,31 @@ class RemoteMemories:
 
     def chain(self, memory_id: str) -> list[Memory]:
         try:
-            data = self._json("GET", f"/tap/memories/{urllib.parse.quote(memory_id)}")
+            data = self._json("GET", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}")
         except KeyError:
             return []
         return msgspec.convert(data["chain"], list[Memory])
 
     def edit(self, memory_id: str, **fields: Any) -> Memory:
         payload = {k: v for k, v in fields.items() if v is not None}
-        data = self._json("PATCH", f"/tap/memories/{urllib.parse.quote(memory_id)}", payload)
+        data = self._json("PATCH", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}", payload)
         return msgspec.convert(data, Memory)
 
     def forget(self, memory_id: str) -> list[str]:
+        return self.forget_memory(memory_id).deleted
+
+    def forget_memory(self, memory_id: str) -> Forgotten:
         try:
-            data = self._json("DELETE", f"/tap/memories/{urllib.parse.quote(memory_id)}")
+            data = self._json("DELETE", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}")
         except KeyError:
-            return []
-        return list(data["deleted"])
+            return Forgotten()
+        return msgspec.convert(data, Forgotten)
+
+    def erase_scope(self, scope: str) -> dict[str, int]:
+        return dict(self._json("POST", "/tap/forget", {"scope": scope})["removed"])
+
+    def requeue_dead(self) -> int:
+        return int(self._json("POST", "/tap/extract/retry")["requeued"])
 
     def list_memories(
         self,

@@ -169,6 +169,24 @@ class HooksConfig(Section, frozen=True):
     start_budget_tokens: Annotated[int, msgspec.Meta(ge=0, le=8000)] = 300
 
 
+class MitmConfig(Section, frozen=True):
+    """The mitmproxy way in (README: Ways in): a forward proxy for clients that cannot change their
+    base URL, and reverse proxies per upstream; run by `tap serve` when enabled, or by `tap mitm`."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: Port = 8080
+    regular: bool = True
+    hosts: list[Annotated[str, msgspec.Meta(pattern=r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$")]] = (
+        msgspec.field(default_factory=lambda: ["api.anthropic.com", "api.openai.com", "ollama.com"])
+    )
+    reverse: list[Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s/@]+@\d{1,5}$")]] = msgspec.field(
+        default_factory=list
+    )
+    confdir: str = ""
+    upstream_ca: str = ""
+
+
 class Config(Section, frozen=True):
     """The whole configuration; one field per TOML table."""
 
@@ -184,6 +202,7 @@ class Config(Section, frozen=True):
     telegram: TelegramConfig = msgspec.field(default_factory=TelegramConfig)
     logtail: LogtailConfig = msgspec.field(default_factory=LogtailConfig)
     hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
+    mitm: MitmConfig = msgspec.field(default_factory=MitmConfig)
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,8 +13,10 @@ import asyncio
 import msgspec
 
 from tap.chunker import prepare_turns
+from tap.jsonbody import decode
 from tap.queue import ChunkQueue
 from tap.records import IngestEvent
+from tap.validate import MAX_ID, MAX_TIMESTAMP, text_problem, timestamp_ok
 
 MAX_SCOPE = 256
 MAX_MESSAGES = 10_000
@@ -22,18 +24,21 @@ MAX_MESSAGES = 10_000
 
 def parse_event(body: bytes) -> IngestEvent:
     """Decode and validate an ingest request body; ValueError says what is wrong."""
-    try:
-        event = msgspec.json.decode(body, type=IngestEvent)
-    except msgspec.ValidationError as exc:
-        raise ValueError(str(exc).replace("`", "")) from exc
-    except msgspec.DecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc}") from exc
+    event = decode(body, IngestEvent)
     if not event.scope.strip() or len(event.scope) > MAX_SCOPE:
         raise ValueError(f"scope must be 1-{MAX_SCOPE} characters")
-    if not event.conversation.strip():
-        raise ValueError("conversation must not be empty")
+    problem = text_problem("conversation", event.conversation, MAX_ID)
+    if problem:
+        raise ValueError(problem)
     if len(event.messages) > MAX_MESSAGES:
         raise ValueError(f"at most {MAX_MESSAGES} messages per request")
+    for index, message in enumerate(event.messages):
+        if not timestamp_ok(message.timestamp):
+            raise ValueError(
+                f"messages[{index}].timestamp must be a POSIX time in seconds from 0 (unknown) to {MAX_TIMESTAMP:.0f}"
+            )
+        if len(message.id) > MAX_ID:
+            raise ValueError(f"messages[{index}].id must be at most {MAX_ID} characters")
     return event
 
 
@@ -45,8 +50,12 @@ class Ingestor:
         self.turns_ingested = 0
 
     def ingest(self, event: IngestEvent) -> int:
-        """Queue the event's new turns; returns how many were new."""
-        turns = prepare_turns(event.messages, conversation=event.conversation)
+        """Queue the event's new turns; returns how many were new. A timestamp out of range (a log
+        line's) becomes unknown (0), so nothing stored breaks a later read."""
+        messages = [
+            m if timestamp_ok(m.timestamp) else msgspec.structs.replace(m, timestamp=0.0) for m in event.messages
+        ]
+        turns = prepare_turns(messages, conversation=event.conversation)
         if not turns:
             return 0
         added = self.queue.add_turns(event.scope, event.conversation, event.source, turns)

@@ -20,7 +20,12 @@ before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a de
 after:
   - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
     chunk reaches the client, so the client's next request already finds it): remember the
-    conversation's continuity;
+    conversation's continuity, and for APIs that keep the history upstream (the Responses API's
+    `previous_response_id` / `conversation`: `ClientIds.follows` / `thread`) where this reply
+    left the conversation: a later request that continues it belongs to the same conversation,
+    its turns are numbered after the ones upstream, a tool-loop step that carries no human turn
+    gets the block of the human turn it works on, and memories from the conversation's own turns
+    are not injected (the model sees that history upstream);
   - `after`: the exchange goes to the turn log and extraction (tap.capture) in a background task;
     a tool-loop step is captured as the assistant's reply only, never as a new human turn.
 
@@ -33,17 +38,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from tap.capture import Capture, Exchange
 from tap.config import Config
 from tap.dialects import Dialect, HumanTurn, JsonObject, Reply, Said, find_human_turn
-from tap.identity import Conversations, Resolved, reply_key, turn_key
+from tap.identity import CONVERSATION_HEADER, Conversations, Resolved, reply_key, turn_key
 from tap.lru import LRU
 from tap.metrics import Metrics
-from tap.recall import RecallEngine
-from tap.records import Message, Source
+from tap.records import Memory, Message, RecallResult, Source
 from tap.repeats import VisibleInRequest
 from tap.scopes import resolve_scope
 from tap.tasks import create_task
@@ -61,6 +66,45 @@ MAX_BLOCKS = 4096
 
 class BadRequest(ValueError):
     """A request tap refuses (the transport answers 400 in the dialect's error shape)."""
+
+
+class Recaller(Protocol):
+    """What the core needs from recall (tap.recall.RecallEngine, or a running server's over HTTP)."""
+
+    async def recall_async(
+        self,
+        query: str,
+        *,
+        scope: str,
+        deadline_ms: int | None = None,
+        skip: Callable[[Memory], bool] | None = None,
+    ) -> RecallResult:
+        """The block for `query` in `scope`; TimeoutError past the deadline."""
+        ...
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a conversation whose history lives upstream stood after one of its replies."""
+
+    conversation: str
+    turn_key: str
+    turn_text: str
+    length: int
+    """Turns of the conversation so far, that reply included."""
+
+
+class _EveryTurn(Collection[str]):
+    """Every turn id (of the one conversation VisibleInRequest already checks)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +135,9 @@ class Interception:
     degraded: str = ""
     settled: bool = False
     continuity_key: str = ""
+    length: int = 0
+    """Turns of the conversation up to this request's end (upstream ones included)."""
+    thread: str = ""
 
 
 @dataclass
@@ -125,7 +172,7 @@ class Interceptor:
         self,
         config: Config,
         *,
-        recall: RecallEngine,
+        recall: Recaller,
         metrics: Metrics,
         conversations: Conversations,
         capture: Capture | None = None,
@@ -136,6 +183,7 @@ class Interceptor:
         self.conversations = conversations
         self.capture = capture
         self._blocks: LRU[tuple[str, str, str], Block] = LRU(MAX_BLOCKS, ttl_s=BLOCK_TTL_S)
+        self._upstream: LRU[tuple[str, str], Upstream] = LRU(MAX_BLOCKS, ttl_s=BLOCK_TTL_S)
         self._counters = _Counters()
 
     # -- before -------------------------------------------------------------------------------
@@ -162,16 +210,20 @@ class Interceptor:
             raise BadRequest(str(exc)) from None
         proxy = self.config.proxy
         said = dialect.transcript(req)
-        if not (proxy.inject or proxy.capture) or find_human_turn(said) is None:
+        client = dialect.client_ids(req)
+        upstream = self._upstream_of(scope, client.follows, client.thread)
+        if not (proxy.inject or proxy.capture) or (find_human_turn(said) is None and upstream is None):
             return Before(None, unchanged)
         identity = self.conversations.resolve(
             headers,
             scope,
-            dialect.client_ids(req),
+            client,
             said,
             system=dialect.system_text(req),
             model=dialect.model_of(req),
         )
+        if upstream is not None and not headers.get(CONVERSATION_HEADER, "").strip():
+            identity = Resolved(upstream.conversation, "upstream", scope, client.discriminator)
         prepared = await self.prepare(
             dialect,
             req,
@@ -182,6 +234,8 @@ class Interceptor:
             identity=identity,
             inject=proxy.inject,
             capture=proxy.capture,
+            upstream=upstream,
+            thread=client.thread,
         )
         body_out = dialect.encode(prepared.request) if prepared.request is not req else None
         return Before(body_out, prepared.headers, prepared.context)
@@ -201,16 +255,24 @@ class Interceptor:
         deadline_ms: int | None = None,
         inject: bool = True,
         capture: bool = True,
+        upstream: Upstream | None = None,
+        thread: str = "",
     ) -> Prepared:
         """The before-step for a decoded request whose scope and conversation are known.
 
         `turn_id` names the human turn when the caller has its own ids (Telegram); `visible_turns`
         are the ids of the turns in the request when they are not the ones tap.identity derives.
-        The context is None when the request has no human turn.
+        `upstream` is where the conversation stood when its history lives upstream (see the module
+        docstring; `thread` names its upstream conversation).  The context is None when the
+        request has no human turn.
         """
         said = dialect.transcript(req) if said is None else said
         turn = find_human_turn(said)
         headers = {RECALLED_HEADER: "0"}
+        offset = upstream.length if upstream is not None else 0
+        if turn is None and upstream is not None and said and said[-1].role == "tool":
+            turn = HumanTurn(-1, upstream.turn_text, tool_step=True)  # the step of an upstream human turn
+            turn_id = turn_id or upstream.turn_key
         if turn is None:
             return Prepared(req, headers)
         last = said[-1]
@@ -220,16 +282,20 @@ class Interceptor:
             conversation=conversation,
             source=source,
             turn=turn,
-            turn_key=turn_id or turn_key(conversation, turn.index + 1, turn.text),
-            reply_key=reply_key(conversation, len(said), last.text if last.role == "user" else ""),
+            turn_key=turn_id or turn_key(conversation, offset + turn.index + 1, turn.text),
+            reply_key=reply_key(conversation, offset + len(said), last.text if last.role == "user" else ""),
             said=said,
             model=dialect.model_of(req),
             capture=capture,
             started_at=time.time(),
             identity=identity,
+            length=offset + len(said),
+            thread=thread,
         )
         if not inject:
             return Prepared(req, headers, ctx)
+        if upstream is not None or thread:
+            visible_turns = _EveryTurn()  # the conversation's history is upstream: the model sees it
         visible = VisibleInRequest(conversation, said, dialect.system_text(req), turn_ids=visible_turns)
         started = time.perf_counter()
         block = await self._block(ctx, visible, deadline_ms)
@@ -276,6 +342,23 @@ class Interceptor:
     def _degrade(self, reason: str, detail: str) -> None:
         self.metrics.degrade(reason, detail)
 
+    def _upstream_of(self, scope: str, follows: str, thread: str) -> Upstream | None:
+        """Where the conversation a request continues stood (None when unknown or not upstream)."""
+        if follows:
+            return self._upstream.get((scope, "reply:" + follows))
+        if thread:
+            return self._upstream.get((scope, "thread:" + thread))
+        return None
+
+    def _remember_upstream(self, ctx: Interception, reply: Reply) -> None:
+        if not (reply.response_id or ctx.thread) or not reply.complete or reply.error:
+            return
+        where = Upstream(ctx.conversation, ctx.turn_key, ctx.turn.text, ctx.length + 1)
+        if reply.response_id:
+            self._upstream.put((ctx.scope, "reply:" + reply.response_id), where)
+        if ctx.thread:
+            self._upstream.put((ctx.scope, "thread:" + ctx.thread), where)
+
     # -- after ---------------------------------------------------------------------------------
 
     def settle(self, ctx: Interception, reply: Reply) -> None:
@@ -283,6 +366,7 @@ class Interceptor:
         if ctx.settled:
             return
         ctx.settled = True
+        self._remember_upstream(ctx, reply)
         if ctx.identity is not None and reply.complete and not reply.error:
             ctx.continuity_key = self.conversations.answered(ctx.identity, ctx.said, reply.text)
 

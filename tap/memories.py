@@ -2,26 +2,37 @@
 
 It owns the rules that make history non-destructive: `edit` writes a new version and marks
 the old one superseded; `chain` walks the versions; `forget` removes a memory with its whole
-history (the user asked for it to be gone). `forget_scope` first drops the scope's conversation
+history (the user asked for it to be gone), and with it its source turns: the verbatim excerpts of
+those turns in the store, their exchanges in the turn log and their text still waiting in the
+queue (`forget_memory` says how much went). `forget_scope` first drops the scope's conversation
 not yet extracted from the queue and waits for a chunk of it that the worker is extracting right
-then, so nothing the user asked to forget comes back as a memory later. Import validates each
-JSONL line on its own, so one broken line is reported with its number and the rest still imports;
-ids are kept and a record that already exists is left alone, which makes import idempotent.
+then, so nothing the user asked to forget comes back as a memory later; `erase_scope` does the same
+and also empties every other file that keeps something of the scope (the turn log, and the
+`ScopeHolder`s the composition root adds: log-tail state, Telegram chat history), reporting per file.
+
+Every way into the store goes through the one scrubber (tap.scrub): `add`, `edit` and import
+scrub content, context and tags before anything is embedded or written (extraction works on turns
+scrubbed at ingestion). Import validates each JSONL line on its own (tap.validate: ids, scopes,
+timestamps a reader can show), so one broken line is reported with its number and the rest still
+imports; ids are kept and a record that already exists is left alone, which makes import idempotent.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 import msgspec
 
+from tap.jsonbody import decode
 from tap.ports import Embedder, MemoryStore, StoreStats
 from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
 from tap.records import Kind, Memory, RecallResult, make_memory
+from tap.scrub import scrub
+from tap.validate import memory_problem
 from tap.views import recall_view
 
 log = logging.getLogger(__name__)
@@ -37,6 +48,52 @@ class ImportReport(msgspec.Struct, kw_only=True):
     errors: list[tuple[int, str]] = msgspec.field(default_factory=list)
 
 
+class ScopeHolder(Protocol):
+    """A file that keeps something per scope besides the store and the queue (the turn log, the
+    log-tail state, the Telegram chat history); `erase_scope` empties each."""
+
+    name: str
+
+    def forget_scope(self, scope: str) -> int:
+        """Delete what this file keeps of the scope; returns how many rows."""
+        ...
+
+
+class TurnHolder(ScopeHolder, Protocol):
+    """A ScopeHolder that also knows single turns by id (the turn log)."""
+
+    def exchange_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> dict[str, str]:
+        """These turns and the other turns of their exchanges (a user turn and its reply): id → text."""
+        ...
+
+    def forget_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> int:
+        """Delete what this file keeps of these turns; returns how many rows."""
+        ...
+
+
+class Forgotten(msgspec.Struct, kw_only=True):
+    """What `forget_memory` removed: the memory's versions, the excerpts of its source turns, and
+    the source turns' rows in the turn log and the queue."""
+
+    deleted: list[str] = msgspec.field(default_factory=list)
+    excerpts: list[str] = msgspec.field(default_factory=list)
+    source_turns: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+def _quotes(context: str, texts: list[str]) -> bool:
+    """Whether a memory's context (an excerpt's lead-in, "Speaker: last words…") quotes one of the texts."""
+    body = " ".join(context.split(": ", 1)[-1].split())
+    return bool(body) and any(body in text for text in texts)
+
+
+def clean(memory: Memory) -> Memory:
+    """The memory with its content, context and tags scrubbed (the one scrubber, tap.scrub)."""
+    memory.content = scrub(memory.content).strip()
+    memory.context = scrub(memory.context)
+    memory.tags = [tag for tag in (scrub(t).strip() for t in memory.tags) if tag]
+    return memory
+
+
 class MemoryService:
     """Add, edit, forget, list, search, export and import memories."""
 
@@ -47,19 +104,25 @@ class MemoryService:
         recall: RecallEngine,
         *,
         queue: ChunkQueue | None = None,
+        turn_log: TurnHolder | None = None,
+        holders: Sequence[ScopeHolder] = (),
         now: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.recall_engine = recall
         self.queue = queue
+        self.turn_log = turn_log
+        self.holders = list(holders)
         self._now = now
 
     def add(self, *, scope: str, content: str, **fields: Any) -> Memory:
-        """Store one new memory (embedding it) and return it."""
-        if not content.strip():
-            raise ValueError("content is empty")
-        memory = make_memory(scope=scope, content=content, now=self._now(), **fields)
+        """Store one new memory (scrubbed, then embedded) and return it; ValueError when nothing is
+        left of the content."""
+        cleaned = scrub(content).strip()
+        if not cleaned:
+            raise ValueError("content is empty" + (" once private spans are removed" if content.strip() else ""))
+        memory = clean(make_memory(scope=scope, content=cleaned, now=self._now(), **fields))
         self.write([memory])
         return memory
 
@@ -118,12 +181,13 @@ class MemoryService:
 
     def supersede(self, old: Memory, *, content: str, **fields: Any) -> Memory:
         """Replace `old` by a new version carrying its provenance; returns the new version."""
-        if not content.strip():
+        content = scrub(content).strip()
+        if not content:
             raise ValueError("content is empty")
         now = self._now()
         fields.setdefault("conversation", old.conversation)
         sources = list(dict.fromkeys([*old.sources, *fields.pop("sources", [])]))
-        new = make_memory(scope=old.scope, content=content, sources=sources, now=now, **fields)
+        new = clean(make_memory(scope=old.scope, content=content, sources=sources, now=now, **fields))
         new.supersedes = old.id
         new.created_at = old.created_at
         self.write([new])
@@ -133,26 +197,93 @@ class MemoryService:
         return new
 
     def forget(self, memory_id: str) -> list[str]:
-        """Delete the memory and every version of it; returns the ids removed."""
-        ids = [m.id for m in self.chain(memory_id)]
-        self.store.delete(ids)
-        return ids
+        """Delete the memory and every version of it, and its source turns; returns the ids removed."""
+        return self.forget_memory(memory_id).deleted
+
+    def forget_memory(self, memory_id: str) -> Forgotten:
+        """`forget`, saying also which excerpts and how many source-turn rows went with it.
+
+        The source turns are the turn ids in the versions' `sources` (of their conversation) and the
+        other turns of their exchanges (the reply to a user turn): their verbatim excerpts (kind
+        `episode`, every source among those turns) are deleted from the store, and so is the
+        `context` of another memory that quotes one of them (an excerpt's lead-in); their exchanges
+        go from the turn log, their text from the queue's windows and chunks.
+        """
+        chain = self.chain(memory_id)
+        if not chain:
+            return Forgotten()
+        report = Forgotten(deleted=[m.id for m in chain])
+        turns: dict[tuple[str, str], dict[str, str]] = {}
+        for memory in chain:
+            if memory.conversation and memory.sources:
+                turns.setdefault((memory.scope, memory.conversation), {}).update(dict.fromkeys(memory.sources, ""))
+        if self.turn_log is not None:
+            turns = {key: self.turn_log.exchange_turns(*key, set(ids)) for key, ids in turns.items()}
+        doomed = set(report.deleted)
+        quoting: list[Memory] = []
+        for (scope, conversation), ids in turns.items():
+            related = [m for m in self.store.iter_memories(scope=scope) if m.conversation == conversation]
+            for other in related:
+                if (
+                    other.id not in doomed
+                    and other.kind == "episode"
+                    and other.sources
+                    and set(other.sources) <= ids.keys()
+                ):
+                    report.excerpts.append(other.id)
+                    doomed.add(other.id)
+            texts = [" ".join(t.split()) for t in ids.values() if t.strip()]
+            texts += [" ".join(m.content.split()) for m in related if m.id in doomed]
+            quoting += [m for m in related if m.id not in doomed and _quotes(m.context, texts)]
+        self.store.delete([*report.deleted, *report.excerpts])
+        for memory in quoting:
+            memory.context = ""
+        self.store.update_metadata(quoting)
+        self._purge()
+        for (scope, conversation), ids in turns.items():
+            if self.turn_log is not None:
+                count = self.turn_log.forget_turns(scope, conversation, set(ids))
+                report.source_turns[self.turn_log.name] = report.source_turns.get(self.turn_log.name, 0) + count
+            if self.queue is not None:
+                count = self.queue.forget_turns(scope, conversation, set(ids))
+                report.source_turns["queue"] = report.source_turns.get("queue", 0) + count
+        return report
+
+    def _purge(self) -> None:
+        """Let the store erase what it deleted from its files too (the lexical index), if it can."""
+        purge = getattr(self.store, "purge", None)
+        if callable(purge):
+            purge()
 
     def forget_scope(self, scope: str, *, settle_s: float = SETTLE_S) -> int:
-        """Delete every memory of a scope and its queued conversation (Telegram `/forget all`).
+        """Delete every memory of a scope, its queued conversation and its turn log (Telegram
+        `/forget all`, which clears its own chat history); returns the memories deleted."""
+        return self.erase_scope(scope, settle_s=settle_s, holders=False)["memories"]
 
-        Blocks up to `settle_s` while the worker finishes a chunk of the scope it had already
-        claimed (its memories are then deleted with the rest); returns the memories deleted.
+    def erase_scope(self, scope: str, *, settle_s: float = SETTLE_S, holders: bool = True) -> dict[str, int]:
+        """Delete everything tap keeps of a scope, in every file; returns the rows removed per file.
+
+        First the queue (its open windows and chunks; blocks up to `settle_s` while the worker
+        finishes a chunk of the scope it had already claimed, whose memories then go with the
+        rest), then the memories (store and lexical index), the turn log and (unless `holders` is
+        False) every ScopeHolder.
+        The queue keeps the ids of turns it has seen (hashes and message ids, no text), so a client
+        that sends the old turns again does not bring them back.
         """
+        counts: dict[str, int] = {}
         if self.queue is not None:
-            dropped = self.queue.drop_scope(scope)
-            log.info("forgetting scope %s: dropped %d queued window(s) and chunk(s)", scope, dropped)
+            counts["queue"] = self.queue.drop_scope(scope)
+            log.info("forgetting scope %s: dropped %d queued window(s) and chunk(s)", scope, counts["queue"])
             if not self.queue.wait_settled(scope, settle_s):
                 log.warning(
                     "forgetting scope %s: a chunk still being extracted after %.0f s may add memories", scope, settle_s
                 )
         ids = [m.id for m in self.store.iter_memories(scope=scope)]
-        return self.store.delete(ids)
+        counts["memories"] = self.store.delete(ids)
+        self._purge()
+        for holder in [*([self.turn_log] if self.turn_log is not None else []), *(self.holders if holders else [])]:
+            counts[holder.name] = holder.forget_scope(scope)
+        return counts
 
     def list_memories(
         self,
@@ -193,10 +324,15 @@ class MemoryService:
             if not line.strip():
                 continue
             try:
-                batch.append(msgspec.json.decode(line, type=Memory))
-            except msgspec.DecodeError as exc:
+                memory = clean(decode(line, Memory))
+            except ValueError as exc:
                 report.errors.append((number, str(exc)))
                 continue
+            problem = memory_problem(memory)
+            if problem:
+                report.errors.append((number, problem))
+                continue
+            batch.append(memory)
             if len(batch) >= _IMPORT_BATCH:
                 self._import_batch(batch, report)
                 batch = []
@@ -211,6 +347,12 @@ class MemoryService:
         if fresh:
             self.write(fresh)
             report.imported += len(fresh)
+
+    def requeue_dead(self) -> int:
+        """Give every dead-lettered chunk a fresh start (`tap extract retry`); returns how many."""
+        if self.queue is None:
+            raise ValueError("this service has no extraction queue")
+        return self.queue.requeue_dead()
 
     def stats(self) -> StoreStats:
         """Counts by scope and kind, and the size on disk."""

@@ -76,6 +76,7 @@ class ChunkQueue:
         self._now = now
         self._lock = threading.RLock()
         self._db = connect(path, synchronous="FULL")
+        self._db.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
         self._db.executescript(_SCHEMA)
         self._db.execute("DELETE FROM chunks WHERE state = 'dropped'")
         self._db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'")
@@ -161,14 +162,17 @@ class ChunkQueue:
             (chunk.id, chunk.scope, chunk.conversation, chunk.source, msgspec.json.encode(chunk), now, now, now),
         )
 
-    def flush(self, *, idle_s: float = 0.0) -> int:
-        """Close windows idle for `idle_s` seconds (all when 0) into chunks; returns chunks queued."""
+    def flush(self, *, idle_s: float = 0.0, scope: str | None = None, conversation: str | None = None) -> int:
+        """Close windows idle for `idle_s` seconds (all when 0) into chunks; returns chunks queued.
+
+        `scope` and `conversation` limit it to one conversation's window (an agent hook's Stop)."""
         cutoff = self._now() - idle_s
+        query = "SELECT scope, conversation, source, turns, covered FROM windows WHERE updated_at <= ?"
+        args: tuple[object, ...] = (cutoff,)
+        if scope is not None and conversation is not None:
+            query, args = query + " AND scope = ? AND conversation = ?", (cutoff, scope, conversation)
         with self._tx() as db:
-            rows = db.execute(
-                "SELECT scope, conversation, source, turns, covered FROM windows WHERE updated_at <= ?",
-                (cutoff,),
-            ).fetchall()
+            rows = db.execute(query, args).fetchall()
             queued = 0
             for scope, conversation, source, blob, covered in rows:
                 turns = msgspec.json.decode(blob, type=list[Turn])
@@ -289,7 +293,62 @@ class ChunkQueue:
                 "WHERE scope = ? AND state = 'running'",
                 (self._now(), scope),
             ).rowcount
-            return windows + chunks + running
+        self._truncate_wal()
+        return windows + chunks + running
+
+    def forget_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> int:
+        """Remove these turns from the conversation's open window and from its chunks (a chunk left
+        without turns is deleted); returns how many turns were removed. A chunk the worker is
+        extracting right now is left alone (its memories can be forgotten once it is done)."""
+        if not turn_ids or not conversation:
+            return 0
+        removed = 0
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT turns, covered FROM windows WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchone()
+            if row is not None:
+                turns = msgspec.json.decode(row[0], type=list[Turn])
+                kept = [t for t in turns if t.id not in turn_ids]
+                if len(kept) != len(turns):
+                    removed += len(turns) - len(kept)
+                    covered = sum(1 for t in turns[: int(row[1])] if t.id not in turn_ids)
+                    db.execute(
+                        "UPDATE windows SET turns = ?, covered = ? WHERE scope = ? AND conversation = ?",
+                        (msgspec.json.encode(kept), covered, scope, conversation),
+                    )
+            chunks = db.execute(
+                "SELECT id, payload FROM chunks WHERE scope = ? AND conversation = ? AND state NOT IN ('running', "
+                "'dropped')",
+                (scope, conversation),
+            ).fetchall()
+            for chunk_id, payload in chunks:
+                chunk = msgspec.json.decode(payload, type=Chunk)
+                kept = [t for t in chunk.turns if t.id not in turn_ids]
+                if len(kept) == len(chunk.turns):
+                    continue
+                removed += len(chunk.turns) - len(kept)
+                if kept:
+                    slimmer = msgspec.structs.replace(chunk, turns=kept)
+                    db.execute("UPDATE chunks SET payload = ? WHERE id = ?", (msgspec.json.encode(slimmer), chunk_id))
+                else:
+                    db.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
+        if removed:
+            self._truncate_wal()
+        return removed
+
+    def prune_done(self, before: float) -> int:
+        """Delete chunks extracted before `before` (their text is no longer needed: turn ids stay in
+        `seen`, so the same turns are never taken in again); returns how many."""
+        with self._tx() as db:
+            deleted = int(db.execute("DELETE FROM chunks WHERE state = 'done' AND updated_at < ?", (before,)).rowcount)
+        if deleted:
+            self._truncate_wal()
+        return deleted
+
+    def _truncate_wal(self) -> None:
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def in_flight(self, scope: str) -> int:
         """Chunks of a dropped scope that the worker is still extracting."""

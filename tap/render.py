@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tap.ports import StoreStats
 from tap.records import Memory
+from tap.validate import timestamp_ok
 
 
 def console() -> Console:
@@ -23,7 +24,9 @@ def console() -> Console:
 
 def when(stamp: float) -> str:
     """A timestamp as 'YYYY-MM-DD HH:MM' UTC, or '-' when unset."""
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M") if stamp else "-"
+    if not stamp or not timestamp_ok(stamp):
+        return "-"
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def memories_table(memories: list[Memory], *, scores: list[float] | None = None, title: str = "") -> Table:

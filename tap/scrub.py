@@ -5,9 +5,17 @@
    an unclosed `<private>` drops everything after it, and a stray `</private>` is dropped;
 2. replaces secrets with `[REDACTED]`: API keys and tokens of well-known shapes (Anthropic/OpenAI
    `sk-…`, GitHub `ghp_…`/`github_pat_…`, AWS `AKIA…` and `aws_secret_access_key = …`, Slack
-   `xox?-…`, Google `AIza…`, JWTs, `Bearer …`, Telegram bot tokens, PEM private key blocks) and
-   passwords in their obvious forms (`password: x`, `"password": "x"`, `my password is x`,
-   `scheme://user:pass@host`).
+   `xox?-…`, Google `AIza…`, JWTs, `Bearer …`, Telegram bot tokens, PEM private key blocks
+   (OpenSSH and PuTTY keys included)), passwords in their obvious forms (`password: x`,
+   `"password": "x"`, `PGPASSWORD=x`, `--password x`, `my password is x`, `the wifi password for
+   the office is x`, `passcode: x`), PINs and door/alarm codes given as digits (`my PIN is 1234`),
+   and credentials in connection strings (`scheme://user:pass@host`, `redis://:pass@host`,
+   `…;Password=x;…`).
+
+It is the one scrubber on every way into the store: ingested turns (tap.chunker.prepare_turns),
+chunks again when the worker claims them (tap.worker), and memories written by hand, through the
+admin API or by import (tap.memories.MemoryService); the turn log is scrubbed before it is written
+(tap.capture.TurnLog).
 
 Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a private span or a
 secret comes back unchanged. Patterns are anchored on key shapes or on an explicit key name, so
@@ -36,6 +44,8 @@ _PEM = re.compile(
     r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END (?P=label)-----|\Z)",
     re.DOTALL,
 )
+# A PuTTY private key file (.ppk): from its first line to its MAC (or the end of the text).
+_PUTTY = re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[ \t]*[0-9A-Fa-f]+|\Z)", re.DOTALL)
 
 # Whole-match secrets: the token itself is recognisable by its shape.
 _TOKEN_SHAPES: tuple[re.Pattern[str], ...] = (
@@ -47,31 +57,50 @@ _TOKEN_SHAPES: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),
     re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"),
+    # any signed JWT: a JSON header (always "eyJ…") and two more base64url parts
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     re.compile(r"\b\d{6,12}:AA[A-Za-z0-9_-]{30,}"),
 )
 
 _VALUE = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"']+)"
 _SECRET_KEY = (
-    r"(?:password|passwd|pwd|passphrase|aws_secret_access_key|secret_access_key|client_secret"
+    r"(?:password|passwd|pwd|passcode|passphrase|aws_secret_access_key|secret_access_key|client_secret"
     r"|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token)"
 )
 # Labelled secrets: group 1 is the label to keep, group 2 the value to replace.
-# The key may carry a prefix: DB_PASSWORD=…, mysql-root-password: …
-_KEY_VALUE = re.compile(rf"(\b(?:[A-Za-z0-9]+[_-])*{_SECRET_KEY}[\"']?\s*[:=]\s*)({_VALUE})", re.IGNORECASE)
+# The key may carry a prefix: DB_PASSWORD=…, mysql-root-password: …, PGPASSWORD=…
+_KEY_VALUE = re.compile(
+    rf"(\b(?:[A-Za-z0-9]+[_-])*(?:[A-Za-z]{{1,8}}(?=pass))?{_SECRET_KEY}[\"']?\s*[:=]\s*)({_VALUE})", re.IGNORECASE
+)
 _LABELLED: tuple[re.Pattern[str], ...] = (
     re.compile(r"(\bbearer\s+)((?=[A-Za-z0-9._~+/-]*[0-9._~+/-])[A-Za-z0-9._~+/-]{12,}=*)", re.IGNORECASE),
-    re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(?=@)", re.IGNORECASE),
+    # scheme://user:password@host (the user may be empty: redis://:password@host)
+    re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(?=@)", re.IGNORECASE),
+)
+# a command-line option followed by its value: --password hunter2, --api-key sk-…
+_OPTION = re.compile(
+    r"((?<![\w-])--?(?:password|passwd|passphrase|api-key|token|secret)[ \t]+)((?!-)[^\s\"']+)", re.IGNORECASE
 )
 
+# What may stand between a secret's name and "is": "the wifi password *for the office* is x".
+_ABOUT = r"(?:\s+(?:for|of|to|on|at|in)(?:\s+[\w'.-]+){1,4}?)?"
 # "my password is hunter2", "the pwd was x": only when the value is not an ordinary word.
 _SPOKEN_PASSWORD = re.compile(
-    r"(\b(?:password|passwd|pwd|passcode|passphrase)\s+(?:is|was|will be)\s*:?\s+)(\"[^\"\n]+\"|\S+)",
+    rf"(\b(?:password|passwd|pwd|passcode|passphrase){_ABOUT}\s+(?:is|was|will be)\s*:?\s+)"
+    r"(\"[^\"\n]+\"|'[^'\n]+'|\S+)",
+    re.IGNORECASE,
+)
+# "my PIN is 1234", "PIN: 0921", "the door code is 4477": only digits, so "my PIN is wrong" stays.
+_PIN = re.compile(
+    r"(\b(?:pin|pin\s*code|pin\s*number|(?:door|alarm|gate|garage|entry|access|keypad|lock|safe|security)\s+code)"
+    rf"{_ABOUT}(?:\s*[:=]\s*|\s+(?:is|was|will be)\s*:?\s*))(\d{{3,12}})\b",
     re.IGNORECASE,
 )
 _NOT_A_PASSWORD = frozenset(
     "a an the too not very so still now wrong incorrect correct weak strong expired invalid "
     "required missing saved stored changed reset same different long short secret safe secure "
-    "in on at for of to and or but it this that my your his her their our".split()
+    "in on at for of to and or but it this that my your his her their our "
+    "being written somewhere something easy hard simple also just true false none null yes no".split()
 )
 
 
@@ -98,18 +127,23 @@ def _redact_value(match: re.Match[str]) -> str:
     if quote:
         return match.group(1) + quote + REDACTED + quote
     trailing = _TRAILING_PUNCTUATION.search(value)
-    tail = trailing.group(0) if trailing and trailing.start() > 0 else ""
+    after = match.string[match.end() : match.end() + 1]
+    ends_sentence = not after or after.isspace()  # "Password=Pa55w0rd!;Encrypt=…": the "!" is the password's
+    tail = trailing.group(0) if trailing and trailing.start() > 0 and ends_sentence else ""
     return match.group(1) + REDACTED + tail
 
 
 def redact_secrets(text: str) -> str:
     """Replace keys, tokens and passwords with `[REDACTED]`."""
     text = _PEM.sub(REDACTED, text)
+    text = _PUTTY.sub(REDACTED, text)
     for shape in _TOKEN_SHAPES:
         text = shape.sub(REDACTED, text)
     text = _KEY_VALUE.sub(_redact_value, text)
     for labelled in _LABELLED:
         text = labelled.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _OPTION.sub(_redact_value, text)
+    text = _PIN.sub(_redact_value, text)
     return _SPOKEN_PASSWORD.sub(_redact_value, text)
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
+import socket
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
@@ -22,12 +24,16 @@ from proxy.app import make_app
 from proxy.context import ProxyContext
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
 from tap.app import Runtime, open_runtime
-from tap.capture import Capture, TurnLog
+from tap.capture import Capture
 from tap.config import Config, LoadedConfig, read_secret
+from tap.errors import TapError
+from tap.hooks_server import attach_hooks
 from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
 from tap.providers.deprecation import deprecated_model_warnings
+from tap.retention import keep_pruning
+from tap.scopes import scope_rule
 from tap.tasks import create_task, running_tasks
 
 log = logging.getLogger("tap")
@@ -55,6 +61,7 @@ def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
     metrics.sections["capture"] = capture.status
     metrics.sections["extraction"] = rt.worker.status
     metrics.sections["intercept"] = interceptor.status
+    metrics.sections["scopes"] = lambda: scope_rule(by_api_key=rt.loaded.config.proxy.scope_by_api_key)
     return ProxyContext(
         config=rt.loaded.config,
         memories=rt.memories,
@@ -73,9 +80,9 @@ def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
 async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) -> None:
     """Run the app on host:port until `stop` is set."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
-    turn_log = TurnLog(rt.loaded.data_dir / "turnlog.db")
-    ctx = build_context(rt, token, Capture(turn_log, rt.ingestor.ingest_async))
+    ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async))
     app = make_app(ctx)
+    attach_hooks(app, rt, ctx.metrics)
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 
@@ -84,26 +91,42 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # one line saying what to do, not a traceback
+        await runner.cleanup()
+        raise TapError(bind_error(host, port, exc)) from None
     bound = runner.addresses[0] if runner.addresses else (host, port)
     url = f"http://{_format_host(bound[0])}:{bound[1]}"
+    stop_mitm = None
+    if rt.loaded.config.mitm.enabled:  # before server.json: "started" means every way in listens
+        from tap.mitm_wiring import serve_mitm  # imports mitmproxy (seconds): only when used
+
+        try:
+            stop_mitm = await serve_mitm(rt.loaded, ctx.interceptor, ctx.metrics)
+        except BaseException:
+            await runner.cleanup()
+            raise
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
     _announce(rt, url)
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
+    retention = rt.loaded.config.data.retention_days
+    create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
     try:
         await stop.wait()
         print("tap: stopping (finishing in-flight requests)…", file=sys.stderr, flush=True)
     finally:
+        if stop_mitm is not None:
+            await asyncio.to_thread(stop_mitm)
         logtail_stop.set()
         clear_server_info(rt.loaded.data_dir)
         await runner.cleanup()
         await _drain_background_tasks(exclude=worker)
         worker_stop.set()
         await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
-        turn_log.close()
 
 
 async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:
@@ -111,6 +134,21 @@ async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:
     pending = running_tasks() - {exclude}
     if pending:
         await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
+
+
+def bind_error(host: str, port: int, exc: OSError) -> str:
+    """What to do when tap cannot listen on host:port."""
+    where = f"{_format_host(host)}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"cannot listen on {where}: the port is already in use (another tap serve? `tap status` shows it); "
+            "stop that process, or pick a free port with `tap serve --port N` or [server] port"
+        )
+    if exc.errno == errno.EACCES:
+        return f"cannot listen on {where}: permission denied (ports below 1024 need privileges); use a port >= 1024"
+    if exc.errno == errno.EADDRNOTAVAIL or isinstance(exc, socket.gaierror):
+        return f"cannot listen on {where}: this machine has no such address; check [server] host or --host"
+    return f"cannot listen on {where}: {exc.strerror or exc}"
 
 
 def _format_host(host: str) -> str:

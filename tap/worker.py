@@ -15,11 +15,19 @@ after the flush; if the flush fails, every chunk of the batch is retried (memory
 deterministic, so nothing is doubled).
 With an LLM in the pipeline a batch is one chunk, so a crash never repeats paid calls.
 
-Failures (per chunk, never fatal to the worker): a retryable provider/store error goes back to the
+Failures (per chunk, never fatal to the worker): a retryable provider error goes back to the
 queue after exponential backoff (or the server's retry-after, whichever is longer) and becomes a
 dead letter after `max_attempts`; a non-retryable one (bad API key, malformed request) is dead at
 once with its reason; a spent daily budget postpones the chunk to UTC midnight without counting an
-attempt. Dead letters are listed in `tap status` and can be requeued with `tap extract retry`.
+attempt. Dead letters are listed in `tap status` and can be requeued with `tap extract retry`
+(through a running server too: `POST /tap/extract/retry`).
+
+Store outages lose nothing: a StoreError or EmbedderError while the store (or embedder) does not
+answer a probe either is not the chunk's fault, so it uses up no attempt — the chunk, and the rest
+of its batch, is postponed with a backoff that doubles up to MAX_OUTAGE_BACKOFF_S and is tried
+again until the store is back (`waiting_for_store` in the status says why meanwhile). A store error
+while the store answers (something about that chunk) counts as an attempt like any other failure.
+Repeated failures log one line with a count (tap.repeatlog), not a traceback per chunk.
 """
 
 from __future__ import annotations
@@ -33,17 +41,33 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import msgspec
+
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import ExtractConfig
-from tap.errors import ProviderError
+from tap.errors import EmbedderError, ProviderError, StoreError
 from tap.extraction import BudgetExhausted, Extraction
 from tap.priority import lower_thread_priority
 from tap.queue import ChunkQueue, QueuedChunk
+from tap.repeatlog import RepeatLog
+from tap.scrub import scrub
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 3600.0
+MAX_OUTAGE_BACKOFF_S = 30.0
+MIN_OUTAGE_BACKOFF_S = 0.05
+OUTAGE_ERRORS = (StoreError, EmbedderError)
 BATCH_CHUNKS = 32
 CHUNKS_PER_EMBED = 4  # texts of this many chunks per embedder call: enough to keep every core busy
+
+
+def rescrubbed(item: QueuedChunk) -> QueuedChunk:
+    """The chunk with its turns scrubbed again by the current scrubber (tap.scrub): a chunk queued
+    before a pattern was added gets it too, before any text reaches an extractor or the store."""
+    turns = [msgspec.structs.replace(t, text=scrub(t.text)) for t in item.chunk.turns]
+    if all(new.text == old.text for new, old in zip(turns, item.chunk.turns, strict=True)):
+        return item
+    return QueuedChunk(chunk=msgspec.structs.replace(item.chunk, turns=turns), attempts=item.attempts)
 
 
 class ExtractionWorker:
@@ -66,9 +90,13 @@ class ExtractionWorker:
         self.poll_s = poll_s
         self._now = now
         self.paused: str = ""
+        self.waiting_for_store: str = ""
         self.processed = 0
         self.failures = 0
+        self.postponed_for_outage = 0
         self._vectors: VectorCache | None = None
+        self._outage_delay = 0.0
+        self._log = RepeatLog(log)
 
     def backoff(self, attempts: int, retry_after: float | None) -> float:
         """Seconds before the next try: exponential with jitter, at least the server's hint."""
@@ -88,7 +116,7 @@ class ExtractionWorker:
         """Process up to `limit` ready chunks (oldest first) with buffered writes; returns how many."""
         claimed: list[QueuedChunk] = []
         while len(claimed) < (limit or self.batch_size()) and (item := self.queue.claim()) is not None:
-            claimed.append(item)
+            claimed.append(rescrubbed(item))
         if not claimed:
             return 0
         buffer = WriteBuffer(self.extraction.store)
@@ -101,23 +129,79 @@ class ExtractionWorker:
                 vectors.prefetch(
                     [sum(groups[i : i + CHUNKS_PER_EMBED], []) for i in range(0, len(groups), CHUNKS_PER_EMBED)]
                 )
-            except Exception:  # the per-chunk path below meets the same fault and records it per chunk
-                log.warning("planning %d chunks ahead failed; processing them one by one", len(claimed), exc_info=True)
+            except Exception as exc:  # the per-chunk path below meets the same fault and records it per chunk
+                self._log.failed(
+                    "plan", "planning %d chunks ahead failed; processing them one by one", len(claimed), exc=exc
+                )
+        finished: list[tuple[QueuedChunk, str]] = []
+        outage: Exception | None = None
         try:
-            finished = [(item, outcome) for item in claimed if (outcome := self._process(extraction, item)) is not None]
+            for item in claimed:
+                if outage is not None:  # the store is down: the rest of the batch waits with it
+                    self._wait_for_store(item.chunk.id, outage)
+                    continue
+                try:
+                    outcome = self._process(extraction, item)
+                except OUTAGE_ERRORS as exc:
+                    outage = self._start_outage(exc)
+                    self._wait_for_store(item.chunk.id, exc)
+                    continue
+                if outcome is not None:
+                    finished.append((item, outcome))
         finally:
             vectors.discard_pending()
         try:
             buffer.flush()
-        except Exception as exc:  # store down: nothing of this batch is done, retry all of it
-            log.exception("writing the memories of %d chunk(s) failed", len(finished))
-            for item, _ in finished:
-                self._failed(item.chunk.id, item.attempts, exc, True, None)
+        except Exception as exc:  # nothing of this batch is done: all of it goes back
+            if isinstance(exc, OUTAGE_ERRORS) and not self._reachable():
+                if outage is None:
+                    self._start_outage(exc)
+                for item, _ in finished:
+                    self._wait_for_store(item.chunk.id, exc)
+            else:
+                self._log.failed("flush", "writing the memories of %d chunk(s) failed", len(finished), exc=exc)
+                for item, _ in finished:
+                    self._failed(item.chunk.id, item.attempts, exc, True, None)
             return len(claimed)
+        if finished and outage is None:
+            self._store_back()
         for item, outcome in finished:
             self.processed += 1
             self.queue.done(item.chunk.id, outcome)
         return len(claimed)
+
+    def _reachable(self) -> bool:
+        """Whether the store and the embedder answer right now (a cheap read and one short embed)."""
+        try:
+            self.extraction.store.get(["tap-outage-probe"])
+            self.extraction.embedder.embed_query("probe")
+        except Exception:
+            return False
+        return True
+
+    def _start_outage(self, exc: Exception) -> Exception:
+        """The store or embedder is down: the next wait doubles (up to MAX_OUTAGE_BACKOFF_S)."""
+        base = max(self.config.backoff_s, MIN_OUTAGE_BACKOFF_S)
+        self._outage_delay = min(MAX_OUTAGE_BACKOFF_S, self._outage_delay * 2 if self._outage_delay else base)
+        self.waiting_for_store = f"{type(exc).__name__}: {exc}"[:500]
+        self._log.failed(
+            "outage",
+            "the memory store or embedder is unavailable; chunks wait (no attempt counted) and retry in %.1f s",
+            self._outage_delay,
+            exc=exc,
+        )
+        return exc
+
+    def _wait_for_store(self, chunk_id: str, exc: Exception) -> None:
+        delay = self._outage_delay * random.uniform(0.8, 1.2)
+        self.postponed_for_outage += 1
+        self.queue.postpone(chunk_id, self._now() + delay, f"waiting for the store: {type(exc).__name__}: {exc}"[:2000])
+
+    def _store_back(self) -> None:
+        if self.waiting_for_store:
+            self._log.recovered("outage", "the memory store is back; extraction goes on")
+        self.waiting_for_store = ""
+        self._outage_delay = 0.0
 
     def _vector_cache(self) -> VectorCache:
         if self._vectors is None or self._vectors.embedder is not self.extraction.embedder:
@@ -136,8 +220,14 @@ class ExtractionWorker:
         except ProviderError as exc:
             self._failed(chunk.id, item.attempts, exc, exc.retryable, getattr(exc, "retry_after", None))
             return None
-        except Exception as exc:  # store down, a bug, ...: keep the chunk, retry later
-            log.exception("extraction of chunk %s failed", chunk.id)
+        except OUTAGE_ERRORS as exc:
+            if not self._reachable():
+                raise  # an outage: run_batch postpones this chunk and the rest of the batch
+            self._log.failed("chunk", "extraction of chunk %s failed", chunk.id, exc=exc, level=logging.ERROR)
+            self._failed(chunk.id, item.attempts, exc, True, None)
+            return None
+        except Exception as exc:  # a bug, ...: keep the chunk, retry later
+            self._log.failed("chunk", "extraction of chunk %s failed", chunk.id, exc=exc, level=logging.ERROR)
             self._failed(chunk.id, item.attempts, exc, True, None)
             return None
         self.paused = ""
@@ -177,8 +267,8 @@ class ExtractionWorker:
                 try:
                     await loop.run_in_executor(thread, lambda: self.queue.flush(idle_s=self.flush_idle_s))
                     worked = await loop.run_in_executor(thread, self.run_batch) > 0
-                except Exception:
-                    log.exception("extraction worker step failed")
+                except Exception as exc:
+                    self._log.failed("step", "extraction worker step failed", exc=exc, level=logging.ERROR)
                     worked = False
                 if not worked:
                     try:
@@ -199,6 +289,8 @@ class ExtractionWorker:
             "processed": self.processed,
             "failures": self.failures,
             "paused": self.paused,
+            "waiting_for_store": self.waiting_for_store,
+            "postponed_for_outage": self.postponed_for_outage,
             "gate_pass_rate": round(passed / chunks, 3) if chunks else None,
             "counters": counters,
             "cost_today": self.extraction.ledger.today(),

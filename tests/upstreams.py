@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -88,11 +89,15 @@ class FakeUpstream:
 
     default_headers: dict[str, str] = {}
 
-    def __init__(self, *, chunk_sizes: tuple[int, ...] = AWKWARD_CHUNKS, delay: float = 0.0) -> None:
+    def __init__(
+        self, *, chunk_sizes: tuple[int, ...] = AWKWARD_CHUNKS, delay: float = 0.0, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.chunk_sizes = chunk_sizes
         self.delay = delay
+        self.tls = tls  # serve HTTPS with this context (tests of the mitmproxy addon)
         self.requests: list[RecordedRequest] = []
         self.url = ""
+        self.port = 0
         self._queue: deque[Scripted] = deque()
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -110,14 +115,18 @@ class FakeUpstream:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        app = web.Application(middlewares=[self._middleware], client_max_size=256 * 1024 * 1024)
+        app = web.Application(
+            middlewares=[self._middleware],
+            client_max_size=256 * 1024 * 1024,
+            handler_args={"auto_decompress": False},  # a body is recorded as sent (and bad JSON is a 400)
+        )
         app.add_routes([*self.routes(), web.route("*", "/{tail:.*}", self._not_found)])
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.tls)
         await site.start()
-        port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.port = self._runner.addresses[0][1]
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
         return self
 
     async def __aexit__(
@@ -203,6 +212,9 @@ class FakeUpstream:
         else:
             resp.content_length = len(s.body)
         await resp.prepare(request)
+        if request.method == "HEAD":  # headers only, as a real server answers HEAD
+            await resp.write_eof()
+            return resp
         return await self._write_body(request, resp, s)
 
     async def _write_body(self, request: web.Request, resp: web.StreamResponse, s: Scripted) -> web.StreamResponse:
@@ -254,7 +266,7 @@ class FakeAnthropic(FakeUpstream):
     async def messages(self, request: web.Request) -> web.StreamResponse:
         try:
             payload = json.loads(await request.read())
-        except ValueError:
+        except (ValueError, RecursionError):
             return await self.bad_json(request)
         name = self.stream_file if streaming(payload, False) else self.message_file
         return await self.play(request, self.reply_file(name))
@@ -270,14 +282,20 @@ class FakeAnthropic(FakeUpstream):
 
 
 class FakeOpenAI(FakeUpstream):
-    """OpenAI Chat Completions: /v1/chat/completions (stream or not), /v1/models."""
+    """OpenAI: /v1/chat/completions and /v1/responses (stream or not), /v1/models."""
 
     default_headers = {"x-request-id": "req_fake_0001", "openai-processing-ms": "12"}
     stream_file = "openai_stream.sse"
     completion_file = "openai_completion.json"
+    responses_stream_file = "openai_responses.sse"
+    response_file = "openai_response.json"
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post("/v1/chat/completions", self.completions), web.get("/v1/models", self.models)]
+        return [
+            web.post("/v1/chat/completions", self.completions),
+            web.post("/v1/responses", self.responses),
+            web.get("/v1/models", self.models),
+        ]
 
     def error_json(self, status: int, message: str) -> bytes:
         kind = "invalid_request_error" if status < 500 else "server_error"
@@ -286,9 +304,17 @@ class FakeOpenAI(FakeUpstream):
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
             payload = json.loads(await request.read())
-        except ValueError:
+        except (ValueError, RecursionError):
             return await self.bad_json(request)
         name = self.stream_file if streaming(payload, False) else self.completion_file
+        return await self.play(request, self.reply_file(name))
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        try:
+            payload = json.loads(await request.read())
+        except (ValueError, RecursionError):
+            return await self.bad_json(request)
+        name = self.responses_stream_file if streaming(payload, False) else self.response_file
         return await self.play(request, self.reply_file(name))
 
     async def models(self, request: web.Request) -> web.StreamResponse:
@@ -310,7 +336,7 @@ class FakeOllama(FakeUpstream):
     async def _answer(self, request: web.Request, stem: str) -> web.StreamResponse:
         try:
             payload = json.loads(await request.read())
-        except ValueError:
+        except (ValueError, RecursionError):
             return await self.bad_json(request)
         suffix = ".ndjson" if streaming(payload, True) else ".json"
         return await self.play(request, self.reply_file(stem + suffix))

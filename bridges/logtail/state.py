@@ -100,6 +100,8 @@ def mark_at(fd: int, offset: int) -> str:
 class OffsetStore:
     """The `files` table; safe to share between threads of one process, and between processes."""
 
+    name = "log-tail state"
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
@@ -150,6 +152,13 @@ class OffsetStore:
         with self._lock:
             cur = self._db.execute("DELETE FROM files WHERE dev = ? AND ino = ? AND path = ?", (dev, ino, path))
             return cur.rowcount == 1
+
+    def forget_scope(self, scope: str) -> int:
+        """Delete the records of files whose memories go to `scope` (`tap memories forget --scope`).
+        A file still there is read again from the start, and the queue drops the turns it already
+        has, so nothing forgotten comes back."""
+        with self._lock:
+            return int(self._db.execute("DELETE FROM files WHERE scope = ?", (scope,)).rowcount)
 
     def count(self) -> int:
         """How many files are tracked."""

@@ -10,8 +10,9 @@ aiohttp app is being built (routes cannot be added once it is frozen), it:
 Lifecycle (PROTOCOLS.md (e): PTB embedded in tap's loop, `.updater(None)`, never `run_polling`):
 start opens `<data dir>/telegram.db`, builds the PTB `Application` against `[telegram] api_url`,
 calls `initialize()` (getMe) and `start()`. A rejected token stops `tap serve` with a ConfigError;
-an unreachable Bot API does not: tap keeps serving, the webhook answers 503 (Telegram retries)
-and the bridge reconnects in the background with backoff. Stop lets handlers that are running
+an unreachable Bot API, or one whose answer PTB cannot use (e.g. `{"ok": true}` without
+`result`), does not: tap keeps serving, the webhook answers 503 (Telegram retries) and the
+bridge reconnects in the background with backoff. Stop lets handlers that are running
 finish (PTB's `stop()` waits for them; each is bounded by `reply_timeout_s`), then shuts down.
 """
 
@@ -125,11 +126,11 @@ class TelegramBridge:
             raise ConfigError(
                 f"telegram.token_env: the Bot API at {self.cfg.api_url} rejected the token in ${self.cfg.token_env}"
             ) from None
-        except (TelegramError, OSError, TimeoutError) as exc:
+        except Exception as exc:  # unreachable, or an answer PTB cannot use (no `result`): keep serving
             log.warning(
-                "telegram: cannot reach the Bot API at %s yet (%s); retrying in the background",
+                "telegram: cannot use the Bot API at %s yet (%s); tap keeps serving and retries in the background",
                 self.cfg.api_url,
-                redact(str(exc)) or type(exc).__name__,
+                _why(exc),
             )
             self._connector = create_task(self._keep_connecting(), name="telegram-connect")
 
@@ -171,8 +172,8 @@ class TelegramBridge:
             except InvalidToken:
                 log.error("telegram: the Bot API rejected the token in $%s; the bridge stays off", self.cfg.token_env)
                 return
-            except (TelegramError, OSError, TimeoutError) as exc:
-                log.warning("telegram: still cannot reach the Bot API (%s)", redact(str(exc)) or type(exc).__name__)
+            except Exception as exc:
+                log.warning("telegram: still cannot use the Bot API (%s)", _why(exc))
                 delay = min(MAX_BACKOFF_S, delay * 2)
 
     async def stop(self) -> None:
@@ -189,6 +190,13 @@ class TelegramBridge:
         if self.db is not None:
             self.db.close()
             self.db = None
+
+
+def _why(exc: Exception) -> str:
+    """A one-line reason without the token: a network error's text, or what the answer lacked."""
+    if isinstance(exc, TelegramError | OSError | TimeoutError):
+        return redact(str(exc)) or type(exc).__name__
+    return f"unexpected answer: {type(exc).__name__}: {redact(str(exc))}"
 
 
 async def _shutdown(application: TelegramApp) -> None:

@@ -17,7 +17,6 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -29,6 +28,7 @@ from bridges.telegram.send import Sender
 from tap.ledger import CostLedger
 from tap.memories import MemoryService
 from tap.records import Memory
+from tap.validate import safe_day
 
 PAGE_SIZE = 10
 SNIPPET_CHARS = 300
@@ -46,7 +46,8 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
 
 def day(stamp: float) -> str:
     """YYYY-MM-DD (UTC) of a timestamp."""
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d") if stamp else "undated"
+    shown = safe_day(stamp)
+    return shown.isoformat() if shown else "undated"
 
 
 def start_text(key: ChatKey) -> str:

@@ -74,6 +74,8 @@ _TURN_COLUMNS = "id, conversation, message_id, user_id, author, user_text, reply
 class TelegramDB:
     """The bridge's SQLite state; thread-safe (one connection behind a lock)."""
 
+    name = "telegram chat history"
+
     def __init__(self, path: Path, *, now: Callable[[], float] = time.time) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._now = now
@@ -179,6 +181,12 @@ class TelegramDB:
     def clear_history(self, conversation: str) -> int:
         """Delete a conversation's history (`/forget all`); returns how many turns."""
         return self._run("DELETE FROM turns WHERE conversation = ?", (conversation,)).rowcount
+
+    def forget_scope(self, scope: str) -> int:
+        """Everything kept of a chat's scope (`tap memories forget --scope`): its history (a chat's
+        conversation id is its scope, bridges.telegram.chats) and its pending `/private` marks."""
+        turns = self.clear_history(scope)
+        return turns + self._run("DELETE FROM private_next WHERE scope = ?", (scope,)).rowcount
 
     def close(self) -> None:
         """Close the database."""

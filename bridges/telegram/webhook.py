@@ -21,11 +21,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgspec
 from aiohttp import web
 from telegram import Bot, Update
 
 from bridges.telegram.db import TelegramDB
+from tap.jsonbody import decode
 
 log = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -34,15 +34,12 @@ HANDLED_UPDATES = frozenset({"message", "callback_query"})
 
 def parse_update(body: bytes) -> dict[str, Any]:
     """The update as a JSON object; ValueError saying what is wrong."""
-    try:
-        data = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc}") from None
+    data: Any = decode(body)  # every decoding failure (nesting, bad UTF-8) is a ValueError
     if not isinstance(data, dict):
         raise ValueError("an update must be a JSON object")
     update_id = data.get("update_id")
-    if not isinstance(update_id, int) or isinstance(update_id, bool) or update_id < 0:
-        raise ValueError("update_id must be a non-negative integer")
+    if not isinstance(update_id, int) or isinstance(update_id, bool) or not 0 <= update_id < 2**63:
+        raise ValueError("update_id must be a non-negative 64-bit integer")
     return data
 
 

@@ -8,7 +8,7 @@ read and rewrite a request the same way.  `registry` maps paths and names to dia
 
 Modules: `common` (JSON helpers, the `JsonDialect` base), `transcript` (the normalised view of a
 request), `wire` (SSE/line decoding and the reply assembler every parser shares), one module per
-dialect and one `*_stream` module per response format.
+dialect and one `*_stream` module per response format, and `tee` (which parser reads a response).
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ from tap.dialects.anthropic import AnthropicMessages
 from tap.dialects.common import JsonObject
 from tap.dialects.ollama import OllamaChat, OllamaGenerate
 from tap.dialects.openai import OpenAIChat
+from tap.dialects.openai_responses import OpenAIResponses
 from tap.dialects.protocol import Dialect
 from tap.dialects.registry import (
     ANTHROPIC,
+    COUNT_ROUTES,
     DIALECTS,
     MEMORY_ROUTES,
     OLLAMA_CHAT,
     OLLAMA_GENERATE,
     OPENAI,
+    OPENAI_RESPONSES,
+    count_dialect,
     get_dialect,
     memory_dialect,
     passthrough_dialect,
@@ -34,11 +38,13 @@ from tap.dialects.wire import Reply, StreamParser
 
 __all__ = [
     "ANTHROPIC",
+    "COUNT_ROUTES",
     "DIALECTS",
     "MEMORY_ROUTES",
     "OLLAMA_CHAT",
     "OLLAMA_GENERATE",
     "OPENAI",
+    "OPENAI_RESPONSES",
     "AnthropicMessages",
     "ClientIds",
     "Dialect",
@@ -47,9 +53,11 @@ __all__ = [
     "OllamaChat",
     "OllamaGenerate",
     "OpenAIChat",
+    "OpenAIResponses",
     "Reply",
     "Said",
     "StreamParser",
+    "count_dialect",
     "find_human_turn",
     "get_dialect",
     "history_end",

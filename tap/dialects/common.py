@@ -30,6 +30,10 @@ def parse_object(body: bytes) -> JsonObject:
         value = msgspec.json.decode(body.removeprefix(_BOM))
     except msgspec.DecodeError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    except UnicodeDecodeError:
+        raise ValueError("invalid JSON: the body is not UTF-8 text") from None
     if not isinstance(value, dict):
         raise ValueError(f"request body must be a JSON object, not {json_kind(value)}")
     return value

@@ -48,11 +48,16 @@ class ClientIds(NamedTuple):
     """What the client itself says about who is talking (see each dialect's `client_ids`).
 
     `session` names a conversation (a client session); `discriminator` only tells users apart
-    and never names a conversation on its own.
+    and never names a conversation on its own.  `follows` and `thread` say that the history lives
+    upstream and the request carries only what is new (the Responses API): `follows` is the id of
+    the upstream reply it continues (`previous_response_id`), `thread` the upstream conversation
+    it adds to (`conversation`).
     """
 
     session: str = ""
     discriminator: str = ""
+    follows: str = ""
+    thread: str = ""
 
 
 _LOOP_ROLES = ("assistant", "tool", "system")

@@ -2,7 +2,8 @@
 
 The proxy forwards upstream bytes unchanged and feeds a *copy* of the same chunks to the
 dialect's stream parser (`Dialect.stream_parser()`); `finish()` returns a `Reply`.  The parsers
-themselves live next to their dialect (`anthropic_stream`, `openai_stream`, `ollama_stream`).
+themselves live next to their dialect (`anthropic_stream`, `openai_stream`,
+`openai_responses_stream`, `ollama_stream`); `tee.ReplyTee` picks the right one for a response.
 
 Invariants (of this module and of every parser built on it):
 - `feed` and `finish` never raise on bad input: an event that is not valid JSON, or has
@@ -40,6 +41,9 @@ class Reply(msgspec.Struct, kw_only=True):
     stop_reason: str = ""
     error: str = ""
     complete: bool = False
+    response_id: str = ""
+    """The upstream's id for this reply when a later request may refer to it (the Responses API's
+    `previous_response_id`); "" otherwise."""
 
 
 class StreamParser(Protocol):
@@ -166,6 +170,7 @@ class Assembler:
         self.stop_reason = ""
         self.error = ""
         self.complete = False
+        self.response_id = ""
 
     def add_text(self, index: object, text: object) -> None:
         """Append a text fragment to the block (or choice) at `index`."""
@@ -190,6 +195,7 @@ class Assembler:
             stop_reason=self.stop_reason,
             error=self.error,
             complete=self.complete,
+            response_id=self.response_id,
         )
 
     def all_text(self) -> str:

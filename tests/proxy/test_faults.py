@@ -196,14 +196,15 @@ async def test_scope_by_api_key_isolates_users_and_ignores_the_header(isolated_h
     assert "sk-alice" not in json.dumps([e.scope for e in tap.events])
 
 
-async def test_count_tokens_and_models_pass_through_untouched(isolated_home: Path) -> None:
+async def test_count_tokens_counts_the_block_and_models_pass_through(isolated_home: Path) -> None:
     async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
         tap.remember("The user likes jazz")
         raw = json.dumps(ask("jazz?")).encode()
         status, _, _ = await post(tap.url + "/v1/messages/count_tokens", data=raw)
         async with aiohttp.ClientSession() as s, s.get(tap.url + "/v1/models?limit=5", headers=H) as r:
             models = await r.json()
-    assert status == 200 and up.requests[0].body == raw
+    counted = up.requests[0].json()["messages"][-1]["content"]  # as /v1/messages would send it
+    assert status == 200 and counted[0] == {"type": "text", "text": "jazz?"} and "likes jazz" in counted[1]["text"]
     assert up.requests[1].path == "/v1/models" and up.requests[1].query == "limit=5"
     assert models["data"][0]["type"] == "model"
 

@@ -400,7 +400,7 @@ def test_model_and_streaming_flags() -> None:
 
 
 def test_registry() -> None:
-    assert set(DIALECTS) == {"anthropic", "openai", "ollama_chat", "ollama_generate"}
+    assert set(DIALECTS) == {"anthropic", "openai", "openai_responses", "ollama_chat", "ollama_generate"}
     assert all(get_dialect(name).name == name for name in DIALECTS)
     with pytest.raises(KeyError, match="unknown dialect 'gemini'"):
         get_dialect("gemini")

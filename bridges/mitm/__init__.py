@@ -1,0 +1,12 @@
+"""The mitmproxy way in: an addon that gives API requests memories and taps their replies.
+
+For clients that cannot change their base URL: a forward proxy (`HTTPS_PROXY`, tap's CA trusted)
+that intercepts only the configured API hosts, and reverse proxies per upstream (plain HTTP, no
+CA).  The policy is the interception core's (tap.intercept), exactly as for the aiohttp proxy.
+
+Modules: `hosts` (which hosts are intercepted, reverse targets), `link` (calls into the core on its
+loop), `addon` (mitmproxy's hooks), `runner` (mitmproxy on the current loop or in a thread), `ca`
+(tap's CA and how clients trust it), `remote` (recall and ingestion through a running `tap serve`).
+Importing this package imports mitmproxy (about two seconds): the server and CLI import it only
+when the mitm way in is used.
+"""

@@ -1,0 +1,94 @@
+"""Recall and ingestion through a running `tap serve` (a standalone `tap mitm` next to a server).
+
+Only one process may open the embedded store, so a `tap mitm` started while `tap serve` runs uses
+the server's admin API: `POST /tap/recall` for each human turn's block and `POST /tap/ingest` for
+each captured exchange; it keeps the conversation state and the turn log (SQLite, shared safely
+with the server) itself.
+
+`RemoteRecall.recall_async` keeps the core's contract (tap.intercept.Recaller): it raises
+TimeoutError past the deadline (the request goes on without memories), and the memories the
+model can already see in the request (`skip`) are left out: the server packs the block; when
+one of its memories is to be skipped, the block is packed again here from the others
+(tap.recall.pack_block), so it may hold fewer memories than a local recall would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from tap.errors import StoreError
+from tap.recall import pack_block
+from tap.records import IngestEvent, Memory, Recalled, RecallResult
+
+_VIEW_FIELDS = ("id", "scope", "content", "kind", "importance", "conversation", "sources", "valid_from")
+
+
+def memory_of(view: dict[str, Any]) -> Memory:
+    """A Memory from one entry of the recall view (what packing and `skip` need)."""
+    fields = {key: view[key] for key in _VIEW_FIELDS if view.get(key) is not None}
+    fields["created_at"] = float(view.get("valid_from") or 0.0)
+    return msgspec.convert(fields, Memory)
+
+
+def result_of(view: dict[str, Any], skip: Callable[[Memory], bool] | None, budget: int) -> RecallResult:
+    """The server's recall view as a RecallResult, without the memories `skip` names."""
+    entries = [
+        Recalled(memory=memory_of(entry), score=float(entry.get("score") or 0.0), tokens=int(entry.get("tokens") or 0))
+        for entry in view.get("memories") or []
+    ]
+    kept = [r for r in entries if skip is None or not skip(r.memory)]
+    if len(kept) == len(entries):
+        return RecallResult(block=str(view.get("block") or ""), tokens=int(view.get("tokens") or 0), memories=entries)
+    return pack_block([(r.memory, r.score) for r in kept], budget)
+
+
+class RemoteRecall:
+    """tap.intercept.Recaller over a running server's `POST /tap/recall`."""
+
+    def __init__(self, url: str, token: str, budget_tokens: int) -> None:
+        self.url = url.rstrip("/")
+        self.budget = budget_tokens
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(headers=self._headers, trust_env=False)
+        return self._session
+
+    async def recall_async(
+        self,
+        query: str,
+        *,
+        scope: str,
+        deadline_ms: int | None = None,
+        skip: Callable[[Memory], bool] | None = None,
+    ) -> RecallResult:
+        """The block for `query` in `scope`; TimeoutError past the deadline, StoreError otherwise."""
+        payload = {"text": query, "scope": scope, "budget_tokens": self.budget}
+        async with asyncio.timeout((deadline_ms or 1000) / 1000):
+            try:
+                async with self._client().post(self.url + "/tap/recall", json=payload) as response:
+                    if response.status != 200:
+                        raise StoreError(f"tap serve at {self.url} answered {response.status} to a recall")
+                    view = await response.json()
+            except aiohttp.ClientError as exc:
+                raise StoreError(f"tap serve at {self.url} did not answer: {exc}") from exc
+        return result_of(view, skip, self.budget)
+
+    async def ingest(self, event: IngestEvent) -> int:
+        """Hand a captured exchange to the server's ingestion entry point."""
+        async with self._client().post(self.url + "/tap/ingest", data=msgspec.json.encode(event)) as response:
+            if response.status != 202:
+                raise StoreError(f"tap serve at {self.url} refused the exchange ({response.status})")
+            return int((await response.json())["queued"])
+
+    async def close(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()

@@ -1,0 +1,273 @@
+"""`tap hook EVENT` and `tap hooks install | uninstall | status`: agent hooks for Claude Code and Codex.
+
+`tap hook EVENT [--agent claude|codex]` is what the agents run (JSON on stdin, JSON on stdout,
+always exit 0; bridges.hooks.command). The installed `tap` script reaches it through tap.launch
+without importing this module, so it starts fast; this click command is the same behaviour for
+`--help`, `python -m tap` and tests.
+
+`tap hooks install` writes tap's hooks into one settings file (bridges.hooks.install: merged next
+to the user's own hooks, idempotent, backed up, `--dry-run` prints the diff); `uninstall` removes
+them; `status` shows the scope rule and this directory's scope, the server, what is installed
+where, when each hook last fired and the last problems from `<data dir>/tap.log`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bridges.hooks.command import Invocation, run
+from bridges.hooks.hooklog import last_lines, log_path
+from bridges.hooks.install import (
+    HTTP_EVENTS,
+    HookCall,
+    InstallError,
+    Target,
+    entries,
+    installed,
+    plan_install,
+    plan_uninstall,
+    read_document,
+    tap_command,
+    target,
+    write,
+)
+from bridges.hooks.names import AGENTS, EVENTS
+from bridges.hooks.scope import hook_scope
+from bridges.hooks.state import STATE_FILE, HookState
+from tap.admin_token import ensure_token, read_server_info
+from tap.cli_base import emit_json, state
+from tap.config import LoadedConfig
+from tap.hooks_wiring import drain, run_embedded
+
+WHAT_EACH_DOES = """\
+  SessionStart       the project's most important memories (again after /compact and /clear)
+  UserPromptSubmit   memories relevant to the prompt (not the ones this session already has)
+  Stop               the turn's transcript lines go to extraction at once
+  PreCompact         everything not yet extracted goes before the context is compacted
+  SessionEnd         the last lines go to extraction (quickly)"""
+
+
+def _embedded(invocation: Invocation, body: bytes) -> bytes:
+    return run_embedded(invocation, body)
+
+
+@click.command("hook")
+@click.argument("event", metavar="EVENT")
+@click.option("--agent", type=click.Choice(AGENTS), default="claude", show_default=True, help="Which agent calls.")
+def hook(event: str, agent: str) -> None:
+    """Handle one agent hook event: hook JSON on stdin, hook output on stdout, always exit 0.
+
+    EVENT: session-start, user-prompt-submit, stop, pre-compact or session-end (or the agents'
+    spelling, e.g. UserPromptSubmit). Installed by `tap hooks install`; see README: Agent hooks.
+    """
+    config = state().config_path
+    argv = (["--config", config] if config else []) + ["hook", event, "--agent", agent]
+    run(argv, embedded=_embedded)
+
+
+@click.group("hooks")
+def hooks() -> None:
+    """Install, remove and inspect tap's Claude Code and Codex hooks."""
+
+
+agent_options: list[Any] = [
+    click.option("--claude", "agent", flag_value="claude", default=True, help="Claude Code (default)."),
+    click.option("--codex", "agent", flag_value="codex", help="Codex."),
+    click.option("--user", "level", flag_value="user", default=True, help="Your user settings (default)."),
+    click.option("--project", "level", flag_value="project", help="This project's settings (git root, else here)."),
+    click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing."),
+]
+
+
+def _with_agent_options(fn: Any) -> Any:
+    for option in reversed(agent_options):
+        fn = option(fn)
+    return fn
+
+
+def server_url(loaded: LoadedConfig) -> str:
+    """The running server's URL, else the configured address (a wildcard host becomes loopback)."""
+    info = read_server_info(loaded.data_dir)
+    if info is not None:
+        return info.url
+    host = loaded.config.server.host
+    host = "127.0.0.1" if host in ("", "0.0.0.0") else "[::1]" if host == "::" else host
+    return f"http://{f'[{host}]' if ':' in host and not host.startswith('[') else host}:{loaded.config.server.port}"
+
+
+def _apply(change_target: Target, change: Any, dry_run: bool, verb: str) -> bool:
+    if dry_run:
+        click.echo(change.diff() or f"{change_target.path}: no change")
+        return False
+    if not change.changed:
+        click.echo(f"{change_target.path}: tap's hooks are already {verb}; nothing to do")
+        return False
+    backup = write(change)
+    click.echo(f"{change_target.path}: tap's hooks {verb}" + (f" (backup: {backup.name})" if backup else ""))
+    return True
+
+
+@hooks.command("install")
+@_with_agent_options
+@click.option("--http", is_flag=True, help="Claude Code: UserPromptSubmit and Stop as http hooks on tap serve.")
+def install(agent: str, level: str, dry_run: bool, http: bool) -> None:
+    """Add tap's hooks to Claude Code's or Codex's settings, next to your own hooks."""
+    loaded = state().load()
+    if http and agent == "codex":
+        raise click.UsageError("Codex runs command hooks only; drop --http")
+    where = target(agent, level, Path.cwd())
+    token_env = loaded.config.admin.token_env or "TAP_ADMIN_TOKEN"
+    call = HookCall(tap_command(loaded.path), server_url(loaded) if http else "", token_env)
+    if http and not dry_run:
+        ensure_token(loaded.data_dir, token_env)  # so the `export` line below works before the first `tap serve`
+    try:
+        change = plan_install(where.path, entries(agent, call))
+        _apply(where, change, dry_run, "installed")
+    except InstallError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if not dry_run:
+        click.echo(f"\nWhat each hook does:\n{WHAT_EACH_DOES}\n")
+        click.echo(_next_steps(agent, level, http, call, loaded))
+
+
+def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: LoadedConfig) -> str:
+    server = "running" if read_server_info(loaded.data_dir) else "not running"
+    lines = [
+        f"tap serve is {server}. With it each prompt costs one loopback request; without it the hook opens",
+        "the store itself (a few seconds per prompt): run `tap serve` (or `./dev serve`) while you work.",
+    ]
+    if agent == "claude":
+        lines.append("Start a new Claude Code session to load the hooks (`/hooks` lists them).")
+        if http:
+            lines += [
+                f"The http hooks ({', '.join(EVENTS[e] for e in HTTP_EVENTS)}) go to {call.http_url} and need tap's",
+                f"admin token in ${call.token_env} where Claude Code starts:",
+                f'  export {call.token_env}="$(cat {loaded.data_dir / "admin-token"})"',
+            ]
+    else:
+        lines += [
+            "Codex runs new or changed hooks only once you trust them: start `codex`, open `/hooks`,",
+            "and trust tap's hooks (until then Codex skips them without a word).",
+            "Older Codex versions also need hooks switched on in ~/.codex/config.toml: [features] codex_hooks = true.",
+        ]
+        if level == "project":
+            lines.append("Project hooks load only in a trusted project (Codex asks when you open it).")
+    return "\n".join(lines)
+
+
+@hooks.command("uninstall")
+@_with_agent_options
+def uninstall(agent: str, level: str, dry_run: bool) -> None:
+    """Remove tap's hooks from Claude Code's or Codex's settings (your own hooks stay)."""
+    where = target(agent, level, Path.cwd())
+    try:
+        _apply(where, plan_uninstall(where.path), dry_run, "removed")
+    except InstallError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@hooks.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def status(as_json: bool) -> None:
+    """Scope, server, where tap's hooks are installed, and when each last fired."""
+    doc = status_doc(state().load(), Path.cwd())
+    if as_json:
+        emit_json(doc)
+        return
+    click.echo(render_status(doc))
+
+
+def status_doc(loaded: LoadedConfig, cwd: Path) -> dict[str, Any]:
+    """Everything `tap hooks status` shows, as JSON-able builtins."""
+    config = loaded.config.hooks
+    info = read_server_info(loaded.data_dir)
+    targets = []
+    for agent in AGENTS:
+        for level in ("user", "project"):
+            where = target(agent, level, cwd)
+            try:
+                found: dict[str, str] | str = installed(read_document(where.path)[0], where.path)
+            except InstallError as exc:
+                found = f"error: {exc}"
+            targets.append({"agent": agent, "level": level, "path": str(where.path), "hooks": found})
+    return {
+        "scope_rule": f"one scope: {config.scope}" if config.scope else "per project (git root of cwd, else cwd)",
+        "scope_here": hook_scope(config.scope, str(cwd)),
+        "server": info.url if info else None,
+        "timeout_s": config.timeout_s,
+        "embedded_timeout_s": config.embedded_timeout_s,
+        "installed": targets,
+        "last_fired": _last_fired(loaded.data_dir),
+        "token_env": loaded.config.admin.token_env or "TAP_ADMIN_TOKEN",
+        "token_env_set": bool(os.environ.get(loaded.config.admin.token_env or "TAP_ADMIN_TOKEN")),
+        "log": str(log_path(loaded.data_dir)),
+        "log_tail": last_lines(loaded.data_dir, 5),
+    }
+
+
+def _last_fired(data_dir: Path) -> list[dict[str, Any]]:
+    path = data_dir / STATE_FILE
+    if not path.exists():
+        return []
+    hook_state = HookState(path)
+    try:
+        fired = hook_state.last_fired()
+    finally:
+        hook_state.close()
+    return [{"agent": f.agent, "event": f.event, "at": f.at, "outcome": f.outcome, "count": f.times} for f in fired]
+
+
+def _ago(at: float, now: float) -> str:
+    seconds = max(0, int(now - at))
+    when = datetime.datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S")
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{when} ({seconds // size} {unit} ago)"
+    return f"{when} ({seconds} s ago)"
+
+
+def render_status(doc: dict[str, Any]) -> str:
+    """The status document as a few readable lines."""
+    now = time.time()
+    lines = [
+        f"scope:   {doc['scope_rule']}; here: {doc['scope_here']}",
+        f"server:  {doc['server'] or 'not running (each hook opens the store itself: slower)'}",
+        "installed:",
+    ]
+    uses_http = False
+    for item in doc["installed"]:
+        hooks_found = item["hooks"]
+        if isinstance(hooks_found, str):
+            shown = hooks_found
+        elif hooks_found:
+            uses_http = uses_http or "http" in hooks_found.values()
+            shown = ", ".join(f"{name}" + (" (http)" if kind == "http" else "") for name, kind in hooks_found.items())
+        else:
+            shown = "-"
+        lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {shown}")
+    lines.append("last fired:" if doc["last_fired"] else "last fired: never")
+    for fired in doc["last_fired"]:
+        name = EVENTS.get(fired["event"], fired["event"])
+        lines.append(
+            f"  {fired['agent']:<6} {name:<17} {_ago(fired['at'], now)}  x{fired['count']}  {fired['outcome']}"
+        )
+    if uses_http and not doc["token_env_set"]:
+        lines.append(f"note: http hooks need ${doc['token_env']} set where Claude Code starts (not set here)")
+    if doc["log_tail"]:
+        lines.append(f"recent problems ({doc['log']}):")
+        lines += [f"  {line}" for line in doc["log_tail"]]
+    return "\n".join(lines)
+
+
+@hooks.command("drain", hidden=True)
+def drain_command() -> None:
+    """Extract queued chunks with the embedded store (started in the background by a hook)."""
+    drain(state().load())
+    sys.exit(0)

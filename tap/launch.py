@@ -1,0 +1,37 @@
+"""The `tap` console entry point: `tap hook EVENT` starts without tap's heavy imports.
+
+An agent runs `tap hook …` on every prompt, so its start-up is on the user's path. tap.cli imports
+every command's dependencies (chromadb, onnxruntime, aiohttp, the Telegram library: seconds), so a
+hook invocation is recognised here first and handed to bridges.hooks.command, which needs the
+standard library only when a `tap serve` is running; without one it opens the store itself
+(tap.hooks_wiring, imported only then). Everything else goes to the click CLI (tap.cli), which
+also has `tap hook` (same behaviour, for `--help` and tests).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bridges.hooks.command import Invocation
+
+
+def _embedded(invocation: Invocation, body: bytes) -> bytes:
+    from tap.hooks_wiring import run_embedded  # the store and pipeline: only without a server
+
+    return run_embedded(invocation, body)
+
+
+def main() -> None:
+    """Run `tap` with the process's arguments."""
+    argv = sys.argv[1:]
+    from bridges.hooks.command import is_hook_call
+
+    if is_hook_call(argv):
+        from bridges.hooks.command import run
+
+        sys.exit(run(argv, embedded=_embedded))
+    from tap.cli import main as cli
+
+    cli()

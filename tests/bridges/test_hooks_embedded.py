@@ -1,0 +1,66 @@
+"""Agent hooks without a server: each `tap hook` process uses the embedded store itself.
+
+A scripted session: prompt → the transcript grows → Stop (queues the turns, closes the chunk and
+starts a detached `tap hooks drain`) → extraction → the next prompt's additionalContext holds the
+memory; not again in the session; again after /clear.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from store.lock import DataDirLock
+from tap.errors import StoreError
+from tests.bridges.hooks_fixtures import HookRun, Transcript, payload, run_hook
+
+pytestmark = pytest.mark.slow
+
+
+def extraction_finished(home: Path) -> bool:
+    """No chunk waits and no process holds the store (the detached drain is done)."""
+    with sqlite3.connect(home / "queue.db") as db:
+        waiting = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()[0]
+    if waiting:
+        return False
+    lock = DataDirLock(home)
+    try:
+        lock.acquire()
+    except StoreError:
+        return False
+    lock.release()
+    return True
+
+
+def test_scripted_session_without_a_server(isolated_home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "garden"
+    (project / ".git").mkdir(parents=True)
+    session = "b2f1e0aa-embedded"
+    transcript = Transcript(tmp_path / "projects" / "-garden" / f"{session}.jsonl", session, project)
+
+    def hook(event: str, name: str, **fields: object) -> HookRun:
+        run = run_hook(event, payload(name, session, project, transcript.path, **fields), home=isolated_home)
+        assert run.returncode == 0, run.stderr
+        return run
+
+    said = "My allotment is in Leith and I grow rhubarb there."
+    assert hook("user-prompt-submit", "UserPromptSubmit", prompt=said).stdout == b""
+    transcript.user(said)
+    transcript.assistant("Rhubarb in Leith, lovely.")
+    stop = hook("stop", "Stop", stop_hook_active=False)
+    assert stop.stdout == b"" and stop.seconds < 3.0  # only the queue: no store opened
+    deadline = time.monotonic() + 120
+    while not extraction_finished(isolated_home):
+        assert time.monotonic() < deadline, "the detached drain did not finish"
+        time.sleep(0.5)
+
+    question = "where is my allotment?"
+    answer = hook("user-prompt-submit", "UserPromptSubmit", prompt=question)
+    assert "Leith" in answer.context()
+    assert hook("user-prompt-submit", "UserPromptSubmit", prompt=question).stdout == b""
+    cleared = hook("session-start", "SessionStart", source="clear")
+    assert "Leith" in cleared.context()
+    assert not (isolated_home / "tap.log").exists()  # nothing failed on the way

@@ -1,0 +1,170 @@
+"""The mitm way in as real processes: inside `tap serve` ([mitm] enabled), and `tap mitm` on its own —
+next to a running server (recall and ingestion through it) and without one (its own store)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tap.capture import TurnLog
+from tests.serve_process import ServeProcess
+from tests.upstreams import FakeAnthropic
+
+ASK = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "Which instrument do I play? cello?"}]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def admin(url: str, token: str, path: str, payload: Any = None) -> Any:
+    data = None if payload is None else json.dumps(payload).encode()
+    req = urllib.request.Request(url + path, data=data, method="POST" if data else "GET")
+    req.add_header("Authorization", f"Bearer {token}")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[str] | None = None, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"exited early:\n{proc.stdout.read() if proc.stdout else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+class MitmProcess:
+    """`python -m tap mitm ARGS` with its own TAP_HOME."""
+
+    def __init__(self, home: Path, *args: str) -> None:
+        env = {**os.environ, "TAP_HOME": str(home)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tap", "mitm", *args],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=60)
+        return out or ""
+
+
+def config(tmp: Path, text: str) -> Path:
+    path = tmp / "config.toml"
+    path.write_text(text)
+    return path
+
+
+async def test_tap_serve_runs_mitm_when_enabled(isolated_home: Path, tmp_path: Path) -> None:
+    port = free_port()
+    async with FakeAnthropic() as up:
+        toml = f'[mitm]\nenabled = true\nregular = false\nreverse = ["{up.url}@{port}"]\n'
+        server = ServeProcess(isolated_home, config=config(tmp_path, toml))
+        await asyncio.to_thread(server.start)
+        try:
+            await asyncio.to_thread(
+                admin,
+                server.url,
+                server.token,
+                "/tap/memories",
+                {"scope": "default", "content": "The user plays the cello"},
+            )
+            async with httpx.AsyncClient() as http:
+                r = await http.post(f"http://127.0.0.1:{port}/v1/messages", json=ASK)
+            status = await asyncio.to_thread(admin, server.url, server.token, "/tap/status")
+        finally:
+            out = await asyncio.to_thread(server.stop)
+    assert r.status_code == 200 and r.headers["x-tap-recalled"] == "1"
+    assert "plays the cello" in up.requests[0].json()["messages"][0]["content"][1]["text"]
+    assert status["mitm"]["flows"] == 1 and status["mitm"]["listening"] == {
+        f"reverse:{up.url}@{port}": f"http://127.0.0.1:{port}"
+    }
+    assert f"mitm:     http://127.0.0.1:{port} (reverse)" in out and "Traceback" not in out
+
+
+async def test_standalone_mitm_goes_through_a_running_server(isolated_home: Path) -> None:
+    port = free_port()
+    async with FakeAnthropic() as up:
+        server = await asyncio.to_thread(ServeProcess(isolated_home).start)
+        mitm: MitmProcess | None = None
+        try:
+            await asyncio.to_thread(
+                admin,
+                server.url,
+                server.token,
+                "/tap/memories",
+                {"scope": "default", "content": "The user plays the cello"},
+            )
+            mitm = MitmProcess(isolated_home, "--no-regular", "--reverse", f"{up.url}@{port}")
+            await asyncio.to_thread(wait_for_port, port, mitm.proc)
+            async with httpx.AsyncClient() as http:
+                r = await http.post(f"http://127.0.0.1:{port}/v1/messages", json=ASK)
+            await asyncio.sleep(1.0)  # the capture goes to the server in the background
+            out = await asyncio.to_thread(mitm.stop)
+            ingested = await asyncio.to_thread(admin, server.url, server.token, "/tap/status")
+        finally:
+            if mitm is not None and mitm.proc.poll() is None:
+                mitm.stop()
+            await asyncio.to_thread(server.stop)
+    assert r.status_code == 200 and r.headers["x-tap-recalled"] == "1"
+    assert "plays the cello" in up.requests[0].json()["messages"][0]["content"][1]["text"]
+    assert f"through tap serve at {server.url}" in out and "Traceback" not in out
+    assert sum(ingested["extraction"]["queue"].values()) >= 1, "the server's queue has the exchange's turns"
+    log = TurnLog(isolated_home / "turnlog.db")
+    try:
+        (exchange,) = log.recent()
+    finally:
+        log.close()
+    assert exchange.source == "mitm" and exchange.user_text == ASK["messages"][0]["content"] and exchange.complete
+
+
+async def test_standalone_mitm_opens_the_store_when_no_server_runs(isolated_home: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "TAP_HOME": str(isolated_home)}
+    added = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "tap", "memories", "add", "The user plays the cello"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert added.returncode == 0, added.stderr
+    async with FakeAnthropic() as up:
+        mitm = MitmProcess(isolated_home, "--no-regular", "--reverse", f"{up.url}@{port}")
+        try:
+            await asyncio.to_thread(wait_for_port, port, mitm.proc)
+            async with httpx.AsyncClient() as http:
+                r = await http.post(f"http://127.0.0.1:{port}/v1/messages", json=ASK)
+        finally:
+            out = await asyncio.to_thread(mitm.stop)
+    assert r.status_code == 200 and r.headers["x-tap-recalled"] == "1", out
+    assert "no tap serve running" in out and "tap mitm: stopped" in out
+    log = TurnLog(isolated_home / "turnlog.db")
+    try:
+        (exchange,) = log.recent()
+    finally:
+        log.close()
+    assert exchange.source == "mitm" and exchange.complete

@@ -1,0 +1,58 @@
+"""A Bot API that answers start-up with something python-telegram-bot cannot use (`{"ok": true}`
+without `result`) does not stop tap: it is logged, tap serves everything else, and the bridge
+connects once the Bot API answers properly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from tests.bridges.fake_telegram import TOKEN, BotCall, FakeBotAPI
+from tests.bridges.telegram_harness import ANTHROPIC_KEY, TapTelegram, anthropic_text, set_env, text_update
+from tests.tap.fake_llm import FakeAnthropicAPI
+
+
+class ResultlessBotAPI(FakeBotAPI):
+    """Answers getMe with `{"ok": true}` (no `result`) until `fixed` is set."""
+
+    fixed = False
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["method"] == "getMe" and not self.fixed:
+            self.calls.append(BotCall("getMe", {}, time.monotonic()))
+            return web.json_response({"ok": True})
+        return await super()._handle(request)
+
+
+async def test_a_bot_api_answer_without_result_is_logged_and_tap_keeps_serving(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    set_env(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="bridges.telegram.bridge"):
+        async with (
+            ResultlessBotAPI() as api,
+            FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+            TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
+        ):
+            async with aiohttp.ClientSession() as session, session.get(tap.url + "/tap/health") as health:
+                assert health.status == 200
+            status, _ = await tap.post(text_update("too early"))
+            assert status == 503  # Telegram delivers it again later
+            api.fixed = True
+            llm.reply(body=anthropic_text("Connected."))
+            for _ in range(60):  # the bridge retries getMe with backoff (1 s, 2 s, …)
+                status, _ = await tap.post(text_update("now?"))
+                if status != 503:
+                    break
+                await asyncio.sleep(0.25)
+            (sent,) = await api.wait_for("sendMessage")
+            await tap.settle_ingest()
+    assert status == 200 and sent.text == "Connected."
+    warning = next(r.getMessage() for r in caplog.records if "cannot use the Bot API" in r.getMessage())
+    assert "KeyError" in warning and "tap keeps serving" in warning and TOKEN not in caplog.text
