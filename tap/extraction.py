@@ -39,7 +39,7 @@ from tap.rules import Excerpt, RulesExtractor, merge_duplicates, turn_excerpts
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
-RETRACT_LOOKUP_K = 20
+RETRACT_LOOKUP_K = 100  # excerpts hold the same words and are most of a scope: look past them
 NEAREST_FETCH = 5 * SIMILAR_K
 
 
@@ -235,7 +235,7 @@ class Extraction:
         if candidate.slot:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
             evidence.mates = slot_mates(candidate, family)
-        if candidate.retracts and not (candidate.slot and evidence.mates):
+        if candidate.retracts:
             hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K)
             evidence.retracted = [
                 h.memory

@@ -12,8 +12,9 @@ Rules (no LLM; DESIGN.md §6), in this order, against the scope's active memorie
    (an old log ingested late) → the candidate is written as history, already superseded by the
    newer one. A team-wide statement and one about a part of the work ("for the backend") are mates
    when the scope knows only one of them;
-4. **retraction** ("I no longer eat meat", "I left Google"): older memories of the scope holding
-   every retracted word are superseded by the retraction;
+4. **retraction** ("I no longer eat meat", "I left Google", "switched from vim", "we're off
+   heroku"): older memories of the same family of subjects holding every retracted word are
+   superseded by the retraction (with a slot change, alongside the slot's old value);
 5. **change** ("instead", "used to … but now", "switched", "these days"; a weaker "now"): the most
    similar older statement about the same subject (same opening words: "the user", "the user's
    sister", "Atlas") at cosine ≥ CHANGE_SIMILARITY (NOW_SIMILARITY for "now") is superseded;
@@ -86,7 +87,12 @@ def same_subject(a: str, b: str) -> bool:
 def holds_words(content: str, words: Sequence[str]) -> bool:
     """Whether every word is in the content (as a word or a word's start: 'eat' in 'eats')."""
     have = _words(content)
-    return bool(words) and all(any(h.startswith(w.lower()) for h in have) for w in words)
+    return bool(words) and all(any(_word_matches(h, w.lower()) for h in have) for w in words)
+
+
+def _word_matches(have: str, word: str) -> bool:
+    """'eat' matches 'eats', 'vim' matches 'vimrc'; a two-letter name ('pi', 'go') only itself."""
+    return have == word or (len(word) >= 3 and have.startswith(word))
 
 
 def corrected_content(content: str, wrong: str, right: str) -> str:
@@ -120,16 +126,40 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
     similar = evidence.similar
     if similar and similar[0].score >= cfg.duplicate_similarity:
         return Plan(action="noop", target=similar[0].memory)
+    older = _retracted_before(candidate, evidence.retracted)
     if candidate.slot:
         plan = _slot_plan(candidate, evidence.mates)
         if plan is not None:
+            if plan.action == "supersede" and plan.target is not None:  # "from vim to helix": the vimrc too
+                taken = {plan.target.id, *(m.id for m in plan.also)}
+                plan.also.extend(m for m in older if m.id not in taken)
             return plan
-    older = [m for m in evidence.retracted if m.valid_from <= candidate.valid_from]
     if older:
         newest = max(older, key=lambda m: (m.valid_from, m.created_at))
         return Plan(action="supersede", target=newest, also=[m for m in older if m.id != newest.id])
     changed = _changed_plan(candidate, similar)
     return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
+
+
+def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:
+    """The retracted memories a statement takes back: older, about the same family of subjects (the
+    user and their team are one; "Lucas" is another), and not from the statement's own turns."""
+    family = subject_family(candidate.content)
+    own = set(candidate.turn_ids)
+    return [
+        m
+        for m in retracted
+        if m.valid_from <= candidate.valid_from and subject_family(m.content) == family and not own & set(m.sources)
+    ]
+
+
+def subject_family(content: str) -> str:
+    """'self' for the user, their things and their team; otherwise the subject's opening word."""
+    subject = subject_key(content)
+    opening = " ".join(_words(content)[:6])  # "These days the user runs …"
+    if subject.startswith("the user") or subject in ("the", "we", "our") or "the user" in opening:
+        return "self"
+    return subject
 
 
 def subject_key(content: str) -> str:

@@ -130,7 +130,8 @@ _PERSONAL_FACT = re.compile(
 )
 
 _PRONOUN_START = re.compile(
-    r"^(?:it|it's|it’s|its|that|that's|that’s|this|they|they're|they’re|they've|these|those|he|he's|she|she's"
+    r"^(?!these days\b|this (?:week|month|year|weekend|morning|evening|summer|winter|spring|autumn)\b)"  # time
+    r"(?:it|it's|it’s|its|that|that's|that’s|this|they|they're|they’re|they've|these|those|he|he's|she|she's"
     r"|there|there's|there’s|them|which|who|both|one|some|all|most)\b(?!\s+(?:is\s+)?(?:my|our)\b)",
     re.IGNORECASE,
 )

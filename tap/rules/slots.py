@@ -33,7 +33,7 @@ import re
 
 import msgspec
 
-from tap.rules.text import content_words
+from tap.rules.text import content_words, is_stopword
 
 __all__ = [
     "TOOL_CATEGORIES",
@@ -150,7 +150,17 @@ _FROM_TO = re.compile(
 )
 _REPLACED = re.compile(
     r"\breplac\w*\s+(?P<old>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+with\s+(?P<new>[\w.#+-]+)"
+    r"|\b(?:ditch\w*|dropp\w*|swapp?\w*|trad\w*|dump\w*)\s+(?:the\s+|my\s+|our\s+)?(?P<old3>[\w.#+-]+(?:\s[\w.#+-]+)?)"
+    r"\s+for\s+(?:the\s+|an?\s+)?(?P<new3>[\w.#+-]+)"
     r"|\binstead of\s+(?P<old2>[\w.#+-]+(?:\s[\w.#+-]+)?)",
+    re.IGNORECASE,
+)
+# "we're off heroku now", "moved home assistant off the pi to a NUC", "took me off the statins"
+_OFF = re.compile(
+    r"\b(?:mov\w*|migrat\w*|switch\w*|took|taken|tak\w*|came|got|went|are|am|is|we'?re|we’re|i'?m|i’m)\s+"
+    r"(?:[\w'’]+\s+){0,3}?off\s+(?!(?:work|sick|duty|today|tomorrow|now|the hook|to|for)\b)"
+    r"(?:of\s+)?(?:the\s+|my\s+|our\s+)?(?P<old>[\w.#+-]+)"
+    r"(?:\s+(?:to|onto|for)\s+(?:the\s+|an?\s+|my\s+|our\s+)?(?:old\s+|new\s+)?(?P<new>[\w.#+-]+))?",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
@@ -407,25 +417,43 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     terms = _tool_terms(sentence)
     owned = any(category in _OWNED_CATEGORIES for _, category in terms) and _OWN_VERB.search(sentence)
     if terms and (_TOOL_VERB.search(sentence) or owned):
-        new = _FROM_TO.search(sentence) or _REPLACED.search(sentence)
+        switch = _switch(sentence)
         chosen = terms[-1]
-        if new is not None and new.groupdict().get("new"):
-            wanted = normalise_value(new.group("new"))
+        if switch is not None and switch[1]:
+            wanted = normalise_value(switch[1])
             chosen = next((t for t in terms if t[0] == wanted), chosen)
-        elif new is not None:  # "instead of A": the value is the other term
-            chosen = next((t for t in terms if t[0] != normalise_value(new.group("old2") or "")), chosen)
+        elif switch is not None:  # "instead of A", "off A": the value is another term
+            gone = normalise_value(switch[0])
+            chosen = next((t for t in reversed(terms) if t[0] != gone and not gone.startswith(t[0])), chosen)
         return f"{holder}|{chosen[1]}", part, chosen[0]
     return "", "", ""
+
+
+def _switch(sentence: str) -> tuple[str, str] | None:
+    """(old, new) when the sentence names what was replaced: "switched from vim to helix", "replaced
+    X with Y", "ditched flask for fastapi", "off heroku (to fly.io)", "instead of A" (new = "")."""
+    match = _FROM_TO.search(sentence) or _REPLACED.search(sentence) or _OFF.search(sentence)
+    if match is None:
+        return None
+    found = match.groupdict()
+    old = found.get("old") or found.get("old3") or found.get("old2") or ""
+    new = found.get("new") or found.get("new3") or ""
+    return (old, new) if _named_words(old) else None
+
+
+def _named_words(phrase: str) -> list[str]:
+    """The words naming a replaced thing: short names count ('pi', 'go'), fillers and dates do not."""
+    words = (w.strip("'’.-").lower() for w in re.findall(r"[\w.#+'’-]+", phrase))
+    return [w for w in words if w and not is_stopword(w) and w not in _RETRACT_NOISE and w not in _DATE_WORDS]
 
 
 def _retracted(sentence: str) -> list[str]:
     """The words a statement takes back ([] when it takes nothing back): what follows the marker
     ("I left google in feb" → google; "no more office days" → office, days), or for a marker that
     ends the clause ("I don't drink coffee anymore") what precedes it."""
-    switched = _FROM_TO.search(sentence) or _REPLACED.search(sentence)
-    if switched is not None:
-        old = switched.group("old") or switched.group("old2") or ""
-        return content_words(old)
+    switch = _switch(sentence)
+    if switch is not None:
+        return _named_words(switch[0])
     marker = _RETRACT.search(sentence)
     if marker is None:
         return []

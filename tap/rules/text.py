@@ -55,13 +55,15 @@ _LEAD = re.compile(
 )
 _VOCATIVE_START = re.compile(r"^(?P<name>[A-Z][a-z]+)\s*[,!.:]+\s*")
 _VOCATIVE_END = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[.!?,]|$)")
+_DROPPED_NEGATION = re.compile(r"^not\s+(?:\w+ing)\b", re.IGNORECASE)
 _DROPPED_SUBJECT = re.compile(
     r"^(?:gonna|going|planning|hoping|thinking|trying|working|heading|been|went|got|had|started|finished|loved"
     r"|just|lost|moved|bought|made|took|tried|visited|signed|joined|can't wait|can’t wait|sold|left|quit|switched"
     r"|migrated|dropped|adopted|booked|found|passed|failed|graduated|finally|still|currently|commuting|living"
     r"|using|learning|training|running|doing|reading|watching|playing|building|writing|studying|teaching"
     r"|renamed|named|changed|upgraded|downgraded|ordered|picked|decided|rewrote|rebuilt|shipped|launched"
-    r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use|gave|sold|rented)\b",
+    r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use|gave|sold|rented"
+    r"|killed|ditched|dumped|stopped|ended|closed|cancell?ed|replaced|swapped|traded|no longer)\b",
     re.IGNORECASE,
 )
 _DROPPED_POSSESSIVE = re.compile(
@@ -200,6 +202,11 @@ def split_sentences(text: str) -> list[str]:
     return [part for part in parts if part]
 
 
+def is_stopword(word: str) -> bool:
+    """Whether a lower-cased word carries no meaning of its own ('the', 'to', 'now')."""
+    return word in _STOPWORDS
+
+
 def content_words(text: str) -> list[str]:
     """Words of 3+ letters (or any number) that carry meaning, lower-cased, stopwords removed."""
     words = (word.lower().strip("'’-") for word in _WORD.findall(text))
@@ -228,6 +235,8 @@ def restore_subject(sentence: str) -> str:
     home', 'fav author is Le Guin' → 'my fav author is Le Guin'."""
     if _DROPPED_POSSESSIVE.match(sentence) or _BARE_KIN.match(sentence):
         return "my " + sentence
+    if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
+        return "I'm " + sentence
     match = _DROPPED_SUBJECT.match(sentence)
     if not match:
         return sentence
