@@ -8,7 +8,8 @@ assistant text are kept: tool results, tool use, thinking, images, meta lines (`
 (`<command-name>`, `<local-command-stdout>`, `[Request interrupted by user…]`, …) are dropped, and
 the lines of one assistant message (Claude Code writes one content block per line, all with the
 same `message.id`) are merged into one turn whose id is the uuid of its first line.
-Scope: the session's working directory (`cwd` of its first entry) unless a scope is configured;
+Scope: the project of the session's working directory (`cwd` of its first entry; its git root, as
+the agent hooks file it, tap.projects) unless a scope is configured;
 conversation: the entry's `sessionId`; turn ids: entry uuids; timestamps: the ISO `timestamp`.
 
 Streaming, with bounded memory: the file is never loaded whole. Between two checkpoints the parser
@@ -51,6 +52,7 @@ from bridges.logtail.formats import (
     parse_timestamp,
 )
 from bridges.logtail.lines import Line
+from tap.projects import project_scope
 from tap.records import IngestEvent, Message
 
 __all__ = ["ClaudeCodeParser", "clean_user_text"]
@@ -174,8 +176,8 @@ class ClaudeCodeParser:
         if not entry.uuid:
             return None  # metadata without a chain link: summary, title, tag, queue-operation, ...
         session = entry.session_id or self._ctx.conversation
-        if entry.cwd and session not in self._scopes:
-            self._scopes[session] = entry.cwd
+        if entry.cwd and session not in self._scopes:  # the project, as the agent hooks file it
+            self._scopes[session] = project_scope(entry.cwd)
         parent = entry.parent_uuid
         if entry.type == "system" and entry.subtype == "compact_boundary" and entry.logical_parent_uuid:
             parent = entry.logical_parent_uuid

@@ -159,3 +159,28 @@ def test_broken_and_odd_lines_are_reported_not_fatal(tmp_path: Path, recorder: R
         f"{path}:7: broken JSON; line skipped",
         f"{path}:10: unexpected JSON shape; line skipped",
     ]
+
+
+def test_a_session_in_a_subdirectory_is_filed_under_its_repository_like_the_hooks_do(
+    tmp_path: Path, recorder: Recorder
+) -> None:
+    from bridges.hooks.scope import hook_scope
+
+    repo = tmp_path / "work" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    sub = repo / "services" / "api"
+    sub.mkdir(parents=True)
+    at = Clock()
+    lines = [
+        user("u-1", None, "we deploy the api with fly.io", at, cwd=str(sub)),
+        assistant("a-1", "u-1", "msg_1", text("Noted."), at, cwd=str(sub)),
+    ]
+    folder = tmp_path / "projects" / "-work-shop-services-api"
+    folder.mkdir(parents=True)
+    path = folder / "s.jsonl"
+    path.write_text("".join(jsonl_line(e) for e in lines), encoding="utf-8")
+    age(path)
+    tailer = recorder.tailer([tmp_path / "projects"], tmp_path / "state")
+    assert tailer.poll(one_shot=True) == 2
+    scopes = {scope for scope, *_ in recorder.messages()}
+    assert scopes == {str(repo)} == {hook_scope("", str(sub))}
