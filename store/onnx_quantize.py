@@ -89,9 +89,13 @@ def _build(source: Path, work: Path) -> bytes:
 
 
 class _QuantizerAdvice(logging.Filter):
-    """Drops the quantizer's advice to pre-process models (it logs it on the root logger)."""
+    """Drops what the quantizer logs on the root logger while it runs: its advice to pre-process
+    models and its per-tensor notes (dozens of INFO lines on the first start of `tap serve`).
+    tap's own loggers are named, so their records never pass through this filter."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return False
         return "pre-processing before quantization" not in record.getMessage()
 
 

@@ -1,9 +1,14 @@
 """The `tap` command line: the root group, `serve`, `config check`, and shared plumbing.
 
-Every command takes the global `--config PATH`. Errors tap raises on purpose are printed as one
-line without a traceback: exit code 2 for configuration errors, 1 for everything else.
+Every command takes `--config PATH`, before or after its name. Errors tap raises on purpose are
+printed without a traceback: exit code 2 for configuration errors, 1 for everything else.
 Memory commands live in tap.cli_memories; they reach the store through `backend()`, which goes
 through a running `tap serve` when there is one (so only one process opens embedded Chroma).
+
+Start-up: every command (and `tap --help`) imports this module and the command modules, so their
+top levels import click, msgspec and tap's light core only. chromadb, onnxruntime, aiohttp, rich
+and the Telegram library (seconds together) are imported inside the commands that use them;
+tests/tap/test_cli_startup.py keeps it that way.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from tap.cli_base import CliState, emit_json, state
 from tap.cli_hooks import hook, hooks
 from tap.errors import ConfigError, TapError
 from tap.render import config_toml
-from tap.server import run_server
 
 
 class TapGroup(click.Group):
@@ -80,6 +84,8 @@ def config_check(as_json: bool) -> None:
 @click.option("--port", type=int, default=None, help="Override [server] port.")
 def serve(host: str | None, port: int | None) -> None:
     """Run the proxy, the admin API and the background workers on one port."""
+    from tap.server import run_server  # aiohttp, the store, the embedder: seconds to import
+
     run_server(state().load(), host=host, port=port)
 
 
@@ -93,3 +99,30 @@ main.add_command(hook)
 main.add_command(hooks)
 main.add_command(cli_mitm.mitm)
 main.add_command(cli_mitm.env)
+
+
+def _late_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        cli_state = ctx.find_object(CliState)
+        if cli_state is not None:
+            cli_state.config_path = value
+
+
+def _accept_config_anywhere(group: click.Group) -> None:
+    """Give every subcommand a `--config` too, so it may follow the command (`tap status --config F`);
+    given twice, the later one counts."""
+    for command in group.commands.values():
+        command.params.append(
+            click.Option(
+                ["--config"],
+                type=click.Path(dir_okay=False),
+                expose_value=False,
+                callback=_late_config,
+                help="Config file (the same as `tap --config`).",
+            )
+        )
+        if isinstance(command, click.Group):
+            _accept_config_anywhere(command)
+
+
+_accept_config_anywhere(main)

@@ -12,8 +12,6 @@ import click
 import msgspec
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.app import runtime
-from tap.client import RemoteMemories
 from tap.config import LoadedConfig, load_config
 
 
@@ -39,8 +37,12 @@ def backend() -> Iterator[Any]:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
+        from tap.client import RemoteMemories  # urllib.request, http.client: not for `tap --help`
+
         yield RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         return
+    from tap.app import runtime  # chromadb and the embedder: only when no server holds the store
+
     with runtime(loaded) as rt:
         yield rt.memories
 

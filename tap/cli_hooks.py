@@ -44,7 +44,6 @@ from bridges.hooks.state import STATE_FILE, HookState
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli_base import emit_json, state
 from tap.config import LoadedConfig
-from tap.hooks_wiring import drain, run_embedded
 
 WHAT_EACH_DOES = """\
   SessionStart       the project's most important memories (again after /compact and /clear)
@@ -55,6 +54,8 @@ WHAT_EACH_DOES = """\
 
 
 def _embedded(invocation: Invocation, body: bytes) -> bytes:
+    from tap.hooks_wiring import run_embedded  # the store and pipeline: only without a server
+
     return run_embedded(invocation, body)
 
 
@@ -269,5 +270,7 @@ def render_status(doc: dict[str, Any]) -> str:
 @hooks.command("drain", hidden=True)
 def drain_command() -> None:
     """Extract queued chunks with the embedded store (started in the background by a hook)."""
+    from tap.hooks_wiring import drain
+
     drain(state().load())
     sys.exit(0)

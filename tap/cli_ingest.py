@@ -12,6 +12,9 @@ command keeps polling (`[logtail] poll_s`) until Ctrl-C, extracting periodically
 Output: a rich progress bar on stderr when it is a terminal (never with `--json`); warnings for
 broken lines name file and line; a summary at the end (a JSON object with `--json`). Exit code 1
 when a path or file could not be read (the rest is still ingested), else 0.
+
+rich's progress bar, the tailer and the runtime are imported when the command runs, not when the
+CLI starts (every `tap` command imports this module for its option list).
 """
 
 from __future__ import annotations
@@ -21,20 +24,21 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bridges.logtail import FORMATS, Choice, OffsetStore, Tailer, TailStats
-from bridges.logtail.follow import STATE_FILE
+from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
-from tap.app import Runtime, open_runtime
 from tap.cli_base import emit_json, state
 from tap.config import LoadedConfig
-from tap.ingest_remote import RemoteIngest
-from tap.records import IngestEvent
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from bridges.logtail import Choice, Tailer, TailStats
+    from tap.app import Runtime
+    from tap.records import IngestEvent
 
 MAX_WARNINGS = 20
 WRITTEN = ("add", "update", "supersede", "episode")
@@ -44,6 +48,9 @@ class Ui:
     """Progress bar and messages on stderr; silent bar when quiet (JSON or not a terminal)."""
 
     def __init__(self, *, quiet: bool) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         self.console = Console(stderr=True)
         self.progress: Progress | None = None
         self.warnings = 0
@@ -223,6 +230,11 @@ def _session(
     loaded: LoadedConfig, ui: Ui, paths: Sequence[str], fmt: str | None, scope: str | None
 ) -> Iterator[Session]:
     """Open the offset store and the sink (server if one runs, else the local runtime)."""
+    from bridges.logtail import OffsetStore, Tailer
+    from bridges.logtail.follow import STATE_FILE
+    from tap.app import open_runtime
+    from tap.ingest_remote import RemoteIngest
+
     config = loaded.config.logtail
     info = read_server_info(loaded.data_dir)
     store = OffsetStore(loaded.data_dir / STATE_FILE)
@@ -255,7 +267,7 @@ def _session(
 def _choice(fmt: str) -> Choice:
     if fmt not in FORMATS:
         raise click.BadParameter(f"unknown format {fmt!r}", param_hint="--format")
-    return cast(Choice, fmt)
+    return cast("Choice", fmt)
 
 
 def _report(summary: dict[str, Any], ui: Ui, *, as_json: bool) -> None:

@@ -11,12 +11,13 @@ from typing import Any, BinaryIO
 
 import click
 
-from tap.cli_base import backend, emit_json
+from tap.cli_base import backend, emit_json, state
 from tap.records import KINDS
 from tap.render import chain_text, console, memories_table, stats_table
 from tap.views import memory_view, search_view
 
 DEFAULT_SCOPE = "default"
+MAX_BUDGET = 8000  # as [recall] budget_tokens allows
 scope_option = click.option("--scope", default=DEFAULT_SCOPE, show_default=True, help="Whose memories.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 kind_choice = click.Choice(KINDS)
@@ -136,7 +137,7 @@ def edit_cmd(
 @memories.command("forget")
 @click.argument("memory_id", required=False)
 @click.option("--scope", default=None, help="Forget everything of this scope instead, in every file tap keeps.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (required when not on a terminal).")
 @json_option
 def forget_cmd(memory_id: str | None, scope: str | None, yes: bool, as_json: bool) -> None:
     """Delete a memory, all its versions and its source turns for good (or, with --scope, everything
@@ -147,8 +148,7 @@ def forget_cmd(memory_id: str | None, scope: str | None, yes: bool, as_json: boo
         _forget_scope(scope, yes, as_json)
         return
     assert memory_id is not None
-    if not yes and not as_json and sys.stdin.isatty():
-        click.confirm(f"Delete {memory_id} and its history for good?", abort=True)
+    _confirm(f"Delete {memory_id} and its history for good?", yes)
     with backend() as svc:
         forgotten = svc.forget_memory(memory_id)
     if not forgotten.deleted:
@@ -164,9 +164,17 @@ def forget_cmd(memory_id: str | None, scope: str | None, yes: bool, as_json: boo
         click.echo(f"source turns removed: {removed}")
 
 
+def _confirm(question: str, yes: bool) -> None:
+    """Ask on a terminal; elsewhere (a script, a pipe) deleting for good needs --yes."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.UsageError("deleting for good needs confirmation: not on a terminal, so add --yes")
+    click.confirm(question, abort=True, err=True)  # on stderr, so `--json` output stays clean
+
+
 def _forget_scope(scope: str, yes: bool, as_json: bool) -> None:
-    if not yes and not as_json and sys.stdin.isatty():
-        click.confirm(f"Delete everything tap keeps of scope {scope!r}, for good?", abort=True)
+    _confirm(f"Delete everything tap keeps of scope {scope!r}, for good?", yes)
     with backend() as svc:
         removed = svc.erase_scope(scope)
     if as_json:
@@ -241,7 +249,7 @@ def stats_cmd(as_json: bool) -> None:
 @click.option(
     "--budget",
     "budget_tokens",
-    type=click.IntRange(50, 8000),
+    type=click.IntRange(50, MAX_BUDGET),
     default=None,
     help="Token budget (default: [recall] budget_tokens).",
 )
@@ -250,13 +258,38 @@ def recall(text: str, scope: str, budget_tokens: int | None, as_json: bool) -> N
     """Show the memory block tap would inject for TEXT."""
     with backend() as svc:
         view = svc.recall_json(text, scope=scope, budget_tokens=budget_tokens)
-    if as_json:
-        emit_json(view)
-    elif not view["memories"]:
-        click.echo(f"nothing relevant in scope {scope!r}")
-    else:
-        click.echo(view["block"])
-        click.echo(
-            f"\n({len(view['memories'])} memories, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)",
-            err=True,
-        )
+        if as_json:
+            emit_json(view)
+        elif not view["memories"]:
+            click.echo(_nothing_recalled(svc, text, scope, budget_tokens))
+        else:
+            click.echo(view["block"])
+            count = len(view["memories"])
+            click.echo(
+                f"\n({count} {'memory' if count == 1 else 'memories'}, {view['tokens']} tokens, "
+                f"{view['elapsed_ms']:.1f} ms)",
+                err=True,
+            )
+
+
+def _nothing_recalled(svc: Any, text: str, scope: str, budget_tokens: int | None) -> str:
+    """Why the block is empty: nothing relevant, or relevant memories that do not fit the budget
+    (then the smallest budget that takes one). Search ranks like recall but counts no access."""
+    found = svc.search(text, scope=scope, limit=50)
+    if not found:
+        return f"nothing relevant in scope {scope!r}"
+    from tap.recall import pack_block  # pure packing, no store; only on this path
+
+    budget = budget_tokens if budget_tokens is not None else state().load().config.recall.budget_tokens
+    low, high = budget, MAX_BUDGET
+    if not pack_block(found, high).memories:
+        return f"{len(found)} relevant in scope {scope!r}, but none fits even in {MAX_BUDGET} tokens"
+    while low + 1 < high:  # pack_block fits something at `high` and nothing at `low`
+        middle = (low + high) // 2
+        low, high = (low, middle) if pack_block(found, middle).memories else (middle, high)
+    what = "1 memory is" if len(found) == 1 else f"{len(found)} memories are"
+    block = "a block with it" if len(found) == 1 else "the smallest block with one of them"
+    return (
+        f"the budget of {budget} tokens is too small: {what} relevant in scope {scope!r}, "
+        f"and {block} takes {high} tokens (try --budget {high})"
+    )

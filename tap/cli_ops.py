@@ -8,15 +8,15 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.app import runtime
 from tap.cli_base import backend, emit_json, state
-from tap.client import RemoteMemories
 from tap.scopes import scope_rule
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 def _local_status() -> dict[str, Any]:
+    from tap.app import runtime  # chromadb, the embedder: only without a server
+
     with runtime(state().load()) as rt:
         stats = rt.store.stats()
         return {
@@ -39,6 +39,8 @@ def status(as_json: bool) -> None:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
+        from tap.client import RemoteMemories
+
         remote = RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         doc = {"server": info.url, **remote.status()}
     else:
@@ -93,6 +95,8 @@ def extract_run(as_json: bool) -> None:
     loaded = state().load()
     if read_server_info(loaded.data_dir) is not None:
         raise click.ClickException("tap serve is running and already drains the queue (see `tap status`)")
+    from tap.app import runtime
+
     with runtime(loaded) as rt:
         done = rt.worker.drain(on_progress=lambda n: _progress(n, as_json))
         result = rt.worker.status()

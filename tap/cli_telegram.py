@@ -8,12 +8,10 @@ never contains the token.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import click
 
-from bridges.telegram import botapi
 from tap.cli_base import emit_json, state
 from tap.config import TelegramConfig
 
@@ -50,6 +48,10 @@ def telegram() -> None:
 @json_option
 def set_webhook(url: str, drop_pending_updates: bool, as_json: bool) -> None:
     """Tell Telegram to deliver the bot's updates to URL (https, e.g. https://host/telegram/webhook)."""
+    import asyncio
+
+    from bridges.telegram import botapi  # python-telegram-bot: seconds to import, so only here
+
     cfg = _config()
     try:
         warnings = botapi.check_webhook_url(url, cfg.path)
@@ -68,6 +70,10 @@ def set_webhook(url: str, drop_pending_updates: bool, as_json: bool) -> None:
 @json_option
 def delete_webhook(drop_pending_updates: bool, as_json: bool) -> None:
     """Stop Telegram from delivering updates to tap."""
+    import asyncio
+
+    from bridges.telegram import botapi
+
     _show(asyncio.run(botapi.delete_webhook(_config(), drop_pending_updates=drop_pending_updates)), as_json)
 
 
@@ -75,4 +81,8 @@ def delete_webhook(drop_pending_updates: bool, as_json: bool) -> None:
 @json_option
 def info(as_json: bool) -> None:
     """Show the bot and its webhook as Telegram sees them (URL, pending updates, last error)."""
+    import asyncio
+
+    from bridges.telegram import botapi
+
     _show(asyncio.run(botapi.webhook_info(_config())), as_json)

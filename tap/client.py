@@ -1,7 +1,9 @@
 """RemoteMemories: the MemoryService operations over a running `tap serve`'s admin API.
 
 CLI commands use it when a server holds the data dir, so two processes never open embedded
-Chroma at once. Standard library only (urllib), since the CLI is synchronous.
+Chroma at once. Standard library only (urllib), since the CLI is synchronous. tap.memories (the
+recall engine, the queue) is imported only by the two methods that decode its result types, so
+`tap recall` / `tap status` against a server start fast.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from tap.errors import StoreError
-from tap.memories import Forgotten, ImportReport
 from tap.ports import StoreStats
 from tap.records import Memory
+
+if TYPE_CHECKING:
+    from tap.memories import Forgotten, ImportReport
 
 
 class RemoteMemories:
@@ -85,6 +89,8 @@ class RemoteMemories:
         return self.forget_memory(memory_id).deleted
 
     def forget_memory(self, memory_id: str) -> Forgotten:
+        from tap.memories import Forgotten
+
         try:
             data = self._json("DELETE", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}")
         except KeyError:
@@ -130,6 +136,8 @@ class RemoteMemories:
         yield from self._request("GET", "/tap/export", query={"scope": scope}).splitlines(keepends=True)
 
     def import_lines(self, lines: Iterable[bytes | str]) -> ImportReport:
+        from tap.memories import ImportReport
+
         body = b"".join(line.encode() if isinstance(line, str) else line for line in lines)
         return msgspec.json.decode(self._request("POST", "/tap/import", body=body), type=ImportReport)
 

@@ -12,19 +12,20 @@ else `~/.local/share/tap`.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
 
+from tap.config_errors import URL_PATTERN, config_problems
 from tap.errors import ConfigError
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
 EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 OptionalEnvName = Annotated[str, msgspec.Meta(pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$")]
+Url = Annotated[str, msgspec.Meta(pattern=URL_PATTERN)]  # base URLs of HTTP APIs: the scheme is required
 
 
 class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -51,9 +52,9 @@ class ServerConfig(Section, frozen=True):
 class UpstreamConfig(Section, frozen=True):
     """Where each API dialect is forwarded, and how long tap waits for it."""
 
-    anthropic: str = "https://api.anthropic.com"
-    openai: str = "https://api.openai.com"
-    ollama: str = "http://127.0.0.1:11434"
+    anthropic: Url = "https://api.anthropic.com"
+    openai: Url = "https://api.openai.com"
+    ollama: Url = "http://127.0.0.1:11434"
     connect_timeout_s: PositiveFloat = 10.0
     read_timeout_s: PositiveFloat = 600.0
 
@@ -101,7 +102,7 @@ class ExtractConfig(Section, frozen=True):
     gate_model: str = "claude-haiku-4-5"
     model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
-    anthropic_url: str = "https://api.anthropic.com"
+    anthropic_url: Url = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "llama3.2"
     timeout_s: PositiveFloat = 60.0
@@ -135,13 +136,13 @@ class TelegramConfig(Section, frozen=True):
     token_env: EnvName = "TAP_TELEGRAM_TOKEN"
     secret_env: EnvName = "TAP_TELEGRAM_SECRET"
     path: Annotated[str, msgspec.Meta(pattern=r"^/[A-Za-z0-9/_-]*$")] = "/telegram/webhook"
-    api_url: str = "https://api.telegram.org"
+    api_url: Url = "https://api.telegram.org"
     allowed_users: list[int] = msgspec.field(default_factory=list)
     allow_groups: bool = False
     provider: Literal["anthropic", "ollama"] = "anthropic"
     model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
-    anthropic_url: str = "https://api.anthropic.com"
+    anthropic_url: Url = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=64000)] = 1024
     system_prompt: str = "You are a helpful assistant in a Telegram chat. Be concise."
@@ -213,58 +214,6 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     data_dir: Path
 
 
-RETIRED = {
-    "recall.skip_repeats": (
-        "retired: every request now gets the memories for its latest human turn, minus those the model "
-        "can already see in the request (README: Repeats); delete this line"
-    ),
-}
-"""Keys earlier versions accepted, with what to do about them (named instead of "unknown key")."""
-
-_PATH_RE = re.compile(r" - at `?\$\.?([^`]*)`?$")
-
-
-def _key_path(raw: str) -> tuple[str, str]:
-    """Split msgspec's 'message - at `$.a.b`' into ('a.b', 'message')."""
-    match = _PATH_RE.search(raw)
-    if not match:
-        return "", raw
-    return match.group(1), raw[: match.start()]
-
-
-def _lookup(data: object, dotted: str) -> object:
-    """Fetch the offending value from the decoded TOML by its dotted path."""
-    current = data
-    for part in re.findall(r"[^.\[\]]+", dotted):
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-        else:
-            return None
-    return current
-
-
-def describe_error(raw: str, data: object) -> str:
-    """Turn a msgspec error into 'key.path: expected X, got VALUE' (what `config check` prints)."""
-    path, message = _key_path(raw)
-    if message.startswith("Object contains unknown field"):
-        field = message.split("`")[1] if "`" in message else message.rsplit(" ", 1)[-1]
-        where = f"{path}.{field}" if path else field
-        if where in RETIRED:
-            return f"{where}: {RETIRED[where]}"
-        return f"{where}: unknown key (check the spelling; see config.toml for every option)"
-    value = _lookup(data, path)
-    detail = message.replace("`", "")
-    detail = re.sub(r", got [a-z]+$", "", detail)
-    detail = re.sub(r" '[^']*'$", "", detail) if detail.startswith("Invalid enum") else detail
-    detail = detail[0].lower() + detail[1:] if detail else "invalid value"
-    if isinstance(value, dict):
-        return f"{path or '(top level)'}: {detail}"
-    shown = repr(value) if isinstance(value, str) else msgspec.json.encode(value).decode()
-    return f"{path or '(top level)'}: {detail}, got {shown}"
-
-
 def find_config_path(explicit: str | Path | None = None) -> Path | None:
     """The config file tap reads, by the documented lookup order (None → built-in defaults)."""
     if explicit:
@@ -285,7 +234,7 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
 
 
 def parse_config(text: str, *, origin: str = "config") -> Config:
-    """Decode and validate TOML text; errors name the key, the value and the reason."""
+    """Decode and validate TOML text; the error names every bad key, what it allows and an example."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -293,7 +242,11 @@ def parse_config(text: str, *, origin: str = "config") -> Config:
     try:
         return msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{origin}: {describe_error(str(exc), data)}") from exc
+        problems = config_problems(data, Config) or [str(exc)]
+        if len(problems) == 1:
+            raise ConfigError(f"{origin}: {problems[0]}") from exc
+        listing = "\n".join(f"  {problem}" for problem in problems)
+        raise ConfigError(f"{origin}: {len(problems)} problems\n{listing}") from exc
 
 
 def resolve_data_dir(config: Config) -> Path:

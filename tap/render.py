@@ -1,23 +1,30 @@
-"""Human-readable terminal output for the CLI (rich tables); JSON output lives in tap.views."""
+"""Human-readable terminal output for the CLI (rich tables); JSON output lives in tap.views.
+
+rich is imported by the functions that build tables, not at the top: every `tap` command imports
+this module, and most print no table.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from datetime import UTC, datetime
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from tap.ports import StoreStats
 from tap.records import Memory
 from tap.validate import timestamp_ok
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
 
 def console() -> Console:
     """A console on stdout; plain text when stdout is not a terminal, then as wide as $COLUMNS or
     160 (a pipe or a file has no width, and 80 left no room for the content column)."""
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160
     return Console(highlight=False, soft_wrap=False, width=width)
 
@@ -32,6 +39,8 @@ def when(stamp: float) -> str:
 def memories_table(memories: list[Memory], *, scores: list[float] | None = None, title: str = "") -> Table:
     """id, scope, kind, importance, date, content (and score when given; and, when superseded
     versions are listed, which version is current)."""
+    from rich.table import Table
+
     table = Table(title=title or None, show_lines=False, expand=False)
     table.add_column("id", no_wrap=True)
     history = any(not m.active for m in memories)
@@ -77,6 +86,8 @@ def chain_text(chain: list[Memory]) -> str:
 
 def stats_table(stats: StoreStats) -> Table:
     """Counts by scope and kind plus size and location."""
+    from rich.table import Table
+
     table = Table(title=f"{stats.location} · embedder {stats.embedder}")
     table.add_column("what")
     table.add_column("count", justify="right")

@@ -30,7 +30,9 @@ from bridges.hooks.deadline import Deadline
 from bridges.hooks.hooklog import log_line
 from bridges.hooks.names import AGENTS, EVENTS, cli_event
 
-USAGE = "usage: tap [--config PATH] hook EVENT [--agent claude|codex]  (EVENT: " + ", ".join(EVENTS) + ")"
+USAGE = (
+    "usage: tap [--config PATH] hook EVENT [--agent claude|codex] [--config PATH]  (EVENT: " + ", ".join(EVENTS) + ")"
+)
 
 
 class HookFailed(Exception):
@@ -84,6 +86,11 @@ def parse_args(argv: list[str]) -> Invocation:
             agent, options = options[1], options[2:]
         elif options[0].startswith("--agent="):
             agent, options = options[0].split("=", 1)[1], options[1:]
+        elif options[0].startswith("--config"):  # `--config` may follow the command, as for every command
+            late, options = split_config(options)
+            if late is None:
+                raise ValueError(f"unexpected argument {options[0]!r}; {USAGE}")
+            config = late
         else:
             raise ValueError(f"unexpected argument {options[0]!r}; {USAGE}")
     if agent not in AGENTS:

@@ -183,7 +183,7 @@ class HookService:
             output=context_output(EVENTS[event], result.block),
             session=session,
             given=ids,
-            outcome=f"gave {len(ids)} memories ({result.tokens} tokens)",
+            outcome=f"gave {len(ids)} {'memory' if len(ids) == 1 else 'memories'} ({result.tokens} tokens)",
         )
 
     # -- capture -----------------------------------------------------------------------------------

@@ -224,7 +224,9 @@ class Commands:
         del self._confirmations[key.scope]
         removed = await asyncio.to_thread(self.memories.forget_scope, key.scope)
         turns = self.db.clear_history(key.conversation)
-        return f"Done: forgot {removed} memories and {turns} messages of chat history."
+        memories = "memory" if removed == 1 else "memories"
+        messages = "message" if turns == 1 else "messages"
+        return f"Done: forgot {removed} {memories} and {turns} {messages} of chat history."
 
     def cancel_forget_all(self, key: ChatKey) -> str:
         """The cancel button."""

@@ -118,7 +118,7 @@ async def test_forget_all_asks_first_and_only_the_asker_can_confirm(isolated_hom
             history = db.execute("SELECT count(*) FROM turns").fetchone()[0]
     assert "Forget <b>everything</b>" in question.text and no_data == "forget-cancel" and yes.startswith("Yes")
     assert "expired" in expired.text and "Only the person who asked" in not_yours.text
-    assert done.text == "Done: forgot 2 memories and 1 messages of chat history."
+    assert done.text == "Done: forgot 2 memories and 1 message of chat history."
     assert "expired" in again.text
     assert active(tap, PRIVATE_ANN) == [] and active(tap, PRIVATE_BOB) == ["Bob lives in Braga"] and history == 0
 

@@ -84,3 +84,12 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.delenv(CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_dir() == tmp_path / "xdg" / "tap" / "models"
+
+
+def test_the_quantizer_logs_nothing_of_its_own(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """onnxruntime's quantizer logs dozens of per-tensor INFO lines on the root logger; a first
+    `tap serve` (logging at INFO) must show only tap's own line about deriving the model."""
+    with caplog.at_level(logging.INFO):
+        quantized_model(default_model_path(), MODEL_SHA256, tmp_path)
+    assert "deriving the int8 embedding model" in caplog.text
+    assert [record.getMessage() for record in caplog.records if record.name == "root"] == []

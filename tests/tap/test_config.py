@@ -17,14 +17,19 @@ def test_empty_file_is_all_defaults() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[recall]\nbudget_tokens = -3", "recall.budget_tokens: expected int >= 50, got -3"),
+        ("[recall]\nbudget_tokens = -3", "recall.budget_tokens: expected an integer from 50 to 8000, got -3"),
         ("[recall]\nbudgt = 3", "recall.budgt: unknown key"),
-        ("[nope]\nx = 1", "nope: unknown key"),
-        ('[server]\nport = "x"', "server.port: expected int, got 'x'"),
-        ('[extract]\nprovider = "gemini"', "extract.provider: invalid enum value, got 'gemini'"),
+        ("[nope]\nx = 1", "nope: unknown table"),
+        ('[server]\nport = "x"', "server.port: expected an integer from 0 to 65535, got 'x'"),
+        (
+            '[extract]\nprovider = "gemini"',
+            'extract.provider: expected one of "anthropic", "ollama", "rules", got \'gemini\'',
+        ),
         ("[extract]\nchunk_tokens = 100\noverlap_tokens = 200", "overlap_tokens (200) must be smaller"),
-        ('[telegram]\nallowed_users = ["ann"]', "telegram.allowed_users[0]: expected int, got 'ann'"),
-        ('[store]\nurl = "ftp://x"', "store.url: expected str matching regex"),
+        ('[telegram]\nallowed_users = ["ann"]', "telegram.allowed_users[0]: expected an integer, got 'ann'"),
+        ('[store]\nurl = "ftp://x"', "store.url: expected a Chroma server as http(s)://host:port"),
+        ("[hooks]\ntimeout_s = 0", "hooks.timeout_s: expected a number > 0, got 0; e.g. timeout_s = 1.0"),
+        ("port = 8787", "port: unknown key at the top level, outside any [table] (it belongs under [server]"),
         ("[recall\n", "not valid TOML"),
     ],
 )
@@ -32,6 +37,77 @@ def test_bad_values_name_the_key_value_and_reason(text: str, message: str) -> No
     with pytest.raises(ConfigError) as info:
         parse_config(text)
     assert message in str(info.value)
+
+
+def test_every_problem_is_reported_at_once_with_allowed_values_and_an_example() -> None:
+    text = """
+[recall]
+budget_tokens = 1
+budgt = 3
+[extract]
+provider = "gemini"
+chunk_tokens = 100
+overlap_tokens = 200
+[store]
+collection = "a"
+[mitm]
+reverse = ["https://api.anthropic.com@8082", "nowhere"]
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, origin="my.toml")
+    lines = str(info.value).splitlines()
+    assert lines[0] == "my.toml: 6 problems"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "recall.budget_tokens",
+        "recall.budgt",
+        "extract.provider",
+        "extract",
+        "store.collection",
+        "mitm.reverse[1]",
+    ]
+    assert 'one of "anthropic", "ollama", "rules"' in lines[3] and 'e.g. provider = "rules"' in lines[3]
+    assert "e.g. budget_tokens = 500" in lines[1]
+    assert 'e.g. reverse = ["https://api.anthropic.com@8082"]' in lines[6]
+
+
+def test_no_message_shows_a_regular_expression() -> None:
+    import msgspec
+
+    from tap.config_errors import PATTERNS
+
+    patterns = set()
+    for table in msgspec.inspect.type_info(Config).fields:
+        for field in table.type.fields:
+            item = getattr(field.type, "item_type", field.type)
+            if getattr(item, "pattern", None):
+                patterns.add(item.pattern)
+    assert patterns and patterns <= set(PATTERNS)
+    text = '[store]\nurl = "ftp://x"\n[telegram]\npath = "no-slash"\ntoken_env = "1X"\n[mitm]\nhosts = ["a b"]'
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert str(info.value).startswith("config: 4 problems")
+    assert not any(marker in str(info.value) for marker in ("regex", "^", "$", "[A-Za-z"))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fix"),
+    [
+        ("[upstream]\nanthropic", "api.anthropic.com", 'write anthropic = "https://api.anthropic.com"'),
+        ("[upstream]\nollama", "127.0.0.1:11434", 'write ollama = "http://127.0.0.1:11434"'),
+        ("[extract]\nanthropic_url", "api.anthropic.com/v1", 'write anthropic_url = "https://api.anthropic.com/v1"'),
+        ("[telegram]\napi_url", "localhost:8081", 'write api_url = "http://localhost:8081"'),
+    ],
+)
+def test_an_upstream_url_without_a_scheme_is_an_error_with_the_fix(key: str, value: str, fix: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(f'{key} = "{value}"')
+    assert f"got '{value}': the scheme is missing; {fix}" in str(info.value)
+
+
+def test_upstream_urls_with_a_scheme_are_valid() -> None:
+    config = parse_config('[upstream]\nanthropic = "http://127.0.0.1:9999"\nopenai = "https://llm.example.com/proxy"')
+    assert config.upstream.anthropic == "http://127.0.0.1:9999"
+    assert config.upstream.openai == "https://llm.example.com/proxy"
 
 
 def test_real_config_file_documents_valid_defaults() -> None:

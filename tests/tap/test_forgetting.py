@@ -160,7 +160,7 @@ def test_cli_forget_scope_needs_one_target(rt: Runtime) -> None:
     neither = runner.invoke(main, ["memories", "forget"])
     assert both.exit_code == neither.exit_code == 2
     runner.invoke(main, ["memories", "add", "Ann keeps bees", "--scope", SCOPE])
-    result = runner.invoke(main, ["memories", "forget", "--scope", SCOPE, "--json"], catch_exceptions=False)
+    result = runner.invoke(main, ["memories", "forget", "--scope", SCOPE, "--yes", "--json"], catch_exceptions=False)
     assert result.exit_code == 0 and json.loads(result.stdout)["removed"]["memories"] == 1
     listed = runner.invoke(main, ["memories", "list", "--scope", SCOPE, "--json"])
     assert json.loads(listed.stdout) == []

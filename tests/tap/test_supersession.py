@@ -61,10 +61,30 @@ UPDATES = [
     ("I drink coffee every morning.", "I don't drink coffee anymore.", "every morning", "anymore"),
     ("Hi, I'm Katherine, I teach science in Leeds.", "Please call me Kat.", "Katherine", "Kat"),
     ("I do all my analysis in R.", "I used to do everything in R but now I'm on Python.", "analysis in R", "Python"),
-    ("The heroku bill for our app is 250 dollars a month.", "We're off heroku now, everything runs on fly.io.", "bill", "fly.io"),
-    ("We built the inventory service on flask and sqlalchemy.", "We ditched flask for fastapi last month.", "sqlalchemy", "fastapi"),
-    ("I'm still smoking a pack a day, patches didn't help.", "not smoking anymore, three months now!", "pack", "anymore"),
-    ("I run after work most evenings.", "These days I run in the mornings instead of evenings.", "after work", "mornings"),
+    (
+        "The heroku bill for our app is 250 dollars a month.",
+        "We're off heroku now, everything runs on fly.io.",
+        "bill",
+        "fly.io",
+    ),
+    (
+        "We built the inventory service on flask and sqlalchemy.",
+        "We ditched flask for fastapi last month.",
+        "sqlalchemy",
+        "fastapi",
+    ),
+    (
+        "I'm still smoking a pack a day, patches didn't help.",
+        "not smoking anymore, three months now!",
+        "pack",
+        "anymore",
+    ),
+    (
+        "I run after work most evenings.",
+        "These days I run in the mornings instead of evenings.",
+        "after work",
+        "mornings",
+    ),
 ]
 
 

@@ -1,0 +1,112 @@
+"""What the CLI says in the small cases: a recall budget too small for any memory, one memory
+(not "1 memories"), and `tap memories forget` asking on a terminal and needing --yes elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tap.cli import main
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def add(text: str, scope: str = "ann") -> str:
+    code, out, err = run("memories", "add", text, "--scope", scope, "--json")
+    assert code == 0, err
+    return str(json.loads(out)["id"])
+
+
+def active_ids(scope: str = "ann") -> list[str]:
+    code, out, _ = run("memories", "list", "--scope", scope, "--json")
+    assert code == 0
+    return [m["id"] for m in json.loads(out)]
+
+
+def test_recall_says_when_the_budget_is_too_small(isolated_home: Path) -> None:
+    add("Ann moved to Lisbon in May 2024 after five long years of living in a small flat in Porto " * 2)
+    code, out, _ = run("recall", "Where does Ann live? Lisbon or Porto?", "--scope", "ann", "--budget", "50")
+    assert code == 0 and "the budget of 50 tokens is too small: 1 memory is relevant in scope 'ann'" in out
+    needed = int(re.search(r"try --budget (\d+)", out).group(1))  # type: ignore[union-attr]
+    code, out, err = run("recall", "Where does Ann live? Lisbon or Porto?", "--scope", "ann", "--budget", str(needed))
+    assert code == 0 and "Lisbon" in out and "(1 memory," in err
+    code, out, _ = run("recall", "Where does Ann live? Lisbon or Porto?", "--scope", "ann", "--budget", str(needed - 1))
+    assert "too small" in out
+    code, out, _ = run("recall", "Where does Ann live?", "--scope", "nobody", "--budget", "50")
+    assert code == 0 and out.strip() == "nothing relevant in scope 'nobody'"
+
+
+def test_recall_counts_memories_in_the_plural(isolated_home: Path) -> None:
+    add("Ann moved to Lisbon")
+    add("Ann lives in Lisbon with her two dogs")
+    code, _, err = run("recall", "Ann Lisbon", "--scope", "ann")
+    assert code == 0 and "(2 memories," in err
+
+
+def test_forget_without_a_terminal_needs_yes(isolated_home: Path) -> None:
+    memory = add("Ann keeps bees")
+    code, _, err = run("memories", "forget", memory)
+    assert code == 2 and "add --yes" in err
+    code, _, err = run("memories", "forget", "--scope", "ann", "--json")
+    assert code == 2 and "add --yes" in err
+    assert active_ids() == [memory]
+    code, out, _ = run("memories", "forget", memory, "--yes", "--json")
+    assert code == 0 and json.loads(out)["deleted"] == [memory] and active_ids() == []
+
+
+def on_a_terminal(args: list[str], answer: str, home: Path) -> tuple[int, str]:
+    """Run `tap ARGS` with a pseudo-terminal as stdin/stdout/stderr; type `answer` at the prompt."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tap", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, "TAP_HOME": str(home)},
+        close_fds=True,
+    )
+    os.close(follower)
+    seen, answered, deadline = b"", False, time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not answered and b"[y/N]" in seen:
+                os.write(leader, answer.encode() + b"\n")
+                answered = True
+            if proc.poll() is not None and not ready:
+                break
+        return proc.wait(timeout=30), seen.decode(errors="replace")
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_forget_on_a_terminal_asks_first(isolated_home: Path) -> None:
+    memory = add("Ann keeps bees")
+    code, shown = on_a_terminal(["memories", "forget", memory], "n", isolated_home)
+    assert code == 1 and "Delete " + memory in shown and "Aborted" in shown
+    assert active_ids() == [memory]
+    code, shown = on_a_terminal(["memories", "forget", memory], "y", isolated_home)
+    assert code == 0 and "deleted 1 version(s)" in shown
+    assert active_ids() == []

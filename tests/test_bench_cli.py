@@ -1,0 +1,40 @@
+"""The CLI start-up benchmark (bench/cli.py) runs in its tiny mode and writes its result.
+
+Nothing is compared against the 0.5 s target here (the machine may be busy): the run must exit 0,
+time every command in both modes next to the interpreter baseline, and the commands that talk to
+a running server must have been faster than the same commands opening the store themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {"python -c pass", "tap --help", "tap status", "tap memories list", "tap recall TEXT"}
+
+pytestmark = pytest.mark.slow
+
+
+def test_cli_benchmark_quick_run(tmp_path: Path) -> None:
+    out = tmp_path / "cli.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "cli.py"), "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    for mode in ("with_server", "without_server"):
+        assert set(result[mode]) == COMMANDS
+        assert all(row["runs"] == 2 and row["median_s"] > 0 for row in result[mode].values())
+        assert result[mode]["python -c pass"]["ratio_to_python"] == 1.0
+    for command in ("tap status", "tap memories list", "tap recall TEXT"):
+        assert result["with_server"][command]["cpu_median_s"] < result["without_server"][command]["cpu_median_s"]
+    assert "meets_target" in result["with_server"]["tap status"]
