@@ -79,9 +79,11 @@ def on_a_terminal(args: list[str], answer: str, home: Path) -> tuple[int, str]:
     )
     os.close(follower)
     seen, answered, deadline = b"", False, time.monotonic() + 120
+    waiting = select.poll()  # not select(): in a long test run the descriptor can be past 1024
+    waiting.register(leader, select.POLLIN)
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 0.2)
+            ready = waiting.poll(200)
             if ready:
                 try:
                     chunk = os.read(leader, 4096)
