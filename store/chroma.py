@@ -385,11 +385,8 @@ class ChromaStore:
         )
 
     def close(self) -> None:
-        """Close the lexical index and the Chroma client (its files and threads), then release the
-        data-dir lock."""
+        """Close the lexical index and release the data-dir lock."""
         self._lexical.close()
-        with contextlib.suppress(Exception):  # a server already gone: nothing left to release
-            self._client.close()  # chromadb >= 1.5: stops the client's system, closes its SQLite files
         self._release_lock()
 
     def _release_lock(self) -> None:

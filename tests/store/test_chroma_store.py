@@ -159,26 +159,3 @@ def test_unreachable_server_is_a_store_error(isolated_home: Path, embedder: Any)
             embedder_id=embedder.model_id,
             dimensions=embedder.dimensions,
         )
-
-
-@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to count open files")
-def test_closing_a_store_releases_its_files(tmp_path: Path, embedder: Any) -> None:
-    def open_files() -> int:
-        return len(list(Path("/proc/self/fd").iterdir()))
-
-    def open_and_close(n: int) -> None:
-        store = ChromaStore(
-            data_dir=tmp_path / f"home{n}",
-            url="",
-            collection="memories",
-            embedder_id=embedder.model_id,
-            dimensions=embedder.dimensions,
-        )
-        _add(store, embedder, "The user keeps bees")
-        store.close()
-
-    open_and_close(0)  # the first store starts Chroma's shared threads
-    before = open_files()
-    for n in range(1, 6):
-        open_and_close(n)
-    assert open_files() - before < 5
