@@ -6,7 +6,8 @@ Tables:
   rows older than `SEEN_TTL_S` are pruned (Telegram stops retrying long before);
 - `refused(who)`: users/groups that already got the polite refusal (it is sent once);
 - `private_next(scope, user_id)`: `/private` was used; the user's next message is not stored;
-- `turns`: the chat history per conversation — the user's text and, once answered, the reply.
+- `turns`: the chat history per conversation — the user's text and, once answered, the reply,
+  both scrubbed (tap.scrub: secrets redacted, `<private>` spans dropped) before they are written.
   A turn is `pending` until its reply reached Telegram; a pending turn is what `/retry` answers,
   and a later answered turn folds earlier pending ones in (they were part of its context).
 
@@ -23,6 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from tap.scrub import scrub
 
 SEEN_TTL_S = 7 * 86400
 _PRUNE_EVERY = 500
@@ -125,7 +128,7 @@ class TelegramDB:
         self._run(
             "INSERT OR IGNORE INTO turns (conversation, message_id, user_id, author, user_text, status, created_at) "
             "VALUES (?, ?, ?, ?, ?, 'pending', ?)",
-            (conversation, message_id, user_id, author, text, self._now()),
+            (conversation, message_id, user_id, author, scrub(text), self._now()),  # no secret is kept
         )
         row = self._run(
             f"SELECT {_TURN_COLUMNS} FROM turns WHERE conversation = ? AND message_id = ?", (conversation, message_id)
@@ -173,7 +176,7 @@ class TelegramDB:
             )
             self._db.execute(
                 "UPDATE turns SET status = 'answered', reply_text = ?, answered_at = ? WHERE id = ?",
-                (reply, self._now(), turn_id),
+                (scrub(reply), self._now(), turn_id),
             )
             self._db.execute("COMMIT")
         return [TurnRow(*row) for row in folded]

@@ -265,3 +265,20 @@ async def test_a_pending_turn_is_folded_into_the_next_answer(isolated_home: Path
         "Nice to hear about Ida.",
     ]
     assert [status for *_, status in turns(isolated_home)] == ["answered", "answered"]
+
+
+async def test_secrets_in_a_chat_are_never_written_to_the_bridge_history(isolated_home: Path) -> None:
+    key = "sk-ant-api03-" + "Zq7" * 12
+    async with (
+        FakeBotAPI() as api,
+        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
+    ):
+        llm.reply(body=anthropic_text(f"Got it: {key} is your key."))
+        status, _ = await tap.post(text_update(f"my anthropic key is {key}, keep it safe"))
+        await api.wait_for("sendMessage")
+        await tap.settle_ingest()
+    assert status == 200
+    ((_, user_text, reply_text, state),) = turns(isolated_home)
+    assert state == "answered" and "[REDACTED]" in user_text and "[REDACTED]" in (reply_text or "")
+    assert key not in (isolated_home / "telegram.db").read_bytes().decode("utf-8", "replace")
