@@ -1,7 +1,7 @@
 """Recall quality on LoCoMo: evidence recall at a token budget (ER@B), with baselines and controls.
 
 Run: ``./dev bench locomo [--data PATH] [--budget 500] [--config-variant default|no-episodes]...
-[--config FILE]... [--limit-conversations N] [--quick] [--synthetic]``. Writes
+[--config FILE]... [--limit-conversations N] [--quick] [--synthetic] [--home DIR]``. Writes
 ``bench/results/locomo.json`` and prints a table. The data (CC BY-NC 4.0) is read from
 ``../shared/data/locomo/locomo10.json`` or ``--data``; nothing of it is copied into the repo.
 
@@ -25,6 +25,9 @@ Method (../shared/data/locomo/README.md):
   memories of tap's store (floor), and tap's own blocks with every citation replaced by a random
   dia_id of the same session (must collapse; otherwise citations are too wide).
 
+``--home DIR`` keeps each conversation's data dir; a later run with the same config reuses its
+ingestion (for working on recall: scoring only, about a minute instead of the ingestion).
+
 Variants: ``default`` (rules extractor + episodes: the offline default config) and ``no-episodes``
 (rules only, ``[extract] store_episodes = false``); ``--config FILE`` runs any config instead, e.g.
 an LLM extractor: ``bench/configs/anthropic.toml`` (``[extract] provider = "anthropic"``, needs
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import calendar
+import hashlib
 import random
 import re
 import statistics
@@ -43,7 +47,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -336,13 +341,53 @@ class VariantRun:
     misses: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_variant_on(run: VariantRun, conversation: Conversation, budget: int, rng: random.Random) -> None:
-    """Ingest one conversation into a fresh store with this variant's config, then ask every question."""
-    with tempfile.TemporaryDirectory(prefix="tap-locomo-") as home:
-        loaded = LoadedConfig(config=parse_config(run.toml), path=None, data_dir=Path(home))
+MARKER = "locomo-ingested.json"  # written to a kept --home data dir once its ingestion has finished
+
+
+def ingestion_key(run: VariantRun, conversation: Conversation) -> str:
+    """What a kept ingestion depends on: the config and the conversation (not the code: --home is a
+    tool for working on recall; rerun without it after changing extraction)."""
+    payload = msgspec.json.encode([run.toml, conversation.sample_id, [t.dia_id for t in conversation.turns]])
+    return hashlib.sha256(payload).hexdigest()[:16]
+
+
+@contextmanager
+def data_dir_for(run: VariantRun, conversation: Conversation, keep: Path | None) -> Iterator[tuple[Path, bool]]:
+    """(data dir, already ingested): a temporary one, or one kept under `keep` across runs."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="tap-locomo-") as home:
+            yield Path(home), False
+        return
+    home = keep / run.name / conversation.sample_id
+    marker = home / MARKER
+    if marker.is_file():
+        saved = msgspec.json.decode(marker.read_bytes())
+        if saved.get("key") != ingestion_key(run, conversation):
+            raise RuntimeError(f"{home} holds an ingestion of another config or data; use a fresh --home")
+        yield home, True
+        return
+    if home.exists() and any(home.iterdir()):
+        raise RuntimeError(f"{home} is not empty and holds no finished ingestion; use a fresh --home")
+    home.mkdir(parents=True, exist_ok=True)
+    yield home, False
+
+
+def run_variant_on(
+    run: VariantRun, conversation: Conversation, budget: int, rng: random.Random, keep: Path | None = None
+) -> None:
+    """Ingest one conversation into a fresh store with this variant's config (or reuse a kept
+    ingestion), then ask every question."""
+    with data_dir_for(run, conversation, keep) as (home, ingested):
+        loaded = LoadedConfig(config=parse_config(run.toml), path=None, data_dir=home)
         rt = open_runtime(loaded)
         try:
-            stats = ingest(rt, conversation)
+            if ingested:
+                stats = msgspec.json.decode((home / MARKER).read_bytes())["stats"]
+            else:
+                stats = ingest(rt, conversation)
+                if keep is not None:
+                    marker = {"key": ingestion_key(run, conversation), "stats": stats}
+                    (home / MARKER).write_bytes(msgspec.json.encode(marker))
             run.ingest_s += stats["seconds"]
             run.turns += int(stats["turns"])
             counts = rt.queue.counts()
@@ -418,6 +463,7 @@ def run(
     variants: Sequence[tuple[str, str]],
     budget: int,
     progress: Callable[[str], None] = lambda _: None,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
     """Every variant and the baselines over the conversations; the JSON result."""
     rng = random.Random(SEED)
@@ -425,7 +471,7 @@ def run(
     for conversation in conversations:
         for variant in runs:
             started = time.perf_counter()
-            run_variant_on(variant, conversation, budget, rng)
+            run_variant_on(variant, conversation, budget, rng, keep)
             progress(f"{conversation.sample_id} {variant.name}: {time.perf_counter() - started:.0f} s")
     bm25 = run_bm25(conversations, budget)
     repairs: Counter[str] = Counter()
@@ -537,6 +583,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 conversation, first 3 sessions (smoke run)")
     parser.add_argument("--synthetic", action="store_true", help="a tiny built-in conversation instead of LoCoMo")
     parser.add_argument("--out", type=Path, default=None, help="where to write the JSON result")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="keep each conversation's data dir here; a later run with the same config reuses its ingestion "
+        "(recall and scoring only; rerun without it after changing extraction)",
+    )
     args = parser.parse_args(argv)
 
     if args.synthetic:
@@ -555,7 +608,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants += [(path.stem, path.read_text()) for path in args.config]
     for _, toml in variants:
         parse_config(toml)  # fail before the long run on a bad config
-    result = run(conversations, variants, args.budget, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    result = run(
+        conversations,
+        variants,
+        args.budget,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+        keep=args.home,
+    )
     result["mode"] = "synthetic" if args.synthetic else "quick" if args.quick else "full"
     path = benchutil.write_result("locomo", result, args.out)
     print_report(result)

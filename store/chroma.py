@@ -293,9 +293,9 @@ class ChromaStore:
             )
         return out
 
-    def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
+    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
         """Active memories of the scope by BM25 over their content."""
-        ranked = self._lexical.search(query, scope=scope, k=k)
+        ranked = self._lexical.search(query, scope=scope, k=k, prefix=prefix)
         if self._exclusive:
             records = self._lexical.records([i for i, _ in ranked])
             return [Hit(memory=_decode(records[i]), score=s) for i, s in ranked if i in records]

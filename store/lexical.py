@@ -151,12 +151,14 @@ class LexicalIndex:
             self._db.execute("DELETE FROM entries WHERE id = ?", (memory_id,))
             delta[row[1]] -= 1
 
-    def search(self, query: str, *, scope: str, k: int) -> list[tuple[str, float]]:
-        """(id, score) pairs best first; score is -bm25, so higher is better."""
+    def search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[tuple[str, float]]:
+        """(id, score) pairs best first; score is -bm25, so higher is better. `prefix`: each term
+        also matches the words it starts ('vim' finds 'vimrc')."""
         terms = query_terms(query)
         if not terms:
             return []
-        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        star = "*" if prefix else ""
+        words = " OR ".join('"' + t.replace('"', '""') + '"' + star for t in terms)
         with self._lock:
             if self._counts.get(scope, 0) == 0:
                 return []

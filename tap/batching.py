@@ -129,10 +129,10 @@ class WriteBuffer:
 
     # -- the rest of the MemoryStore protocol reads the store directly --------------------------------
 
-    def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
+    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
         """The store's lexical hits as the buffer changed them, then buffered new memories of the
         scope holding every query word (score 0: the buffer keeps no BM25 statistics)."""
-        hits = [self._current(h) for h in self.store.text_search(query, scope=scope, k=k)]
+        hits = [self._current(h) for h in self.store.text_search(query, scope=scope, k=k, prefix=prefix)]
         found = [h for h in hits if h is not None]
         words = query.lower().split()
         fresh = [

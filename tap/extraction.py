@@ -236,7 +236,7 @@ class Extraction:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
             evidence.mates = slot_mates(candidate, family)
         if candidate.retracts:
-            hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K)
+            hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
             evidence.retracted = [
                 h.memory
                 for h in hits
@@ -327,6 +327,7 @@ class Extraction:
             slot_part=candidate.slot_part,
             slot_value=candidate.slot_value,
             context=candidate.context,
+            holder=candidate.holder,
         )
 
     def _add_excerpts(self, chunk: Chunk, excerpts: list[Excerpt], ids: list[str], existing: set[str]) -> int:

@@ -71,8 +71,9 @@ class MemoryStore(Protocol):
         many, when the scope has them) where completing it would cost a slower search."""
         ...
 
-    def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
-        """Active memories of a scope matching the query words; score is BM25 (higher = better)."""
+    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
+        """Active memories of a scope matching the query words; score is BM25 (higher = better).
+        `prefix`: a query word also matches the words it starts ('vim' finds 'vimrc')."""
         ...
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:

@@ -19,6 +19,7 @@ Pipeline (DESIGN.md §5):
 from __future__ import annotations
 
 import asyncio
+import bisect
 import re
 import threading
 import time
@@ -133,11 +134,9 @@ class _Packer:
         return True
 
     def result(self) -> RecallResult:
-        """The rendered block; `memories` in block order: statements first, then excerpts (each
-        by score)."""
+        """The rendered block; `memories` best first (rank_order)."""
         if not self.chosen:
             return empty_result()
-        self.chosen.sort(key=lambda r: is_excerpt(r.memory))
         lines = [HEADER]
         for excerpt in (False, True):
             if excerpt and self.sections[True]:
@@ -145,7 +144,7 @@ class _Packer:
             for day in sorted(self.sections[excerpt]):
                 lines += [day_heading(day[1]), *self.sections[excerpt][day]]
         block = "\n".join([*lines, FOOTER])
-        return RecallResult(block=block, tokens=count_tokens(block), memories=self.chosen)
+        return RecallResult(block=block, tokens=count_tokens(block), memories=rank_order(self.chosen))
 
 
 _CURRENT = re.compile(
@@ -155,32 +154,84 @@ _CURRENT = re.compile(
 )
 CURRENT_HALF_LIFE_DAYS = 30.0
 CURRENT_FLOOR = 0.6
+PRESENT_FLOOR = 0.8
+
+
+_QUESTION = re.compile(
+    r"\?|^\W*(?:what|what's|which|who|who's|whose|where|where's|when|how|is|are|am|do|does|did|can|could|will|has"
+    r"|have|was|were|had)\b",
+    re.IGNORECASE,
+)
+_AUXILIARY = re.compile(
+    r"\b(?:is|are|am|do|does|has|have|can|will|should|did|was|were|had)\b|(?<=[a-z])['’]s\b|\bused to\b",
+    re.IGNORECASE,
+)
+_PAST_AUXILIARIES = frozenset({"did", "was", "were", "had", "used to"})
 
 
 def asks_for_current(query: str) -> bool:
-    """Whether the query asks for the present state of something ('where do I live now?')."""
+    """Whether the query says it asks for the present state of something ('where do I live now?',
+    'what's my latest …')."""
     return _CURRENT.search(query) is not None
 
 
-def _newest_first_weighting(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
-    """For a question about the present: statements weighed by how recent they are relative to the
-    newest candidate statement (x1 for the newest, halving every CURRENT_HALF_LIFE_DAYS, never below
-    CURRENT_FLOOR), so the latest value of a fact outranks older ones whatever the wall clock says.
-    Excerpts keep their rank: they are the history, and the block shows them after the statements.
-    Measured on LongMemEval knowledge-update (both the old and the new mention are evidence): a
-    floor of 0.25 applied to excerpts too pushed the old mentions out (83.3); this gives 88.9."""
-    stamps = [m.valid_from or m.created_at for m, _ in scored if not is_excerpt(m)]
-    if not stamps:
+def asks_in_present(query: str) -> bool:
+    """Whether the query is a question in the present tense ('which editor does the user use?',
+    'what is my cat called?'); one in the past tense ('where did I go …', 'what was …') asks for
+    history."""
+    if _QUESTION.search(query) is None:
+        return False
+    first = _AUXILIARY.search(query)
+    return first is not None and first.group(0).lower() not in _PAST_AUXILIARIES
+
+
+def current_floor(query: str) -> float:
+    """How far an old candidate may fall behind the newest one for this query (1.0: not at all):
+    CURRENT_FLOOR when the query asks for now, PRESENT_FLOOR for a present-tense question."""
+    if asks_for_current(query):
+        return CURRENT_FLOOR
+    return PRESENT_FLOOR if asks_in_present(query) else 1.0
+
+
+def _stamp(memory: Memory) -> float:
+    return memory.valid_from or memory.created_at
+
+
+def _newest_first_weighting(scored: list[tuple[Memory, float]], floor: float) -> list[tuple[Memory, float]]:
+    """For a question about the present: every candidate, statement or excerpt, weighed by how
+    recent it is relative to the newest candidate (x1 for the newest, halving every
+    CURRENT_HALF_LIFE_DAYS, never below `floor`), so the latest mention of a fact outranks
+    older ones whatever the wall clock says; the floor keeps the history in the block (LongMemEval
+    knowledge updates count the old mention as evidence too)."""
+    if not scored:
         return scored
-    newest = max(stamps)
-    out = []
-    for memory, score in scored:
-        if is_excerpt(memory):
-            out.append((memory, score))  # the verbatim layer keeps its rank: it holds the history
-            continue
-        age_days = max(0.0, newest - (memory.valid_from or memory.created_at)) / 86400
-        out.append((memory, score * max(CURRENT_FLOOR, 0.5 ** (age_days / CURRENT_HALF_LIFE_DAYS))))
-    return out
+    newest = max(_stamp(m) for m, _ in scored)
+    weighted = [
+        (m, s * max(floor, 0.5 ** (max(0.0, newest - _stamp(m)) / 86400 / CURRENT_HALF_LIFE_DAYS))) for m, s in scored
+    ]
+    return weighted
+
+
+def rank_order(chosen: Sequence[Recalled]) -> list[Recalled]:
+    """The block's memories best first, where an excerpt never ranks above a statement at least as
+    new as it (a verbatim line must not outrank the newer statement of a fact, nor the statement
+    made of the same turn): each excerpt's score is capped just below the lowest score of those
+    statements."""
+    statements = sorted(((_stamp(r.memory), r.score) for r in chosen if not is_excerpt(r.memory)), reverse=True)
+    if not statements:
+        return sorted(chosen, key=lambda r: -r.score)
+    older_first = [-t for t, _ in statements]  # ascending, for bisect
+    lowest_newer: list[float] = []  # lowest_newer[i]: lowest score among the i+1 newest statements
+    for _, score in statements:
+        lowest_newer.append(min(score, lowest_newer[-1]) if lowest_newer else score)
+
+    def key(recalled: Recalled) -> float:
+        if not is_excerpt(recalled.memory):
+            return recalled.score
+        newer = bisect.bisect_right(older_first, -_stamp(recalled.memory))  # statements at least as new
+        return min(recalled.score, lowest_newer[newer - 1] * 0.999) if newer else recalled.score
+
+    return sorted(chosen, key=lambda r: -key(r))
 
 
 class RecallEngine:
@@ -252,8 +303,9 @@ class RecallEngine:
         fused = self._fuse(self._relevant_vector(vector_hits), self._relevant_lexical(lexical_hits))
         now = self._now()
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
-        if asks_for_current(query):
-            scored = _newest_first_weighting(scored)
+        floor = current_floor(query)
+        if floor < 1.0:
+            scored = _newest_first_weighting(scored, floor)
         return sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
 
     def _relevant_vector(self, hits: list[Hit]) -> list[Hit]:

@@ -144,13 +144,25 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
 def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:
     """The retracted memories a statement takes back: older, about the same family of subjects (the
     user and their team are one; "Lucas" is another), and not from the statement's own turns."""
-    family = subject_family(candidate.content)
+    family = holder_family(candidate.holder, candidate.content)
     own = set(candidate.turn_ids)
     return [
         m
         for m in retracted
-        if m.valid_from <= candidate.valid_from and subject_family(m.content) == family and not own & set(m.sources)
+        if m.valid_from <= candidate.valid_from
+        and holder_family(m.holder, m.content) == family
+        and not own & set(m.sources)
     ]
+
+
+def holder_family(holder: str, content: str) -> str:
+    """Whose statement it is, as retractions compare them: 'self' for the user, their people,
+    things and team; otherwise the person's name. From the extractor's `holder` when it recorded
+    one, else read off the content (subject_family)."""
+    if not holder:
+        return subject_family(content)
+    root = holder.split(":", 1)[0]
+    return "self" if root in ("user", "team") else root
 
 
 def subject_family(content: str) -> str:

@@ -52,6 +52,7 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
     slot_part: str = ""
     slot_value: str = ""
     context: str = ""
+    holder: str = ""
 
     @property
     def index_text(self) -> str:
@@ -102,7 +103,9 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     `slot` / `slot_part` / `slot_value`: the single-valued attribute it states ("user|residence",
     "", "lisbon"; "team|database", "backend", "postgres"), so reconcile can supersede the statement
     it updates; `retracts`: words of what it takes back
-    ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana".
+    ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana";
+    `holder`: whom it is about (tap.rules.slots.statement_holder: "user", "team", "user:sister",
+    "lucas"; "" when the extractor does not say).
     """
 
     content: str
@@ -117,6 +120,7 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     retracts: list[str] = msgspec.field(default_factory=list)
     correction: list[str] = msgspec.field(default_factory=list)
     context: str = ""
+    holder: str = ""
 
 
 class Hit(msgspec.Struct, kw_only=True):

@@ -42,7 +42,7 @@ from tap.rules.person import (
     rewrite_we,
     subject_for,
 )
-from tap.rules.slots import read_slot, slot_words
+from tap.rules.slots import read_slot, slot_words, statement_holder
 from tap.rules.text import (
     clauses,
     content_words,
@@ -153,6 +153,7 @@ class RulesExtractor:
             retracts=list(reading.retracts),
             correction=list(reading.correction),
             context=slot_words(slot),
+            holder=statement_holder(statement, turn.speaker, work=is_work_talk(statement)),
         )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "normalise_value",
     "read_slot",
     "slot_words",
+    "statement_holder",
     "tool_category",
     "tool_category_in",
 ]
@@ -197,6 +198,13 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "residence",
         re.compile(
             rf"\b(?:live|lives|living|reside|resides|residing|based|settled|staying)\s+(?:in|at|near)\s+{_VALUE}"
+        ),
+    ),
+    (
+        "residence",  # "moved into a 1920s bungalow in Park Hill": the place, not the house
+        re.compile(
+            r"\b(?:moved|relocated)\s+(?:back\s+|over\s+)?(?:to|into)\s+(?:an?|the|my|our)\s+(?:[\w'’-]+\s+){0,3}?"
+            rf"(?:house|home|flat|apartment|place|bungalow|condo|studio|cottage|loft|room)\s+(?:in|at|near)\s+{_VALUE}"
         ),
     ),
     ("residence", re.compile(rf"\b(?:moved|relocated)\s+(?:back\s+|over\s+)?(?:to|into)\s+{_VALUE}")),
@@ -362,10 +370,11 @@ def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
     part = _SUBJECT_PART.match(lowered) or _QUALIFIER.search(lowered)
     part_name = _norm_noun(part.group("q")) if part else ""
     first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me)\b", lowered)
-    if re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE) or (
-        work and part and not first_person
-    ):
+    we = re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE)
+    if (we and work) or (work and part and not first_person):
         return "team", part_name
+    if we:
+        return speaker, ""  # outside work talk "we" is the speaker's household, as rewrite_we writes it
     if not first_person and _tool_terms(lowered):
         named = re.match(r"^(?:the\s+)?([A-Za-z][\w-]+)\s+(?:is|runs|uses|stays|moved|was|will|has|'s|’s)\b", lowered)
         own = named.group(1).lower() if named and named.group(1).lower() not in _TOOLISH else ""
@@ -382,6 +391,28 @@ _OWN_THINGS = re.compile(
     r"|database|backend|frontend|app|project|editor|setup|workflow)\b",
     re.IGNORECASE,
 )
+
+
+_NOT_A_NAME = frozenset(
+    "the a an this that these those it its there here my our your his her their some all every each no one "
+    "both any another other most many much few everything nothing someone everyone and but so also just".split()
+)
+_OPENING_NAME = re.compile(r"^([A-Z][\w’'-]+)\b")
+
+
+def statement_holder(sentence: str, speaker: str, *, work: bool = False) -> str:
+    """Whom a statement is about: the speaker ("user", "grace") for what they say of themselves
+    and of their own unnamed things ("internal inventory service, Flask 3"), "team" for their team,
+    "<speaker>:<noun>" for a relative or pet ("user:sister"), or the lower-cased name that opens
+    a sentence about someone else ("Lucas still uses vim" → "lucas"). Reads the sentence as typed
+    (before it is rewritten), so a capital is the writer's own."""
+    who = speaker.lower()
+    first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me|we|we're|we’re|our|us)\b", sentence, re.IGNORECASE)
+    opening = _OPENING_NAME.match(sentence.strip())
+    if not first_person and opening and opening.group(1).lower() not in _NOT_A_NAME:
+        return opening.group(1).lower()
+    holder, _ = _holder(sentence, who, work)
+    return holder
 
 
 def _norm_noun(noun: str) -> str:

@@ -136,7 +136,7 @@ def test_statements_come_before_excerpts_and_a_covered_turn_waits_for_room(engin
     result = engine.recall("What is the user's dog called?", scope="ann")
     ids = [r.memory.id for r in result.memories]
     assert set(ids) == {excerpt, statement, other}  # room for all: the covered turn is shown too
-    assert ids.index(excerpt) == 2  # excerpts after statements, in the block as in the list
+    assert ids.index(excerpt) == 2  # an excerpt ranks after the statements at least as new as it
     assert result.block.index("Excerpts (verbatim") > result.block.index("Biscuit in the park")
     tight = engine.recall("What is the user's dog called?", scope="ann", budget_tokens=80)
     assert len({s for r in tight.memories for s in r.memory.sources}) == len(tight.memories)  # one per turn
@@ -148,3 +148,37 @@ def test_a_question_about_now_ranks_the_newest_statement_first(engine: RecallEng
     newest = _put(engine, "The user moved to Lisbon", age_days=1100)
     result = engine.recall("where does the user live and where is home these days?", scope="ann")
     assert result.memories[0].memory.id == newest
+
+
+def test_a_present_tense_question_ranks_a_newer_excerpt_above_an_older_statement(engine: RecallEngine) -> None:
+    # the new value exists only verbatim; the old one became a statement: a question in the present
+    # tense asks for now, so the newer mention ranks first (the old stays in the block as history)
+    old = _put(engine, "The user keeps all their notes and reading log in Notion", age_days=1300, sources=["t1"])
+    new = _put(
+        engine,
+        "User: moved all my notes from notion to obsidian last weekend, so much faster",
+        kind="episode",
+        age_days=1200,
+        sources=["t2"],
+    )
+    ids = [r.memory.id for r in engine.recall("Which app does the user keep notes in?", scope="ann").memories]
+    assert ids.index(new) < ids.index(old)
+    past = [r.memory.id for r in engine.recall("Which app did the user keep notes in?", scope="ann").memories]
+    assert past.index(old) < past.index(new)  # a past-tense question asks for history: relevance decides
+
+
+def test_an_excerpt_never_outranks_a_newer_statement(engine: RecallEngine) -> None:
+    excerpt = _put(engine, "User: our band is called The Marmots, we play the Half Moon", kind="episode", age_days=400)
+    statement = _put(engine, "The user's band is now called Low Tide", age_days=100)
+    ids = [r.memory.id for r in engine.recall("What did the band play at the Half Moon?", scope="ann").memories]
+    assert ids.index(statement) < ids.index(excerpt)
+
+
+def test_questions_in_the_present_lean_to_the_newest() -> None:
+    from tap.recall import CURRENT_FLOOR, PRESENT_FLOOR, current_floor
+
+    assert current_floor("where do I live these days?") == CURRENT_FLOOR
+    assert current_floor("Which editor does the team use?") == PRESENT_FLOOR
+    assert current_floor("What's my cat called?") == PRESENT_FLOOR
+    assert current_floor("What did Caroline paint?") == 1.0
+    assert current_floor("help me write an email") == 1.0

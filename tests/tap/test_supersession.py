@@ -80,6 +80,19 @@ UPDATES = [
         "anymore",
     ),
     (
+        "We rent a flat in Capitol Hill right now.",
+        "Moved into a bungalow in Park Hill last weekend!",
+        "Capitol",
+        "Park",
+    ),
+    ("My vimrc is 600 lines.", "I switched from vim to helix.", "vimrc", "helix"),
+    (
+        "internal inventory service, Flask 3 + SQLAlchemy 2, python 3.12.",
+        "we ditched flask for fastapi last month",
+        "SQLAlchemy",
+        "fastapi",
+    ),
+    (
         "I run after work most evenings.",
         "These days I run in the mornings instead of evenings.",
         "after work",
