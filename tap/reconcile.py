@@ -198,20 +198,24 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
         if old.kind in NON_SUPERSEDING or old.valid_from > candidate.valid_from or old.kind == "instruction":
             continue
         old_subject = subject_key(old.content)
-        same_family = subject.startswith("the user") and old_subject.startswith("the user")
+        same_family = holder_family(candidate.holder, candidate.content) == holder_family(old.holder, old.content)
         linked = old_subject == subject or (same_family and bool(names & _names(old.content)))
         if linked:
             return Plan(action="supersede", target=old)
     return None
 
 
-_NAME = re.compile(r"(?<=\s)[A-Z][a-z]{2,}\b")
+_NAME = re.compile(r"(?:^|(?<=\s))[A-Z][a-z]{2,}\b")
+_NOT_NAMES = frozenset(
+    {"The", "User", "This", "That", "These", "Those", "Standing", "Asked", "New", "Our", "His", "Her"}
+)
 
 
 def _names(content: str) -> set[str]:
-    """Capitalised words inside a statement (not its first word): the people, pets and projects it
-    names ('Ava', 'Atlas')."""
-    return set(_NAME.findall(content)) - {"The", "User"}
+    """Capitalised words of a statement: the people, places, pets and projects it names ('Ava',
+    'Atlas', 'Oakhurst'); the opening word counts too (a statement may open with a name), the usual
+    sentence openers do not."""
+    return set(_NAME.findall(content)) - _NOT_NAMES
 
 
 def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory]) -> Plan | None:

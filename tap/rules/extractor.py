@@ -32,7 +32,7 @@ from tap.chunker import Chunk, Turn
 from tap.records import CandidateMemory
 from tap.rules.classify import classify, importance
 from tap.rules.dates import resolve_dates, tidy
-from tap.rules.keep import is_fragment, is_instruction, judge
+from tap.rules.keep import is_filler, is_fragment, is_instruction, judge
 from tap.rules.person import (
     COMMON_VERBS,
     capitalise,
@@ -177,7 +177,9 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
             groups[-1].append(clause)
         else:
             groups.append([clause])
-    statements = [s for s in (restore_subject(strip_lead(", ".join(g), names)) for g in groups) if s]
+    stripped = (strip_lead(", ".join(g), names) for g in groups)
+    # filler is judged before a dropped "I" is restored: "have fun, …" is not "I have fun, …"
+    statements = [s for s in (restore_subject(g) for g in stripped if not is_filler(g)) if s]
     return [part for statement in statements for part in _split_compound(statement)]
 
 

@@ -23,7 +23,7 @@ from tap.rules.slots import tool_category, tool_category_in
 from tap.rules.text import MIN_WORDS, content_words
 from tap.scrub import REDACTED
 
-__all__ = ["is_fragment", "is_instruction", "judge"]
+__all__ = ["is_filler", "is_fragment", "is_instruction", "judge"]
 
 MAX_WORDS = 70
 _QUESTION = re.compile(
@@ -85,7 +85,7 @@ _FILLER = re.compile(
     r"|interesting|amazing)|these (?:are|look|sound) (?:great|good|helpful|perfect)|that helps|this helps"
     r"|I (?:really )?appreciate|appreciate it|I'?m (?:back|here)|hello|hi\b|hey\b|good (?:morning|evening|night"
     r"|afternoon)|bye|cheers|lol|haha|oh no|oops|yikes|ugh|sure thing|fine by (?:me|us)|works for (?:me|us)"
-    r"|ok by me|that works|sounds fine|deal\b|no rush|all good"
+    r"|ok by me|that works|sounds fine|deal\b|no rush|all good|I know(?=\s*(?:[^\w\s]|but\b|$))"
     r"|ok\b|okay\b|alright)",
     re.IGNORECASE,
 )
@@ -94,7 +94,7 @@ _VAGUE = frozenset(
     "need needs see say feel wait put let take come stuff bit kind sort thing".split()
 )
 _TRY_ADVICE = re.compile(
-    r"^I(?:'ll|’ll| will| am going to|'m going to|’m going to| might| may)\s+(?:definitely |probably |certainly "
+    r"^(?:I|we)(?:'ll|’ll| will| am going to| are going to|'m going to|’m going to|'re going to| might| may)\s+(?:definitely |probably |certainly "
     r"|also |just )?(?:try|give (?:it|them|this|that|these) a (?:try|shot|go)|check (?:it|them|that|this|out)"
     r"|look into|think about|let you know|keep (?:that|this|it) in mind|do that|consider|test|report back"
     r"|get back to you|take a look|read (?:it|them|that|this)|go with (?:that|this|it|the first|the second|option)"
@@ -143,12 +143,62 @@ _SUBORDINATE_START = re.compile(
 )
 
 
-def is_fragment(sentence: str) -> bool:
+def is_fragment(sentence: str, *, states_slot: bool = False) -> bool:
     """A sentence that means nothing without what came before it: a pronoun whose referent is in
-    another sentence ("It made me feel connected"), or a bare subordinate clause ("Since I was 17")."""
-    if _PRONOUN_START.match(sentence):
+    another sentence ("It made me feel connected", "I've been doing it for a year", "my manager
+    signed it off", "I think that's lame"), or a bare subordinate clause ("Since I was 17"). A
+    sentence that states a slot keeps its meaning past a later pronoun ("I'm single and happy
+    about it")."""
+    if _PRONOUN_START.match(sentence) or (not states_slot and _dangling_pronoun(sentence)):
         return True
     return bool(_SUBORDINATE_START.match(sentence)) and "," not in sentence
+
+
+_OBJECT_PRONOUN = re.compile(r"(?<=\s)(?:it|them|that(?:'s|’s| is| was)|it(?:'s|’s| is| was))(?![\w'’])", re.IGNORECASE)
+_LEADING_SUBJECT = re.compile(
+    r"^(?:(?:I|we|he|she|they)\b|(?:my|our|his|her|their|the)\s+[\w'’-]+|[A-Z][\w'’-]+)\s*", re.IGNORECASE
+)
+_ANTECEDENT = re.compile(
+    r"\b(?:a|an|the|my|our|his|her|their|this|these|those|some|every|each|another)\s+[\w'’-]+"
+    r"|(?<=\s)(?!I\b)[A-Z][\w'’-]+|\d",
+)
+
+
+def _dangling_pronoun(sentence: str) -> bool:
+    """Whether the sentence's first 'it' / 'them' / "that's" after its subject points outside it:
+    nothing it could stand for (a noun phrase, a name, a number) comes between the subject and it,
+    and nothing concrete (a name, a number, a known tool) follows it. "I bought a Tesla and love
+    it" and "I did it, switched from vim to helix" keep their referent; "my supervisor liked it"
+    does not."""
+    pronoun = _OBJECT_PRONOUN.search(sentence)
+    if pronoun is None:
+        return False
+    before = _LEADING_SUBJECT.sub("", sentence[: pronoun.start()].strip(), count=1)
+    if _ANTECEDENT.search(" " + before) is not None:
+        return False
+    if len([w for w in content_words(before) if w not in _VAGUE and w not in _LIGHT_VERBS]) >= 2:
+        return False  # "doing kickboxing and it's …": a bare noun it can stand for
+    after = sentence[pronoun.end() :]
+    if _CONCRETE_AFTER.search(after) is not None or tool_category_in(after):
+        return False
+    phrases = (m.group(0).split()[-1].lower() for m in _ANTECEDENT.finditer(" " + after))
+    return all(noun in _TIME_NOUNS for noun in phrases)  # "… it for their family" names what it is for
+
+
+_LIGHT_VERBS = frozenset(
+    "doing done did does been being having give gives gave giving talk talked talking signed liked loved hated "
+    "enjoyed thinks thought feel felt felt found finds".split()
+)
+_TIME_NOUNS = frozenset(
+    "year years month months week weeks day days while time times bit lot minute minutes hour hours moment "
+    "sec second seconds morning evening night weekend".split()
+)
+_CONCRETE_AFTER = re.compile(r"(?<=\s)(?!I\b)[A-Z][\w'’-]*|\d")
+
+
+def is_filler(sentence: str) -> bool:
+    """A reaction, thanks, acknowledgement or promise to try advice ("have fun", "fine by me")."""
+    return bool(_FILLER.match(sentence) or _TRY_ADVICE.match(sentence))
 
 
 def is_instruction(sentence: str) -> bool:
@@ -178,7 +228,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
         return "filler"
     if _SECOND_PERSON.match(sentence):
         return "about-assistant"
-    if is_fragment(sentence):
+    if is_fragment(sentence, states_slot=states_slot):
         return "fragment"
     if _HYPOTHETICAL.search(sentence):
         return "hypothetical"
@@ -189,12 +239,36 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
     return ""
 
 
+_VALUE_STATEMENT = re.compile(
+    r"^(?:the\s+|our\s+|my\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}\s+(?:is|are)\s+(?:now\s+)?(?:about\s+|around\s+)?"
+    r"(?:[£$€¥]\s?)?\d",
+    re.IGNORECASE,
+)
+_THING_IS_TOOL = re.compile(
+    r"^(?:the\s+|our\s+|my\s+)?(?P<thing>[\w'’-]+(?:\s+[\w'’-]+){0,2})\s+(?:is|are)\s+(?:now\s+)?(?:on\s+|in\s+)?"
+    r"(?P<value>[\w.#+-]+(?:\s[\w.#+-]+)?)",
+    re.IGNORECASE,
+)
+
+
+def _setup_statement(sentence: str) -> bool:
+    """A statement of the speaker's own setting that names no one: a thing and its amount ("the
+    fee is £25 now", "MSRV is 1.80") or the tool something is done with ("CI is github actions
+    now", "state management is riverpod") — not a verdict on a tool ("Postgres is great")."""
+    if _VALUE_STATEMENT.match(sentence):
+        return True
+    match = _THING_IS_TOOL.match(sentence)
+    if match is None or tool_category_in(match.group("thing")):
+        return False
+    return tool_category_in(match.group("value"))
+
+
 def _third_party_fact(sentence: str) -> bool:
     """A statement about someone or something the speaker knows, without 'I': work facts with a
     concrete detail ("the deadline for the billing API is March 3"), statements about a tool stack
     ("Atlas is a django app on sqlite"), and what a named person did or is ("Chloé started at the
     studio, she's a 3D artist")."""
-    if _WORK.search(sentence) and _CONCRETE.search(sentence):
+    if (_WORK.search(sentence) and _CONCRETE.search(sentence)) or _setup_statement(sentence):
         return True
     if tool_category_in(sentence):
         first = sentence.split()[0].strip(",.:;!?").lower() if sentence.split() else ""

@@ -89,6 +89,12 @@ _TOOLS: dict[str, str] = {
 }
 TOOL_CATEGORIES: dict[str, str] = {term: category for category, terms in _TOOLS.items() for term in terms.split()}
 _ALIASES = {
+    "remotely": "remote",
+    "from home": "remote",
+    "in the office": "office",
+    "onsite": "office",
+    "on-site": "office",
+    "in person": "office",
     "postgresql": "postgres",
     "mongo": "mongodb",
     "cockroach": "cockroachdb",
@@ -260,7 +266,23 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "age",
         re.compile(
             r"\bI(?:'m|’m| am| just)?\s+(?:turned\s+)?(?P<value>\d{1,3})"
-            r"(?:\s+years old|(?=\s*(?:[.!,;]|$|\s+(?:yesterday|today|last|this|on|in)\b)))",
+            r"(?:\s+years old|(?=\s*(?:[.!,;]|$|\s+(?:yesterday|today|last|this|on|in|and|but|now|already)\b)))",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "work mode",
+        re.compile(
+            r"\b(?:I(?:'m|’m| am)|I work|I'm working|I’m working|working)\s+(?:now\s+|fully\s+|100%\s+|mostly\s+)*"
+            r"(?P<value>remote(?:ly)?|hybrid|from home|in the office|on-?site|in person)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "work mode",
+        re.compile(
+            r"\bI (?:do|have|work)\s+(?P<value>(?:\d|one|two|three|four|five)\s+(?:office|in-office|onsite|on-site)"
+            r"\s+days?)\b",
             re.IGNORECASE,
         ),
     ),
@@ -315,7 +337,12 @@ def normalise_value(value: str) -> str:
     """A value as compared between statements: lower case, articles dropped, aliases folded."""
     words = [w for w in re.split(r"\s+", value.lower().strip(" .,;:!?\"'’")) if w not in ("the", "a", "an")]
     text = " ".join(words)
+    if _OFFICE_DAYS.match(text):
+        return "hybrid"  # "3 office days" is a hybrid week, whatever the number
     return _ALIASES.get(text, text)
+
+
+_OFFICE_DAYS = re.compile(r"^(?:\d|one|two|three|four) (?:office|in-office|onsite|on-site) days?$")
 
 
 def _tool_terms(sentence: str) -> list[tuple[str, str]]:
@@ -341,6 +368,7 @@ _ATTRIBUTE_WORDS = {
     "relationship": "relationship partner married",
     "age": "age years old",
     "diet": "diet eats food",
+    "work mode": "remote office hybrid works from home",
 }
 
 
@@ -409,7 +437,7 @@ def statement_holder(sentence: str, speaker: str, *, work: bool = False) -> str:
     who = speaker.lower()
     first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me|we|we're|we’re|our|us)\b", sentence, re.IGNORECASE)
     opening = _OPENING_NAME.match(sentence.strip())
-    if not first_person and opening and opening.group(1).lower() not in _NOT_A_NAME:
+    if not first_person and opening and opening.group(1).lower() not in _NOT_A_NAME and not opening.group(1).isupper():
         return opening.group(1).lower()
     holder, _ = _holder(sentence, who, work)
     return holder
@@ -478,13 +506,25 @@ def _named_words(phrase: str) -> list[str]:
     return [w for w in words if w and not is_stopword(w) and w not in _RETRACT_NOISE and w not in _DATE_WORDS]
 
 
+_REALLOWED = re.compile(
+    r"(?P<what>[\w'’ -]{3,40}?)\s+(?:are|is)\s+(?:fine|ok|okay|allowed|good|back)\s+again\b"
+    r"|\b(?:you can|feel free to)\s+(?:use|do|add|write)\s+(?P<what2>[\w'’ -]{3,40}?)\s+again\b",
+    re.IGNORECASE,
+)
+
+
 def _retracted(sentence: str) -> list[str]:
     """The words a statement takes back ([] when it takes nothing back): what follows the marker
     ("I left google in feb" → google; "no more office days" → office, days), or for a marker that
-    ends the clause ("I don't drink coffee anymore") what precedes it."""
+    ends the clause ("I don't drink coffee anymore") what precedes it; what is allowed again takes
+    back what forbade it ("bullet points are fine again" → bullet, points)."""
     switch = _switch(sentence)
     if switch is not None:
         return _named_words(switch[0])
+    again = _REALLOWED.search(sentence)
+    if again is not None:
+        what = re.split(r"[,;:]", again.group("what") or again.group("what2"))[-1]
+        return [w for w in content_words(what) if w not in _RETRACT_NOISE][:3]
     marker = _RETRACT.search(sentence)
     if marker is None:
         return []

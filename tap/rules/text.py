@@ -37,8 +37,8 @@ _ABBREVIATION = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”’')\]]*\s+|\n+|\s+[-–—]\s+(?=(?:I|I'm|I've|my|we|our)\b)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _INTERJECTION = (
-    r"hey|hi|hello|wow|whoa|oh|ah|aw+|yeah|yea|yep|yup|haha+|hah|lol|omg|hmm+|um+|uh|ok|okay|btw|update|quick update"
-    r"|news|big news|done|welp|ugh|phew|so yeah|good news|bad news|heads up|small update|ok so|alright so"
+    r"hey|hi|hello|wow|whoa|o+h+|a+h+|aw+|yay|yeah|yea|yep|yup|haha+|hah|lol|omg|hmm+|um+|uh|ok|okay|btw|update|quick update"
+    r"|news|big news|reminder|quick reminder|friendly reminder|done|welp|ugh|phew|so yeah|good news|bad news|heads up|small update|ok so|alright so"
     r"|and|oh and|plus|also|and also|anyway|anyways|so|but|well|then|edit|ps|p\.s\."
     r"|by the way|oh my god|oh wow|fyi|just so you know|for context|for reference|for what it'?s worth|also"
 )
@@ -53,7 +53,7 @@ _LEAD = re.compile(
     rf"|(?:{_CONNECTIVE}),?\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our|me)\b))+",
     re.IGNORECASE,
 )
-_VOCATIVE_START = re.compile(r"^(?P<name>[A-Z][a-z]+)\s*[,!.:]+\s*")
+_VOCATIVE_START = re.compile(r"^(?P<name>[A-Za-z][a-z]+)\s*(?:[,!.:]+|[^\w\s'’]+)\s*")
 _VOCATIVE_END = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[.!?,]|$)")
 _DROPPED_NEGATION = re.compile(r"^not\s+(?:\w+ing)\b", re.IGNORECASE)
 _DROPPED_SUBJECT = re.compile(
@@ -63,7 +63,7 @@ _DROPPED_SUBJECT = re.compile(
     r"|using|learning|training|running|doing|reading|watching|playing|building|writing|studying|teaching"
     r"|renamed|named|changed|upgraded|downgraded|ordered|picked|decided|rewrote|rebuilt|shipped|launched"
     r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use|gave|sold|rented"
-    r"|killed|ditched|dumped|stopped|ended|closed|cancell?ed|replaced|swapped|traded|no longer)\b",
+    r"|killed|ditched|dumped|stopped|ended|closed|cancell?ed|replaced|swapped|traded|no longer|turned)\b",
     re.IGNORECASE,
 )
 _DROPPED_POSSESSIVE = re.compile(
@@ -241,8 +241,20 @@ def restore_subject(sentence: str) -> str:
     if not match:
         return sentence
     word = match.group(0).lower()
+    if word in _ADVERB_OPENERS and not _verb_follows(sentence[match.end() :]):
+        return sentence  # 'finally some sci fi', 'finally off nights': no verb, no dropped 'I'
+
     prefix = "I've " if word == "been" else "I'm " if word.endswith(("ing", "gonna")) else "I "
     return prefix + word + sentence[match.end() :]
+
+
+_ADVERB_OPENERS = frozenset({"just", "finally", "still", "currently"})
+
+
+def _verb_follows(rest: str) -> bool:
+    """Whether the words after an opening adverb start with a verb ('just moved', 'finally got')."""
+    rest = rest.strip()
+    return bool(_DROPPED_SUBJECT.match(rest)) or bool(re.match(r"^[a-z]+(?:ed|ing)\b", rest, re.IGNORECASE))
 
 
 def statement_part(sentence: str) -> str:

@@ -67,6 +67,10 @@ def contents(*turns: Turn) -> list[str]:
         ("my sister lives in Madrid", "The user's sister lives in Madrid", "fact"),
         ("im a nurse, been doing nights for 3 months", "The user is a nurse, been doing nights for 3 months", "fact"),
         ("I no longer eat meat.", "The user no longer eats meat", "preference"),
+        ("also killed jenkins, CI is github actions now.", "CI is github actions now", "fact"),
+        ("quick reminder: membership is £20 for the year", "Membership is £20 for the year", "fact"),
+        ("I bought a Tesla and I love it", "The user bought a Tesla and they love it", "preference"),
+        ("I'm 33 and just picked up knitting", "The user is 33 and just picked up knitting", "fact"),
     ],
 )
 def test_key_examples(text: str, content: str, kind: str) -> None:
@@ -93,6 +97,14 @@ def test_key_examples(text: str, content: str, kind: str) -> None:
         "The weather is lovely today lol",
         "Python is a great language for beginners.",
         "you're right, that makes sense",
+        "my supervisor liked it way more",
+        "I've been doing it for a year, love it",
+        "I think that's lame",
+        "ooh fine by me",
+        "have fun, knee says no",
+        "finally some sci fi",
+        "yeah we'll talk about it",
+        "I know 😭 but 20 min bike now",
     ],
 )
 def test_questions_requests_filler_hypotheticals_and_fragments_make_no_memory(text: str) -> None:

@@ -92,6 +92,14 @@ UPDATES = [
         "SQLAlchemy",
         "fastapi",
     ),
+    ("I'm 33 and just picked up knitting.", "turned 34 yesterday!", "33", "34"),
+    ("I do 3 office days a week in Canary Wharf.", "great news, I'm fully remote now!!", "office", "remote"),
+    (
+        "also pls stop using bullet points and numbered lists, just write normal paragraphs",
+        "ok new year new me, bullet points are fine again",
+        "paragraphs",
+        "again",
+    ),
     (
         "I run after work most evenings.",
         "These days I run in the mornings instead of evenings.",
