@@ -21,7 +21,8 @@ from tap.rules.dates import sentence_tense
 __all__ = ["classify", "importance"]
 
 _DECISION = re.compile(
-    r"\blet'?s\b|\blet’s\b|\bpicked(?!\s+up)\b|\b(?:decided|agreed|chose|settled on|opted|going with|go with|went with|sticking with"
+    r"\blet'?s\b|\blet’s\b|\bpicked(?!\s+up)\b"
+    r"|\b(?:decided|agreed|chose|settled on|opted|going with|go with|went with|sticking with"
     r"|stick with|standardi[sz]ed on|committed to using)\b|\bdecision\b"
     r"|\b(?:we|I)(?:'ll|’ll| will) (?:use|go with|switch to)\b",
     re.IGNORECASE,

@@ -94,7 +94,8 @@ _VAGUE = frozenset(
     "need needs see say feel wait put let take come stuff bit kind sort thing".split()
 )
 _TRY_ADVICE = re.compile(
-    r"^(?:I|we)(?:'ll|’ll| will| am going to| are going to|'m going to|’m going to|'re going to| might| may)\s+(?:definitely |probably |certainly "
+    r"^(?:I|we)(?:'ll|’ll| will| am going to| are going to|'m going to|’m going to|'re going to| might| may)\s+"
+    r"(?:definitely |probably |certainly "
     r"|also |just )?(?:try|give (?:it|them|this|that|these) a (?:try|shot|go)|check (?:it|them|that|this|out)"
     r"|look into|think about|let you know|keep (?:that|this|it) in mind|do that|consider|test|report back"
     r"|get back to you|take a look|read (?:it|them|that|this)|go with (?:that|this|it|the first|the second|option)"

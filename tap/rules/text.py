@@ -37,8 +37,9 @@ _ABBREVIATION = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”’')\]]*\s+|\n+|\s+[-–—]\s+(?=(?:I|I'm|I've|my|we|our)\b)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _INTERJECTION = (
-    r"hey|hi|hello|wow|whoa|o+h+|a+h+|aw+|yay|yeah|yea|yep|yup|haha+|hah|lol|omg|hmm+|um+|uh|ok|okay|btw|update|quick update"
-    r"|news|big news|reminder|quick reminder|friendly reminder|done|welp|ugh|phew|so yeah|good news|bad news|heads up|small update|ok so|alright so"
+    r"hey|hi|hello|wow|whoa|o+h+|a+h+|aw+|yay|yeah|yea|yep|yup|haha+|hah|lol|omg|hmm+|um+|uh|ok|okay|btw|update"
+    r"|quick update|news|big news|reminder|quick reminder|friendly reminder|done|welp|ugh|phew|so yeah|good news"
+    r"|bad news|heads up|small update|ok so|alright so"
     r"|and|oh and|plus|also|and also|anyway|anyways|so|but|well|then|edit|ps|p\.s\."
     r"|by the way|oh my god|oh wow|fyi|just so you know|for context|for reference|for what it'?s worth|also"
 )
