@@ -20,7 +20,7 @@ from tap.errors import TapError
 from tap.health import check_health
 from tap.ingest import parse_event
 from tap.jsonbody import decode
-from tap.records import KINDS
+from tap.records import KINDS, Memory
 from tap.validate import MAX_SCOPE, text_problem
 from tap.views import memory_view, search_view
 
@@ -106,22 +106,30 @@ async def list_memories(request: web.Request) -> web.Response:
     layer = q.get("layer", "all")
     if layer not in _LAYERS:
         return error(400, f"layer must be one of {', '.join(_LAYERS)}")
-    found = await _run(
-        lambda: ctx.memories.list_memories(
-            scope=q.get("scope") or None,
-            limit=max(1, min(limit, 100000)),
-            offset=max(0, offset),
-            all_versions=q.get("all") == "1",
-            excerpts=_LAYERS[layer],
+    limit, offset = max(1, min(limit, 100000)), max(0, offset)
+    scope, all_versions, excerpts = q.get("scope") or None, q.get("all") == "1", _LAYERS[layer]
+
+    def page() -> tuple[list[Memory], int]:
+        found = ctx.memories.list_memories(
+            scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts
         )
-    )
-    return json_response({"memories": [memory_view(m) for m in found]})
+        return found, ctx.memories.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts)
+
+    found, total = await _run(page)
+    views = [memory_view(m) for m in found]
+    return json_response({"memories": views, "total": total, "offset": offset, "limit": limit})
+
+
+async def scopes(request: web.Request) -> web.Response:
+    """Every scope with active memories → `{"scopes": [{"scope", "memories", "excerpts"}]}`."""
+    ctx: ProxyContext = request.app[context_key]
+    return json_response({"scopes": await _run(ctx.memories.scopes)})
 
 
 async def search_memories(request: web.Request) -> web.Response:
-    """`?q=&scope=&limit=` → hybrid-ranked memories."""
+    """`?q=&scope=&limit=` → hybrid-ranked memories (every scope when `scope` is absent)."""
     ctx: ProxyContext = request.app[context_key]
-    query, scope = request.query.get("q", ""), request.query.get("scope") or "default"
+    query, scope = request.query.get("q", ""), request.query.get("scope") or None
     try:
         limit = int(request.query.get("limit", "20"))
     except ValueError:
@@ -312,6 +320,7 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_get("/tap/memories", list_memories)
     app.router.add_post("/tap/memories", add_memory)
     app.router.add_get("/tap/memories/search", search_memories)
+    app.router.add_get("/tap/scopes", scopes)
     app.router.add_get("/tap/memories/{memory_id}", show_memory)
     app.router.add_patch("/tap/memories/{memory_id}", edit_memory)
     app.router.add_delete("/tap/memories/{memory_id}", delete_memory)

@@ -43,27 +43,38 @@ def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, exc
     """List memories (statements), newest first; --excerpts lists the verbatim layer."""
     with backend() as svc:
         found = svc.list_memories(scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts)
+        # a full or later page may not be all: count, to say how to see the rest (on stderr)
+        more = not as_json and (len(found) == limit or offset > 0)
+        total = svc.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts) if more else len(found)
     if as_json:
         emit_json([memory_view(m) for m in found])
     elif not found:
-        click.echo("no memories" + (f" in scope {scope!r}" if scope else ""))
+        click.echo("no memories" + (f" in scope {scope!r}" if scope else "") + (f" past {offset}" if offset else ""))
     else:
         console().print(memories_table(found))
+        if more:
+            click.echo(_page_note(offset, len(found), total), err=True)
+
+
+def _page_note(offset: int, shown: int, total: int) -> str:
+    """'51–100 of 312 (next: --offset 100)'."""
+    note = f"{offset + 1}–{offset + shown} of {total}"
+    return note + (f" (next: --offset {offset + shown})" if offset + shown < total else "")
 
 
 @memories.command("search")
 @click.argument("query")
-@scope_option
+@click.option("--scope", default=None, help="Only this scope (default: all scopes).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
 @json_option
-def search_cmd(query: str, scope: str, limit: int, as_json: bool) -> None:
-    """Search memories of a scope (hybrid vector + lexical ranking)."""
+def search_cmd(query: str, scope: str | None, limit: int, as_json: bool) -> None:
+    """Search memories (hybrid vector + lexical ranking), in every scope or in one."""
     with backend() as svc:
         results = svc.search(query, scope=scope, limit=limit)
     if as_json:
         emit_json(search_view(results))
     elif not results:
-        click.echo(f"nothing relevant in scope {scope!r}")
+        click.echo("nothing relevant" + (f" in scope {scope!r}" if scope else " in any scope"))
     else:
         console().print(memories_table([m for m, _ in results], scores=[s for _, s in results]))
 
@@ -202,7 +213,7 @@ def export_cmd(scope: str | None, output: Path | None) -> None:
         with tmp.open("wb") as handle:
             count = _write_lines(svc.export(scope=scope), handle)
         tmp.replace(output)
-    click.echo(f"exported {count} records to {output}", err=True)
+    click.echo(f"exported {count} record{'' if count == 1 else 's'} to {output}", err=True)
 
 
 def _write_lines(lines: Any, handle: BinaryIO) -> int:
