@@ -1,4 +1,5 @@
-"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, export/import, stats, status.
+"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, scopes, export/import, stats,
+status; the web page's routes are in proxy.ui.
 
 Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
 Blocking store work runs in a worker thread so the proxy's event loop never stalls.
@@ -9,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from proxy.context import ProxyContext, context_key
+from proxy.ui import add_ui_routes
 from tap.errors import TapError
 from tap.health import check_health
 from tap.ingest import parse_event
@@ -296,25 +297,9 @@ async def tap_errors(request: web.Request, handler: Handler) -> web.StreamRespon
         raise
 
 
-UI_PAGE = Path(__file__).with_name("static") / "ui.html"
-
-
-async def ui(request: web.Request) -> web.Response:
-    """The memory browser page (static; its API calls carry the admin token the user types)."""
-    return web.Response(
-        body=UI_PAGE.read_bytes(),
-        content_type="text/html",
-        charset="utf-8",
-        headers={
-            "Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-            "X-Frame-Options": "DENY",
-        },
-    )
-
-
 def add_admin_routes(app: web.Application) -> None:
     """Register the admin API and the web page on the app."""
-    app.router.add_get("/ui", ui)
+    add_ui_routes(app)
     app.router.add_get("/tap/health", health)
     app.router.add_post("/tap/recall", recall)
     app.router.add_get("/tap/memories", list_memories)

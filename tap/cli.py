@@ -92,6 +92,7 @@ def serve(host: str | None, port: int | None) -> None:
 main.add_command(cli_memories.memories)
 main.add_command(cli_memories.recall)
 main.add_command(cli_ops.status)
+main.add_command(cli_ops.ui)
 main.add_command(cli_ops.extract)
 main.add_command(cli_ingest.ingest)
 main.add_command(cli_telegram.telegram)

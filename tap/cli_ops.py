@@ -1,4 +1,4 @@
-"""`tap status` and `tap extract …`: what the pipeline is doing, and one-shot extraction."""
+"""`tap status`, `tap extract …` and `tap ui`: what the pipeline is doing, one-shot extraction, the web page link."""
 
 from __future__ import annotations
 
@@ -118,3 +118,21 @@ def extract_retry() -> None:
     """Put every dead-lettered chunk back in the queue (through the running server, if any)."""
     with backend() as svc:
         click.echo(f"requeued {svc.requeue_dead()} chunk(s)")
+
+
+@click.command("ui")
+@click.option("--open", "open_browser", is_flag=True, help="Open the link in the default browser too.")
+def ui(open_browser: bool) -> None:
+    """Print the link to the running server's web page that signs you in (the token rides after `#`,
+    which the browser never sends anywhere)."""
+    loaded = state().load()
+    info = read_server_info(loaded.data_dir)
+    if info is None:
+        raise click.ClickException("tap serve is not running on this data dir: start it, then run `tap ui` again")
+    link = f"{info.url}/ui#token={ensure_token(loaded.data_dir, loaded.config.admin.token_env)}"
+    click.echo(link)
+    if open_browser:
+        import webbrowser
+
+        if not webbrowser.open(link):
+            click.echo("tap: no browser found here; open the link above yourself", err=True)

@@ -28,7 +28,8 @@ def timestamp_ok(value: float) -> bool:
 
 TIMESTAMP_FORMATS = (
     "POSIX seconds as a number (1714564800 or 1714564800.25) or ISO-8601 as a string "
-    '("2024-05-01T12:00:00Z", "2024-05-01T14:00:00+02:00", "2024-05-01 12:00:00" without an offset is UTC, "2024-05-01")'
+    '("2024-05-01T12:00:00Z", "2024-05-01T14:00:00+02:00", "2024-05-01"; '
+    "without an offset it is UTC)"
 )
 
 
