@@ -5,13 +5,16 @@ Every read command takes `--json` (the shapes of tap.views); `--scope` names who
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
 
 from tap.cli_base import backend, emit_json, state
+from tap.progress import Bar, shown
 from tap.records import KINDS
 from tap.render import chain_text, console, memories_table, stats_table
 from tap.views import memory_view, search_view
@@ -204,42 +207,77 @@ def _forget_scope(scope: str, yes: bool, as_json: bool) -> None:
     help="Write to a file (default: stdout).",
 )
 def export_cmd(scope: str | None, output: Path | None) -> None:
-    """Export whole records as JSONL (superseded versions included; import restores them exactly)."""
+    """Export whole records as JSONL (superseded versions included; import restores them exactly).
+    A progress bar shows on stderr when it is a terminal."""
     with backend() as svc:
-        if output is None:
-            _write_lines(svc.export(scope=scope), sys.stdout.buffer)
-            return
-        tmp = output.with_name(output.name + ".part")
-        with tmp.open("wb") as handle:
-            count = _write_lines(svc.export(scope=scope), handle)
-        tmp.replace(output)
+        total = svc.count_memories(scope=scope, all_versions=True) if shown() else None
+        with Bar("exporting", total=total) as bar:
+            if output is None:
+                _write_lines(svc.export(scope=scope), sys.stdout.buffer, bar)
+                return
+            tmp = output.with_name(output.name + ".part")
+            with tmp.open("wb") as handle:
+                count = _write_lines(svc.export(scope=scope), handle, bar)
+            tmp.replace(output)
     click.echo(f"exported {count} record{'' if count == 1 else 's'} to {output}", err=True)
 
 
-def _write_lines(lines: Any, handle: BinaryIO) -> int:
+def _write_lines(lines: Any, handle: BinaryIO, bar: Bar) -> int:
     count = 0
     for line in lines:
         handle.write(line)
         count += 1
+        bar.advance()
     handle.flush()
     return count
+
+
+IMPORT_BATCH = 500  # lines per call: the bar moves, and through a server no request grows unbounded
 
 
 @memories.command("import")
 @click.argument("source", type=click.File("rb"))
 @json_option
 def import_cmd(source: BinaryIO, as_json: bool) -> None:
-    """Import a JSONL export (ids kept; existing records left alone; bad lines reported)."""
-    with backend() as svc:
-        report = svc.import_lines(source)
+    """Import a JSONL export (ids kept; existing records left alone; bad lines reported by number).
+    A progress bar shows on stderr when it is a terminal and --json is not given."""
+    imported = unchanged = 0
+    errors: list[tuple[int, str]] = []
+    with backend() as svc, Bar("importing", total=_size(source), quiet=as_json, in_bytes=True) as bar:
+        for first, lines in _batches(source, IMPORT_BATCH):
+            part = svc.import_lines(lines)
+            imported, unchanged = imported + part.imported, unchanged + part.unchanged
+            errors += [(first + number - 1, reason) for number, reason in part.errors]
+            bar.advance(sum(len(line) for line in lines))
     if as_json:
-        emit_json(report)
+        emit_json({"imported": imported, "unchanged": unchanged, "errors": errors})
     else:
-        click.echo(f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}")
-    for line, reason in report.errors:
+        click.echo(f"imported {imported}, already present {unchanged}, rejected {len(errors)}")
+    for line, reason in errors:
         click.echo(f"{getattr(source, 'name', '<stdin>')}:{line}: {reason}", err=True)
-    if report.errors:
+    if errors:
         sys.exit(1)
+
+
+def _size(source: BinaryIO) -> int | None:
+    """The file's size in bytes (None for a pipe)."""
+    try:
+        return os.fstat(source.fileno()).st_size or None if source.seekable() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _batches(source: BinaryIO, size: int) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the first line, lines) for every `size` lines."""
+    batch: list[bytes] = []
+    first = 1
+    for number, line in enumerate(source, start=1):
+        batch.append(line)
+        if len(batch) == size:
+            yield first, batch
+            first, batch = number + 1, []
+    if batch:
+        yield first, batch
 
 
 @memories.command("stats")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli_base import backend, emit_json, state
+from tap.progress import Bar
 from tap.scopes import scope_rule
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -97,20 +97,13 @@ def extract_run(as_json: bool) -> None:
         raise click.ClickException("tap serve is running and already drains the queue (see `tap status`)")
     from tap.app import runtime
 
-    with runtime(loaded) as rt:
-        done = rt.worker.drain(on_progress=lambda n: _progress(n, as_json))
+    with runtime(loaded) as rt, Bar("extracting (chunks)", quiet=as_json) as bar:
+        done = rt.worker.drain(on_progress=lambda n: bar.update(completed=n))
         result = rt.worker.status()
-    if not as_json and sys.stderr.isatty():
-        click.echo("", err=True)
     if as_json:
         emit_json({"processed": done, **result})
     else:
         click.echo(f"processed {done} chunk(s)\n" + render_status({"server": None, "extraction": result}))
-
-
-def _progress(n: int, quiet: bool) -> None:
-    if not quiet and sys.stderr.isatty():
-        click.echo(f"\rprocessed {n} chunk(s)", err=True, nl=False)
 
 
 @extract.command("retry")
