@@ -92,3 +92,16 @@ def test_extract_run_shows_a_bar_only_on_a_terminal(isolated_home: Path) -> None
     assert code == 0 and "extracting" in terminal
     code, out, terminal = with_terminal_stderr(["extract", "run", "--json"], isolated_home)
     assert code == 0 and "extracting" not in terminal and json.loads(out)["processed"] == 0
+
+
+def test_benchmark_progress_is_quiet_off_a_terminal(capsys: object) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    try:
+        import benchutil
+    finally:
+        sys.path.pop(0)
+    benchutil.note("step 1 of 3")
+    with benchutil.Bar("writing", total=3) as bar:
+        bar.advance(3)
+        assert not bar.active
+    assert capsys.readouterr().err == ""  # type: ignore[attr-defined]
