@@ -54,7 +54,7 @@ def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, exc
     elif not found:
         click.echo("no memories" + (f" in scope {scope!r}" if scope else "") + (f" past {offset}" if offset else ""))
     else:
-        console().print(memories_table(found))
+        click.echo(memories_table(found))
         if more:
             click.echo(_page_note(offset, len(found), total), err=True)
 
@@ -79,7 +79,7 @@ def search_cmd(query: str, scope: str | None, limit: int, as_json: bool) -> None
     elif not results:
         click.echo("nothing relevant" + (f" in scope {scope!r}" if scope else " in any scope"))
     else:
-        console().print(memories_table([m for m, _ in results], scores=[s for _, s in results]))
+        click.echo(memories_table([m for m, _ in results], scores=[s for _, s in results]))
 
 
 @memories.command("show")
