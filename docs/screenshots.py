@@ -11,6 +11,7 @@ import sys
 import tempfile
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -50,6 +51,26 @@ def seed(server: ServeProcess) -> str:
     ]
     post(server, f"/tap/memories/{ids[3]}", {"content": "Ana moved the booking service to PostgreSQL 16"}, "PATCH")
     return ids[0]
+
+
+def lifecycle_views(browser: Any) -> None:
+    """Conflicts and why-injected, against the stand-in for the lifecycle API (its contract's shapes)
+    until a server with those endpoints is at hand."""
+    from playwright.sync_api import expect
+
+    from tests.proxy.lifecycle_api import TOKEN, LifecycleApi
+
+    with LifecycleApi() as api:
+        page = browser.new_page(viewport={"width": 1200, "height": 560})
+        page.goto(f"{api.url}/ui#token={TOKEN}")
+        page.locator("#list li.card").first.wait_for()
+        page.click("#tab-conflicts")
+        expect(page.locator("#conflicts li.card")).to_have_count(1)
+        page.screenshot(path=OUT / "conflicts.png")
+        page.click("#tab-why")
+        page.locator("#why-rows tr").first.click()
+        expect(page.locator("#why-detail tbody tr")).to_have_count(2)
+        page.screenshot(path=OUT / "why.png", full_page=True)
 
 
 def main() -> None:
@@ -96,6 +117,7 @@ def main() -> None:
             phone.locator('#scope-list button[data-scope="ana"]').click()
             expect(phone.locator("#status")).to_contain_text("scope “ana”")
             phone.screenshot(path=OUT / "phone.png")
+            lifecycle_views(browser)
             browser.close()
         finally:
             server.stop()

@@ -456,7 +456,8 @@ async function whyDetail(id, row) {
         el("dt", {text: "recall"}), el("dd", {text: `${d.recall_ms.toFixed(1)} ms` + (d.degraded ? ` · degraded: ${d.degraded}` : "")}),
         el("dt", {text: "upstream"}), el("dd", {text: `${d.upstream_status} in ${d.duration_ms.toFixed(0)} ms`})),
       el("div", {class: "table-wrap"}, el("table", {class: "candidates"},
-        el("thead", {}, el("tr", {}, ["outcome", "memory", "score", "vector", "lexical", "recency", "importance"].map((h) => el("th", {scope: "col", text: h})))),
+        el("thead", {}, el("tr", {}, ["outcome", "memory", "score", "vector", "lexical", "recency", "importance"].map(
+          (h, i) => el("th", {scope: "col", class: i > 1 ? "num" : null, text: h})))),
         el("tbody", {}, d.candidates.map((c) => el("tr", {},
           el("td", {}, el("span", {class: "badge " + (OUTCOMES[c.outcome] || ""), text: c.outcome})),
           el("td", {text: c.content}),
