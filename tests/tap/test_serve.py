@@ -88,3 +88,13 @@ def test_web_page_is_served_without_secrets(served: ServeProcess) -> None:
         script = resp.read().decode()
     assert "/ui/ui.js" in page and "/tap/memories" in script and "Authorization" in script
     assert served.token not in page + script
+
+
+def test_ui_prints_the_link_that_signs_in(served: ServeProcess) -> None:
+    result = CliRunner().invoke(main, ["ui"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"{served.url}/ui#token={served.token}"
+
+
+def test_ui_without_a_server_says_to_start_one(isolated_home: Path) -> None:
+    result = CliRunner().invoke(main, ["ui"])
+    assert result.exit_code == 1 and "tap serve is not running" in result.stderr
