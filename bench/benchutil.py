@@ -26,6 +26,16 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from tap.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
+
+__all__ = ["Bar", "note"]
+
+
+def note(text: str) -> None:
+    """A progress line on stderr, only when it is a terminal (a log or CI run gets the results only)."""
+    if shown():
+        print(text, file=sys.stderr, flush=True)
+
 
 def cpu_model() -> str:
     """The CPU model name from /proc/cpuinfo (Linux), else platform.processor()."""

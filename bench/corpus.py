@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tap.ports import Embedder, MemoryStore
+from tap.progress import Bar
 from tap.records import Kind, Memory, make_memory
 
 NAMES = (
@@ -176,16 +177,19 @@ def fill(
     batch: int = 2000,
     progress: Callable[[int], None] | None = None,
 ) -> float:
-    """Write `count` synthetic memories into the store in batches; returns the seconds it took."""
+    """Write `count` synthetic memories into the store in batches; returns the seconds it took.
+    Without a `progress` callback, a bar on stderr when it is a terminal."""
     started = time.perf_counter()
     done = 0
-    while done < count:
-        size = min(batch, count - done)
-        memories, vectors = corpus.memories(size, scope=scope)
-        store.add(memories, vectors)
-        done += size
-        if progress is not None:
-            progress(done)
+    with Bar(f"writing {count:,} memories", total=count, quiet=progress is not None) as bar:
+        while done < count:
+            size = min(batch, count - done)
+            memories, vectors = corpus.memories(size, scope=scope)
+            store.add(memories, vectors)
+            done += size
+            bar.advance(size)
+            if progress is not None:
+                progress(done)
     return time.perf_counter() - started
 
 

@@ -40,7 +40,7 @@ async def run(cases: int, seed: int, concurrency: int) -> tuple[FuzzReport, dict
                 extra_headers=target.webhook_headers,
                 known_ids=target.memory_ids(),
                 shape_check=lambda path: not path.startswith("/telegram/"),
-                on_progress=lambda n: print(f"  {n} cases", file=sys.stderr, flush=True),
+                on_progress=lambda n: benchutil.note(f"  {n} cases"),
             )
             started = time.perf_counter()
             failures = await asyncio.to_thread(target.extract)

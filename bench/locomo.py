@@ -608,13 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants += [(path.stem, path.read_text()) for path in args.config]
     for _, toml in variants:
         parse_config(toml)  # fail before the long run on a bad config
-    result = run(
-        conversations,
-        variants,
-        args.budget,
-        progress=lambda line: print(line, file=sys.stderr, flush=True),
-        keep=args.home,
-    )
+    result = run(conversations, variants, args.budget, progress=benchutil.note, keep=args.home)
     result["mode"] = "synthetic" if args.synthetic else "quick" if args.quick else "full"
     path = benchutil.write_result("locomo", result, args.out)
     print_report(result)

@@ -975,7 +975,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers,
             window=args.window,
             home_dir=args.home,
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=benchutil.note,
         )
     except RuntimeError as exc:
         print(f"longmemeval: {exc}", file=sys.stderr)

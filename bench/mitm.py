@@ -136,7 +136,7 @@ async def measure(baseline_url: str, tap_url: str, args: argparse.Namespace, exp
         non_streaming["added_minus_recall_p50_ms"] = round(
             non_streaming["latency"]["added_p50_ms"] - benchutil.percentile(recall_ms, 50), 2
         )
-        print(f"non-streaming: {non_streaming['latency']}", file=sys.stderr, flush=True)
+        benchutil.note(f"non-streaming: {non_streaming['latency']}")
 
         b, t = await bp.ab_pairs(base, tap, queries[: args.stream_pairs], stream=True, tag="stream")
         recall_ms = [s.recall_ms for s in t if s.recall_ms is not None]
@@ -162,7 +162,7 @@ async def measure(baseline_url: str, tap_url: str, args: argparse.Namespace, exp
             },
             "stream_total": compare([s.total_ms for s in b if s.ok], [s.total_ms for s in t if s.ok]),
         }
-        print(f"streaming: ttfb {ttfb}", file=sys.stderr, flush=True)
+        benchutil.note(f"streaming: ttfb {ttfb}")
 
         concurrent: dict[str, Any] = {}
         total = max(args.concurrency * args.load_rounds, args.concurrency)
@@ -180,11 +180,9 @@ async def measure(baseline_url: str, tap_url: str, args: argparse.Namespace, exp
         concurrent["ratio_ttfb_p99"] = ratio(
             concurrent["tap"]["ttfb_ms"]["p99"], concurrent["baseline"]["ttfb_ms"]["p99"]
         )
-        print(
+        benchutil.note(
             f"{args.concurrency} streams: baseline {concurrent['baseline']['requests_per_s']} req/s, "
-            f"tap {concurrent['tap']['requests_per_s']} req/s, errors {concurrent['tap']['errors']}",
-            file=sys.stderr,
-            flush=True,
+            f"tap {concurrent['tap']['requests_per_s']} req/s, errors {concurrent['tap']['errors']}"
         )
     return {"non_streaming": non_streaming, "streaming": streaming, "concurrent": concurrent}
 

@@ -301,7 +301,7 @@ async def client_main(
                 2,
             ),
         }
-        print(f"non-streaming: {non_streaming['latency']}", file=sys.stderr, flush=True)
+        benchutil.note(f"non-streaming: {non_streaming['latency']}")
 
         d, t = await ab_pairs(direct, tap, queries[: args.stream_pairs], stream=True, tag="stream")
         recall_ms = [s.recall_ms for s in t if s.recall_ms is not None]
@@ -319,7 +319,7 @@ async def client_main(
             "gaps": gaps(d, t),
             "stream_total": added([s.total_ms for s in d if s.ok], [s.total_ms for s in t if s.ok]),
         }
-        print(f"streaming: ttfb {ttfb}", file=sys.stderr, flush=True)
+        benchutil.note(f"streaming: ttfb {ttfb}")
 
         throughput: dict[str, Any] = {}
         for level in args.concurrency:
@@ -336,12 +336,10 @@ async def client_main(
                 "ratio_requests_per_s": round(runs["tap"]["requests_per_s"] / runs["direct"]["requests_per_s"], 3),
                 "ttfb_added_p50_ms": round(runs["tap"]["ttfb_ms"]["p50"] - runs["direct"]["ttfb_ms"]["p50"], 2),
             }
-            print(
+            benchutil.note(
                 f"{level} clients: direct {runs['direct']['requests_per_s']} req/s, "
                 f"tap {runs['tap']['requests_per_s']} req/s, "
-                f"errors {runs['tap']['errors']}, degraded {runs['tap']['degraded']}",
-                file=sys.stderr,
-                flush=True,
+                f"errors {runs['tap']['errors']}, degraded {runs['tap']['degraded']}"
             )
     return {"non_streaming": non_streaming, "streaming": streaming, "throughput": throughput}
 

@@ -721,9 +721,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     runner: Callable[[Conversation], Scored] = run_oracle if args.oracle else (lambda c: run_tap(c, toml))
     results: list[Scored] = []
-    for conv in conversations:
-        results.append(runner(conv))
-        print(f"{conv.id} ({conv.split}): {results[-1].seconds:.1f} s", file=sys.stderr, flush=True)
+    with benchutil.Bar("conversations", total=len(conversations)) as bar:
+        for conv in conversations:
+            results.append(runner(conv))
+            bar.advance()
     mode = "oracle" if args.oracle else "quick" if args.quick else "full"
     result = build_result(results, mode, toml)
     result["label"] = args.label

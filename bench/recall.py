@@ -155,15 +155,11 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
                 point |= measure(rt, queries)
                 points.append(point)
                 e2e = point["end_to_end_ms"]
-                print(
-                    f"{size:>7} memories: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stderr, flush=True
-                )
+                benchutil.note(f"{size:>7} memories: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms")
                 if size in rss_at:
                     rt.close()
                     serve[str(size)] = serve_rss(home, queries[:20], idle_s)
-                    print(
-                        f"{size:>7} memories: tap serve idle RSS {serve[str(size)]['idle_rss_mb']} MB", file=sys.stderr
-                    )
+                    benchutil.note(f"{size:>7} memories: tap serve idle RSS {serve[str(size)]['idle_rss_mb']} MB")
                     if size == max(sizes):
                         break
                     SharedSystemClient.clear_system_cache()  # tap serve wrote to the store meanwhile
@@ -216,7 +212,7 @@ def run_server_mode(size: int, n_queries: int, pool: int, idle_s: float) -> dict
         finally:
             server.stop()
     e2e = point["end_to_end_ms"]
-    print(f"{size:>7} memories, Chroma server: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms", file=sys.stderr)
+    benchutil.note(f"{size:>7} memories, Chroma server: recall p50 {e2e['p50']} ms, p99 {e2e['p99']} ms")
     return point
 
 

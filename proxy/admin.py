@@ -1,4 +1,5 @@
-"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, export/import, stats, status.
+"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, scopes, export/import, stats,
+status; the web page's routes are in proxy.ui.
 
 Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
 Blocking store work runs in a worker thread so the proxy's event loop never stalls.
@@ -9,18 +10,18 @@ from __future__ import annotations
 import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from proxy.context import ProxyContext, context_key
+from proxy.ui import add_ui_routes
 from tap.errors import TapError
 from tap.health import check_health
 from tap.ingest import parse_event
 from tap.jsonbody import decode
-from tap.records import KINDS
+from tap.records import KINDS, Memory
 from tap.validate import MAX_SCOPE, text_problem
 from tap.views import memory_view, search_view
 
@@ -106,22 +107,30 @@ async def list_memories(request: web.Request) -> web.Response:
     layer = q.get("layer", "all")
     if layer not in _LAYERS:
         return error(400, f"layer must be one of {', '.join(_LAYERS)}")
-    found = await _run(
-        lambda: ctx.memories.list_memories(
-            scope=q.get("scope") or None,
-            limit=max(1, min(limit, 100000)),
-            offset=max(0, offset),
-            all_versions=q.get("all") == "1",
-            excerpts=_LAYERS[layer],
+    limit, offset = max(1, min(limit, 100000)), max(0, offset)
+    scope, all_versions, excerpts = q.get("scope") or None, q.get("all") == "1", _LAYERS[layer]
+
+    def page() -> tuple[list[Memory], int]:
+        found = ctx.memories.list_memories(
+            scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts
         )
-    )
-    return json_response({"memories": [memory_view(m) for m in found]})
+        return found, ctx.memories.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts)
+
+    found, total = await _run(page)
+    views = [memory_view(m) for m in found]
+    return json_response({"memories": views, "total": total, "offset": offset, "limit": limit})
+
+
+async def scopes(request: web.Request) -> web.Response:
+    """Every scope with active memories → `{"scopes": [{"scope", "memories", "excerpts"}]}`."""
+    ctx: ProxyContext = request.app[context_key]
+    return json_response({"scopes": await _run(ctx.memories.scopes)})
 
 
 async def search_memories(request: web.Request) -> web.Response:
-    """`?q=&scope=&limit=` → hybrid-ranked memories."""
+    """`?q=&scope=&limit=` → hybrid-ranked memories (every scope when `scope` is absent)."""
     ctx: ProxyContext = request.app[context_key]
-    query, scope = request.query.get("q", ""), request.query.get("scope") or "default"
+    query, scope = request.query.get("q", ""), request.query.get("scope") or None
     try:
         limit = int(request.query.get("limit", "20"))
     except ValueError:
@@ -288,30 +297,15 @@ async def tap_errors(request: web.Request, handler: Handler) -> web.StreamRespon
         raise
 
 
-UI_PAGE = Path(__file__).with_name("static") / "ui.html"
-
-
-async def ui(request: web.Request) -> web.Response:
-    """The memory browser page (static; its API calls carry the admin token the user types)."""
-    return web.Response(
-        body=UI_PAGE.read_bytes(),
-        content_type="text/html",
-        charset="utf-8",
-        headers={
-            "Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-            "X-Frame-Options": "DENY",
-        },
-    )
-
-
 def add_admin_routes(app: web.Application) -> None:
     """Register the admin API and the web page on the app."""
-    app.router.add_get("/ui", ui)
+    add_ui_routes(app)
     app.router.add_get("/tap/health", health)
     app.router.add_post("/tap/recall", recall)
     app.router.add_get("/tap/memories", list_memories)
     app.router.add_post("/tap/memories", add_memory)
     app.router.add_get("/tap/memories/search", search_memories)
+    app.router.add_get("/tap/scopes", scopes)
     app.router.add_get("/tap/memories/{memory_id}", show_memory)
     app.router.add_patch("/tap/memories/{memory_id}", edit_memory)
     app.router.add_delete("/tap/memories/{memory_id}", delete_memory)

@@ -48,6 +48,18 @@ _decode = msgspec.json.Decoder(Memory).decode
 _encode = msgspec.json.Encoder().encode
 
 
+def _listing_filter(scope: str | None, include_superseded: bool, excerpts: bool | None) -> dict[str, Any] | None:
+    """The Chroma `where` of a listing: one scope or all, active only or every version, a layer or both."""
+    clauses: list[dict[str, Any]] = []
+    if scope is not None:
+        clauses.append({"scope": scope})
+    if not include_superseded:
+        clauses.append({"active": True})
+    if excerpts is not None:
+        clauses.append({"kind": "episode"} if excerpts else {"kind": {"$ne": "episode"}})
+    return None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
 @contextlib.contextmanager
 def _translated(action: str, where: str) -> Iterator[None]:
     """Turn any Chroma/transport failure into a StoreError that says what failed where."""
@@ -330,16 +342,37 @@ class ChromaStore:
         excerpts: bool | None = None,
     ) -> list[Memory]:
         """Memories newest first, optionally of one scope and one layer (statements or excerpts)."""
-        clauses: list[dict[str, Any]] = []
-        if scope is not None:
-            clauses.append({"scope": scope})
-        if not include_superseded:
-            clauses.append({"active": True})
-        if excerpts is not None:
-            clauses.append({"kind": "episode"} if excerpts else {"kind": {"$ne": "episode"}})
-        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        where = _listing_filter(scope, include_superseded, excerpts)
         memories = sorted(self._all(where), key=lambda m: (m.created_at, m.id), reverse=True)
         return memories[offset : offset + limit]
+
+    def count_memories(
+        self, *, scope: str | None, include_superseded: bool = False, excerpts: bool | None = None
+    ) -> int:
+        """How many memories `list_memories` pages through with the same filter (ids only are read)."""
+        where = _listing_filter(scope, include_superseded, excerpts)
+        count, offset = 0, 0
+        while True:
+            with _translated("count", self.where):
+                got = self._col.get(where=where, include=[], limit=_PAGE, offset=offset)
+            count += len(got["ids"])
+            if len(got["ids"]) < _PAGE:
+                return count
+            offset += _PAGE
+
+    def scope_counts(self) -> dict[str, tuple[int, int]]:
+        """Active memories per scope as (statements, excerpts), scopes sorted by name."""
+        counts: dict[str, list[int]] = {}
+        offset = 0
+        while True:
+            with _translated("count", self.where):
+                got = self._col.get(where={"active": True}, include=["metadatas"], limit=_PAGE, offset=offset)
+            for meta in got["metadatas"] or []:
+                pair = counts.setdefault(str((meta or {}).get("scope", "")), [0, 0])
+                pair[1 if (meta or {}).get("kind") == "episode" else 0] += 1
+            if len(got["ids"]) < _PAGE:
+                return {scope: (pair[0], pair[1]) for scope, pair in sorted(counts.items())}
+            offset += _PAGE
 
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
         """Every memory including superseded versions, oldest first (export order)."""

@@ -169,6 +169,16 @@ class WriteBuffer:
             scope=scope, limit=limit, offset=offset, include_superseded=include_superseded, excerpts=excerpts
         )
 
+    def count_memories(
+        self, *, scope: str | None, include_superseded: bool = False, excerpts: bool | None = None
+    ) -> int:
+        """The store's count."""
+        return self.store.count_memories(scope=scope, include_superseded=include_superseded, excerpts=excerpts)
+
+    def scope_counts(self) -> dict[str, tuple[int, int]]:
+        """The store's counts per scope."""
+        return self.store.scope_counts()
+
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
         """The store's memories."""
         return self.store.iter_memories(scope=scope)

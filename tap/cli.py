@@ -13,20 +13,72 @@ tests/tap/test_cli_startup.py keeps it that way.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
 import msgspec
 
-from tap import cli_ingest, cli_memories, cli_mitm, cli_ops, cli_telegram
+from tap import cli_memories, cli_ops
 from tap.cli_base import CliState, emit_json, state
-from tap.cli_hooks import hook, hooks
 from tap.errors import ConfigError, TapError
 from tap.render import config_toml
 
+# Commands whose modules load only when the command runs (or its own --help): their imports
+# (bridges.logtail, bridges.hooks, mitmproxy's helpers) cost ~0.1 s that `tap status`, `tap
+# recall` and `tap memories list` should not pay. name → ("module:attribute", first help paragraph
+# as `tap --help` lists it; tests/tap/test_cli_startup.py checks it against the command's own).
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "env": ("tap.cli_mitm:env", "Shell lines that point clients at tap, for each way in (or just WAY)."),
+    "hook": (
+        "tap.cli_hooks:hook",
+        "Handle one agent hook event: hook JSON on stdin, hook output on stdout, always exit 0.",
+    ),
+    "hooks": ("tap.cli_hooks:hooks", "Install, remove and inspect tap's Claude Code and Codex hooks."),
+    "ingest": (
+        "tap.cli_ingest:ingest",
+        "Ingest chat logs (Claude Code transcripts, JSONL, plain text) into memories, exactly once.",
+    ),
+    "mitm": (
+        "tap.cli_mitm:mitm",
+        "Run mitmproxy with tap's memory addon (for clients that cannot change their base URL).",
+    ),
+    "telegram": (
+        "tap.cli_telegram:telegram",
+        "Manage the Telegram bot's webhook (the bot itself runs inside `tap serve`).",
+    ),
+}
+
 
 class TapGroup(click.Group):
-    """A click group that turns TapError into a one-line message and an exit code."""
+    """A click group that turns TapError into a one-line message and an exit code, and loads the
+    LAZY_COMMANDS when they are called."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            module, _, attribute = LAZY_COMMANDS[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            _accept_config(command)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `tap --help`, without loading the lazy commands for their help."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            command = self.commands.get(name)
+            if command is None:
+                stand_in = click.Command(name, help=LAZY_COMMANDS[name][1])  # shortened as click does
+                rows.append((name, stand_in.get_short_help_str(limit)))
+            elif not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -92,13 +144,8 @@ def serve(host: str | None, port: int | None) -> None:
 main.add_command(cli_memories.memories)
 main.add_command(cli_memories.recall)
 main.add_command(cli_ops.status)
+main.add_command(cli_ops.ui)
 main.add_command(cli_ops.extract)
-main.add_command(cli_ingest.ingest)
-main.add_command(cli_telegram.telegram)
-main.add_command(hook)
-main.add_command(hooks)
-main.add_command(cli_mitm.mitm)
-main.add_command(cli_mitm.env)
 
 
 def _late_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -108,21 +155,22 @@ def _late_config(ctx: click.Context, param: click.Parameter, value: str | None) 
             cli_state.config_path = value
 
 
-def _accept_config_anywhere(group: click.Group) -> None:
-    """Give every subcommand a `--config` too, so it may follow the command (`tap status --config F`);
-    given twice, the later one counts."""
-    for command in group.commands.values():
-        command.params.append(
-            click.Option(
-                ["--config"],
-                type=click.Path(dir_okay=False),
-                expose_value=False,
-                callback=_late_config,
-                help="Config file (the same as `tap --config`).",
-            )
+def _accept_config(command: click.Command) -> None:
+    """Give the command (and its subcommands) a `--config` too, so it may follow the command (`tap
+    status --config F`); given twice, the later one counts."""
+    command.params.append(
+        click.Option(
+            ["--config"],
+            type=click.Path(dir_okay=False),
+            expose_value=False,
+            callback=_late_config,
+            help="Config file (the same as `tap --config`).",
         )
-        if isinstance(command, click.Group):
-            _accept_config_anywhere(command)
+    )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_config(sub)
 
 
-_accept_config_anywhere(main)
+for _command in main.commands.values():
+    _accept_config(_command)

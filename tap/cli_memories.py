@@ -5,13 +5,16 @@ Every read command takes `--json` (the shapes of tap.views); `--scope` names who
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
 
 from tap.cli_base import backend, emit_json, state
+from tap.progress import Bar, shown
 from tap.records import KINDS
 from tap.render import chain_text, console, memories_table, stats_table
 from tap.views import memory_view, search_view
@@ -43,29 +46,40 @@ def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, exc
     """List memories (statements), newest first; --excerpts lists the verbatim layer."""
     with backend() as svc:
         found = svc.list_memories(scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts)
+        # a full or later page may not be all: count, to say how to see the rest (on stderr)
+        more = not as_json and (len(found) == limit or offset > 0)
+        total = svc.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts) if more else len(found)
     if as_json:
         emit_json([memory_view(m) for m in found])
     elif not found:
-        click.echo("no memories" + (f" in scope {scope!r}" if scope else ""))
+        click.echo("no memories" + (f" in scope {scope!r}" if scope else "") + (f" past {offset}" if offset else ""))
     else:
-        console().print(memories_table(found))
+        click.echo(memories_table(found))
+        if more:
+            click.echo(_page_note(offset, len(found), total), err=True)
+
+
+def _page_note(offset: int, shown: int, total: int) -> str:
+    """'51–100 of 312 (next: --offset 100)'."""
+    note = f"{offset + 1}–{offset + shown} of {total}"
+    return note + (f" (next: --offset {offset + shown})" if offset + shown < total else "")
 
 
 @memories.command("search")
 @click.argument("query")
-@scope_option
+@click.option("--scope", default=None, help="Only this scope (default: all scopes).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
 @json_option
-def search_cmd(query: str, scope: str, limit: int, as_json: bool) -> None:
-    """Search memories of a scope (hybrid vector + lexical ranking)."""
+def search_cmd(query: str, scope: str | None, limit: int, as_json: bool) -> None:
+    """Search memories (hybrid vector + lexical ranking), in every scope or in one."""
     with backend() as svc:
         results = svc.search(query, scope=scope, limit=limit)
     if as_json:
         emit_json(search_view(results))
     elif not results:
-        click.echo(f"nothing relevant in scope {scope!r}")
+        click.echo("nothing relevant" + (f" in scope {scope!r}" if scope else " in any scope"))
     else:
-        console().print(memories_table([m for m, _ in results], scores=[s for _, s in results]))
+        click.echo(memories_table([m for m, _ in results], scores=[s for _, s in results]))
 
 
 @memories.command("show")
@@ -193,42 +207,77 @@ def _forget_scope(scope: str, yes: bool, as_json: bool) -> None:
     help="Write to a file (default: stdout).",
 )
 def export_cmd(scope: str | None, output: Path | None) -> None:
-    """Export whole records as JSONL (superseded versions included; import restores them exactly)."""
+    """Export whole records as JSONL (superseded versions included; import restores them exactly).
+    A progress bar shows on stderr when it is a terminal."""
     with backend() as svc:
-        if output is None:
-            _write_lines(svc.export(scope=scope), sys.stdout.buffer)
-            return
-        tmp = output.with_name(output.name + ".part")
-        with tmp.open("wb") as handle:
-            count = _write_lines(svc.export(scope=scope), handle)
-        tmp.replace(output)
-    click.echo(f"exported {count} records to {output}", err=True)
+        total = svc.count_memories(scope=scope, all_versions=True) if shown() else None
+        with Bar("exporting", total=total) as bar:
+            if output is None:
+                _write_lines(svc.export(scope=scope), sys.stdout.buffer, bar)
+                return
+            tmp = output.with_name(output.name + ".part")
+            with tmp.open("wb") as handle:
+                count = _write_lines(svc.export(scope=scope), handle, bar)
+            tmp.replace(output)
+    click.echo(f"exported {count} record{'' if count == 1 else 's'} to {output}", err=True)
 
 
-def _write_lines(lines: Any, handle: BinaryIO) -> int:
+def _write_lines(lines: Any, handle: BinaryIO, bar: Bar) -> int:
     count = 0
     for line in lines:
         handle.write(line)
         count += 1
+        bar.advance()
     handle.flush()
     return count
+
+
+IMPORT_BATCH = 500  # lines per call: the bar moves, and through a server no request grows unbounded
 
 
 @memories.command("import")
 @click.argument("source", type=click.File("rb"))
 @json_option
 def import_cmd(source: BinaryIO, as_json: bool) -> None:
-    """Import a JSONL export (ids kept; existing records left alone; bad lines reported)."""
-    with backend() as svc:
-        report = svc.import_lines(source)
+    """Import a JSONL export (ids kept; existing records left alone; bad lines reported by number).
+    A progress bar shows on stderr when it is a terminal and --json is not given."""
+    imported = unchanged = 0
+    errors: list[tuple[int, str]] = []
+    with backend() as svc, Bar("importing", total=_size(source), quiet=as_json, in_bytes=True) as bar:
+        for first, lines in _batches(source, IMPORT_BATCH):
+            part = svc.import_lines(lines)
+            imported, unchanged = imported + part.imported, unchanged + part.unchanged
+            errors += [(first + number - 1, reason) for number, reason in part.errors]
+            bar.advance(sum(len(line) for line in lines))
     if as_json:
-        emit_json(report)
+        emit_json({"imported": imported, "unchanged": unchanged, "errors": errors})
     else:
-        click.echo(f"imported {report.imported}, already present {report.unchanged}, rejected {len(report.errors)}")
-    for line, reason in report.errors:
+        click.echo(f"imported {imported}, already present {unchanged}, rejected {len(errors)}")
+    for line, reason in errors:
         click.echo(f"{getattr(source, 'name', '<stdin>')}:{line}: {reason}", err=True)
-    if report.errors:
+    if errors:
         sys.exit(1)
+
+
+def _size(source: BinaryIO) -> int | None:
+    """The file's size in bytes (None for a pipe)."""
+    try:
+        return os.fstat(source.fileno()).st_size or None if source.seekable() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _batches(source: BinaryIO, size: int) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the first line, lines) for every `size` lines."""
+    batch: list[bytes] = []
+    first = 1
+    for number, line in enumerate(source, start=1):
+        batch.append(line)
+        if len(batch) == size:
+            yield first, batch
+            first, batch = number + 1, []
+    if batch:
+        yield first, batch
 
 
 @memories.command("stats")

@@ -1,14 +1,14 @@
-"""`tap status` and `tap extract …`: what the pipeline is doing, and one-shot extraction."""
+"""`tap status`, `tap extract …` and `tap ui`: what the pipeline is doing, one-shot extraction, the web page link."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli_base import backend, emit_json, state
+from tap.progress import Bar
 from tap.scopes import scope_rule
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -97,20 +97,13 @@ def extract_run(as_json: bool) -> None:
         raise click.ClickException("tap serve is running and already drains the queue (see `tap status`)")
     from tap.app import runtime
 
-    with runtime(loaded) as rt:
-        done = rt.worker.drain(on_progress=lambda n: _progress(n, as_json))
+    with runtime(loaded) as rt, Bar("extracting (chunks)", quiet=as_json) as bar:
+        done = rt.worker.drain(on_progress=lambda n: bar.update(completed=n))
         result = rt.worker.status()
-    if not as_json and sys.stderr.isatty():
-        click.echo("", err=True)
     if as_json:
         emit_json({"processed": done, **result})
     else:
         click.echo(f"processed {done} chunk(s)\n" + render_status({"server": None, "extraction": result}))
-
-
-def _progress(n: int, quiet: bool) -> None:
-    if not quiet and sys.stderr.isatty():
-        click.echo(f"\rprocessed {n} chunk(s)", err=True, nl=False)
 
 
 @extract.command("retry")
@@ -118,3 +111,21 @@ def extract_retry() -> None:
     """Put every dead-lettered chunk back in the queue (through the running server, if any)."""
     with backend() as svc:
         click.echo(f"requeued {svc.requeue_dead()} chunk(s)")
+
+
+@click.command("ui")
+@click.option("--open", "open_browser", is_flag=True, help="Open the link in the default browser too.")
+def ui(open_browser: bool) -> None:
+    """Print the link to the running server's web page that signs you in (the token rides after `#`,
+    which the browser never sends anywhere)."""
+    loaded = state().load()
+    info = read_server_info(loaded.data_dir)
+    if info is None:
+        raise click.ClickException("tap serve is not running on this data dir: start it, then run `tap ui` again")
+    link = f"{info.url}/ui#token={ensure_token(loaded.data_dir, loaded.config.admin.token_env)}"
+    click.echo(link)
+    if open_browser:
+        import webbrowser
+
+        if not webbrowser.open(link):
+            click.echo("tap: no browser found here; open the link above yourself", err=True)

@@ -124,7 +124,12 @@ class RemoteMemories:
         )
         return msgspec.convert(data["memories"], list[Memory])
 
-    def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
+    def count_memories(self, *, scope: str | None, all_versions: bool = False, excerpts: bool | None = None) -> int:
+        layer = None if excerpts is None else "excerpts" if excerpts else "memories"
+        data = self._json("GET", "/tap/memories", scope=scope, limit=1, all="1" if all_versions else None, layer=layer)
+        return int(data["total"])
+
+    def search(self, query: str, *, scope: str | None, limit: int = 20) -> list[tuple[Memory, float]]:
         data = self._json("GET", "/tap/memories/search", q=query, scope=scope, limit=limit)
         return [(msgspec.convert(r["memory"], Memory), float(r["score"])) for r in data["results"]]
 

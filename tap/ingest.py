@@ -15,31 +15,53 @@ import msgspec
 from tap.chunker import prepare_turns
 from tap.jsonbody import decode
 from tap.queue import ChunkQueue
-from tap.records import IngestEvent
-from tap.validate import MAX_ID, MAX_TIMESTAMP, text_problem, timestamp_ok
+from tap.records import IngestEvent, Message, Source
+from tap.validate import MAX_ID, parse_timestamp, text_problem, timestamp_ok
 
 MAX_SCOPE = 256
 MAX_MESSAGES = 10_000
 
 
+class _WireMessage(msgspec.Struct, kw_only=True):
+    """A message as `POST /tap/ingest` takes it: the timestamp as a number or an ISO-8601 string."""
+
+    role: str
+    content: str
+    name: str = ""
+    id: str = ""
+    timestamp: float | str = 0.0
+
+
+class _WireEvent(msgspec.Struct, kw_only=True):
+    scope: str
+    conversation: str
+    source: Source
+    messages: list[_WireMessage]
+
+
 def parse_event(body: bytes) -> IngestEvent:
-    """Decode and validate an ingest request body; ValueError says what is wrong."""
-    event = decode(body, IngestEvent)
-    if not event.scope.strip() or len(event.scope) > MAX_SCOPE:
+    """Decode and validate an ingest request body; ValueError says what is wrong. Timestamps are
+    POSIX seconds or ISO-8601 strings, as the log-tail reads them (tap.validate.parse_timestamp)."""
+    wire = decode(body, _WireEvent)
+    if not wire.scope.strip() or len(wire.scope) > MAX_SCOPE:
         raise ValueError(f"scope must be 1-{MAX_SCOPE} characters")
-    problem = text_problem("conversation", event.conversation, MAX_ID)
+    problem = text_problem("conversation", wire.conversation, MAX_ID)
     if problem:
         raise ValueError(problem)
-    if len(event.messages) > MAX_MESSAGES:
+    if len(wire.messages) > MAX_MESSAGES:
         raise ValueError(f"at most {MAX_MESSAGES} messages per request")
-    for index, message in enumerate(event.messages):
-        if not timestamp_ok(message.timestamp):
-            raise ValueError(
-                f"messages[{index}].timestamp must be a POSIX time in seconds from 0 (unknown) to {MAX_TIMESTAMP:.0f}"
-            )
+    messages = []
+    for index, message in enumerate(wire.messages):
+        try:
+            timestamp = parse_timestamp(message.timestamp)
+        except ValueError as exc:
+            raise ValueError(f"messages[{index}].timestamp: {exc}") from None
         if len(message.id) > MAX_ID:
             raise ValueError(f"messages[{index}].id must be at most {MAX_ID} characters")
-    return event
+        messages.append(
+            Message(role=message.role, content=message.content, name=message.name, id=message.id, timestamp=timestamp)
+        )
+    return IngestEvent(scope=wire.scope, conversation=wire.conversation, source=wire.source, messages=messages)
 
 
 class Ingestor:

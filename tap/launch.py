@@ -23,12 +23,16 @@ def _embedded(invocation: Invocation, body: bytes) -> bytes:
     return run_embedded(invocation, body)
 
 
+def _is_hook_call(argv: list[str]) -> bool:
+    from bridges.hooks.command import is_hook_call  # only when "hook" is on the line: every command starts here
+
+    return is_hook_call(argv)
+
+
 def main() -> None:
     """Run `tap` with the process's arguments."""
     argv = sys.argv[1:]
-    from bridges.hooks.command import is_hook_call
-
-    if is_hook_call(argv):
+    if "hook" in argv and _is_hook_call(argv):
         from bridges.hooks.command import run
 
         sys.exit(run(argv, embedded=_embedded))

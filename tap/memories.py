@@ -71,6 +71,14 @@ class TurnHolder(ScopeHolder, Protocol):
         ...
 
 
+class ScopeCount(msgspec.Struct, kw_only=True):
+    """A scope and its active memories: statements and verbatim excerpts (`GET /tap/scopes`)."""
+
+    scope: str
+    memories: int
+    excerpts: int
+
+
 class Forgotten(msgspec.Struct, kw_only=True):
     """What `forget_memory` removed: the memory's versions, the excerpts of its source turns, and
     the source turns' rows in the turn log and the queue."""
@@ -299,9 +307,19 @@ class MemoryService:
             scope=scope, limit=limit, offset=offset, include_superseded=all_versions, excerpts=excerpts
         )
 
-    def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
-        """Hybrid-ranked memories for a query, without the token budget."""
-        return self.recall_engine.search(query, scope=scope, limit=limit)
+    def count_memories(self, *, scope: str | None, all_versions: bool = False, excerpts: bool | None = None) -> int:
+        """How many memories `list_memories` pages through with the same filter."""
+        return self.store.count_memories(scope=scope, include_superseded=all_versions, excerpts=excerpts)
+
+    def scopes(self) -> list[ScopeCount]:
+        """Every scope with active memories, with its statements and excerpts counted."""
+        return [ScopeCount(scope=s, memories=n, excerpts=e) for s, (n, e) in self.store.scope_counts().items()]
+
+    def search(self, query: str, *, scope: str | None, limit: int = 20) -> list[tuple[Memory, float]]:
+        """Hybrid-ranked memories for a query, without the token budget; every scope when scope is None."""
+        if scope is not None:
+            return self.recall_engine.search(query, scope=scope, limit=limit)
+        return self.recall_engine.search_scopes(query, list(self.store.scope_counts()), limit=limit)
 
     def recall(self, text: str, *, scope: str, budget_tokens: int | None = None) -> RecallResult:
         """The block tap would inject for this text."""

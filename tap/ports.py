@@ -93,6 +93,16 @@ class MemoryStore(Protocol):
         False only statements, True only excerpts (kind episode)."""
         ...
 
+    def count_memories(
+        self, *, scope: str | None, include_superseded: bool = False, excerpts: bool | None = None
+    ) -> int:
+        """How many memories `list_memories` pages through with the same filter."""
+        ...
+
+    def scope_counts(self) -> dict[str, tuple[int, int]]:
+        """Active memories per scope as (statements, excerpts)."""
+        ...
+
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
         """Every memory (superseded versions included), in pages, for export."""
         ...

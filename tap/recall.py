@@ -296,9 +296,20 @@ class RecallEngine:
         query = query.strip()[:_MAX_QUERY_CHARS]
         return self._rank(query, scope)[:limit] if query else []
 
-    def _rank(self, query: str, scope: str) -> list[tuple[Memory, float]]:
+    def search_scopes(self, query: str, scopes: Sequence[str], *, limit: int = 20) -> list[tuple[Memory, float]]:
+        """`search` in each scope, merged by score: the fused scores are rank-based, so the best of
+        every scope compete on equal terms. The query is embedded once."""
+        query = query.strip()[:_MAX_QUERY_CHARS]
+        if not query:
+            return []
+        vector = self.embedder.embed_query(query)
+        merged = [pair for scope in scopes for pair in self._rank(query, scope, vector)]
+        return sorted(merged, key=lambda pair: (-pair[1], pair[0].id))[:limit]
+
+    def _rank(self, query: str, scope: str, vector: list[float] | None = None) -> list[tuple[Memory, float]]:
         k = self.config.candidates
-        vector_hits = self.store.vector_search(self.embedder.embed_query(query), scope=scope, k=k)
+        vector = self.embedder.embed_query(query) if vector is None else vector
+        vector_hits = self.store.vector_search(vector, scope=scope, k=k)
         lexical_hits = self.store.text_search(query, scope=scope, k=k)
         fused = self._fuse(self._relevant_vector(vector_hits), self._relevant_lexical(lexical_hits))
         now = self._now()

@@ -26,6 +26,32 @@ def timestamp_ok(value: float) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= MAX_TIMESTAMP
 
 
+TIMESTAMP_FORMATS = (
+    "POSIX seconds as a number (1714564800 or 1714564800.25) or ISO-8601 as a string "
+    '("2024-05-01T12:00:00Z", "2024-05-01T14:00:00+02:00", "2024-05-01"; '
+    "without an offset it is UTC)"
+)
+
+
+def parse_timestamp(value: float | str) -> float:
+    """POSIX seconds of a timestamp given as a number or an ISO-8601 string (`Z` or an offset; none
+    means UTC); ValueError names the accepted formats when it is neither, or out of range."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{value!r} is not a timestamp: use {TIMESTAMP_FORMATS}") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        try:
+            value = parsed.timestamp()
+        except (OverflowError, OSError, ValueError):
+            value = -1.0
+    if not timestamp_ok(value):
+        raise ValueError(f"{value!r} is out of range: from 0 (unknown) to {MAX_TIMESTAMP:.0f} (the end of year 9999)")
+    return float(value)
+
+
 def safe_timestamp(value: float) -> float:
     """The timestamp, or 0 (unknown) when it is out of range."""
     return float(value) if timestamp_ok(value) else 0.0

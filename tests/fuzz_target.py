@@ -152,6 +152,8 @@ class FuzzTarget:
                 ("GET", "/tap/stats", None),
                 ("GET", "/tap/status", None),
                 ("GET", "/tap/health", None),
+                ("GET", "/tap/scopes", None),
+                ("GET", "/tap/memories/search?q=porto", None),  # every scope at once
             ]
             for scope in scopes:
                 requests.append(("POST", "/tap/recall", {"text": "Porto Postgres password hello", "scope": scope}))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -24,6 +23,7 @@ import msgspec
 
 from bridges.logtail.lines import Line
 from tap.records import IngestEvent, Message
+from tap.validate import parse_timestamp as parse_iso_or_posix
 
 Format = Literal["claude-code", "jsonl", "text"]
 FORMATS: tuple[str, ...] = ("auto", "claude-code", "jsonl", "text")
@@ -114,9 +114,6 @@ def parse_timestamp(value: str | None) -> float:
     if not value:
         return 0.0
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_iso_or_posix(value)  # the parser `POST /tap/ingest` uses
     except ValueError:
         return 0.0
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()

@@ -112,3 +112,33 @@ def test_forget_on_a_terminal_asks_first(isolated_home: Path) -> None:
     code, shown = on_a_terminal(["memories", "forget", memory], "y", isolated_home)
     assert code == 0 and "deleted 1 version(s)" in shown
     assert active_ids() == []
+
+
+def test_search_and_list_both_default_to_every_scope(isolated_home: Path) -> None:
+    add("Ann keeps bees in Sintra", scope="ann")
+    add("Bo keeps bees on a roof", scope="bo")
+    code, out, _ = run("memories", "search", "who keeps bees", "--json")
+    assert code == 0 and {r["memory"]["scope"] for r in json.loads(out)} == {"ann", "bo"}
+    code, out, _ = run("memories", "list", "--json")
+    assert code == 0 and {m["scope"] for m in json.loads(out)} == {"ann", "bo"}
+    code, out, _ = run("memories", "search", "who keeps bees", "--scope", "bo", "--json")
+    assert [r["memory"]["scope"] for r in json.loads(out)] == ["bo"]
+    code, out, _ = run("memories", "search", "stamps", "--scope", "nobody")
+    assert out.strip() == "nothing relevant in scope 'nobody'"
+
+
+def test_list_says_where_the_next_page_starts(isolated_home: Path) -> None:
+    for n in range(5):
+        add(f"Ann planted tree number {n}")
+    code, _, err = run("memories", "list", "--limit", "2")
+    assert code == 0 and "1–2 of 5 (next: --offset 2)" in err
+    code, _, err = run("memories", "list", "--limit", "2", "--offset", "4")
+    assert "5–5 of 5" in err and "next" not in err
+    code, _, err = run("memories", "list", "--limit", "10")
+    assert err == ""
+
+
+def test_export_counts_one_record_in_the_singular(isolated_home: Path, tmp_path: Path) -> None:
+    add("Ann keeps bees")
+    code, _, err = run("memories", "export", "-o", str(tmp_path / "out.jsonl"))
+    assert code == 0 and f"exported 1 record to {tmp_path / 'out.jsonl'}" in err

@@ -30,12 +30,13 @@ except SystemExit as exc:
 else:
     code = 0
 loaded = sorted({name.split(".")[0] for name in sys.modules})
-sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "modules": loaded}) + "\\n")
+sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "modules": loaded, "all": sorted(sys.modules)}) + "\\n")
 """
 
 
-def probe(*args: str, home: Path) -> tuple[str, set[str]]:
-    """Run `tap ARGS` in a new interpreter; its stdout and the top-level modules it imported."""
+def probe(*args: str, home: Path, every: bool = False) -> tuple[str, set[str]]:
+    """Run `tap ARGS` in a new interpreter; its stdout and the top-level modules it imported (every
+    module, dotted names too, with `every`)."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(list(args))],
         env={**os.environ, "TAP_HOME": str(home)},
@@ -45,7 +46,7 @@ def probe(*args: str, home: Path) -> tuple[str, set[str]]:
     )
     report = json.loads(done.stderr.rsplit("PROBE ", 1)[1])
     assert report["code"] in (0, None), done.stderr
-    return done.stdout, set(report["modules"])
+    return done.stdout, set(report["all" if every else "modules"])
 
 
 def test_help_imports_nothing_heavy(isolated_home: Path) -> None:
@@ -76,6 +77,29 @@ def test_commands_against_a_server_leave_the_store_to_it(isolated_home: Path) ->
         out, modules = probe("status", home=isolated_home)
         assert server.url in out and modules & STORE_AND_MODEL == set()
         out, modules = probe("memories", "list", home=isolated_home)
-        assert "Lisbon" in out and modules & STORE_AND_MODEL == set()
+        assert "Lisbon" in out and modules & EVERY_HEAVY == set()  # a plain-text table: no rich
+        out, modules = probe("memories", "search", "Lisbon", home=isolated_home)
+        assert "Lisbon" in out and modules & EVERY_HEAVY == set()
     finally:
         server.stop()
+
+
+def test_commands_load_only_the_modules_they_need(isolated_home: Path) -> None:
+    lazy = {"tap.cli_ingest", "tap.cli_hooks", "tap.cli_mitm", "tap.cli_telegram", "bridges.logtail"}
+    _, modules = probe("config", "check", home=isolated_home, every=True)
+    assert modules & lazy == set()  # the log-tail, hooks, mitm and Telegram commands load when called
+    out, modules = probe("ingest", "--help", home=isolated_home, every=True)
+    assert "--follow" in out and {"tap.cli_ingest", "bridges.logtail"} <= modules
+
+
+def test_the_lazy_commands_are_listed_with_their_own_help() -> None:
+    import click
+
+    from tap.cli import LAZY_COMMANDS, main
+
+    context = click.Context(main)
+    for name, (_, listed) in LAZY_COMMANDS.items():
+        command = main.get_command(context, name)
+        assert command is not None and command.help is not None
+        assert command.help.split("\n\n")[0] == listed, name
+        assert any(p.name == "config" for p in command.params), name  # --config after the command too

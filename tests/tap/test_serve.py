@@ -41,7 +41,7 @@ def test_health_is_open_and_admin_needs_the_token(served: ServeProcess, isolated
     assert _call(served.url + "/tap/memories")[0] == 401
     assert _call(served.url + "/tap/memories", token="wrong")[0] == 401
     status, body = _call(served.url + "/tap/memories", token=served.token)
-    assert status == 200 and body == {"memories": []}
+    assert status == 200 and body == {"memories": [], "total": 0, "offset": 0, "limit": 50}
     mode = stat.S_IMODE(os.stat(isolated_home / "admin-token").st_mode)
     assert mode == 0o600
 
@@ -61,6 +61,12 @@ def test_cli_goes_through_the_running_server(served: ServeProcess) -> None:
     assert json.loads(recalled.stdout)["memories"][0]["id"] == memory_id
     shown = runner.invoke(main, ["memories", "show", memory_id, "--json"])
     assert json.loads(shown.stdout)["chain"][0]["content"] == "Ann keeps bees in Sintra"
+    for n in range(2):
+        assert runner.invoke(main, ["memories", "add", f"Ann has hive number {n}", "--scope", "ann"]).exit_code == 0
+    listed = runner.invoke(main, ["memories", "list", "--limit", "2"])
+    assert listed.exit_code == 0 and "1–2 of 3 (next: --offset 2)" in listed.stderr
+    found = runner.invoke(main, ["memories", "search", "bees", "--json"])  # every scope, through the server
+    assert json.loads(found.stdout)[0]["memory"]["id"] == memory_id
 
 
 def test_stop_is_graceful_and_releases_the_data_dir(isolated_home: Path) -> None:
@@ -78,5 +84,17 @@ def test_web_page_is_served_without_secrets(served: ServeProcess) -> None:
         page = resp.read().decode()
         assert resp.headers["Content-Type"].startswith("text/html")
         assert resp.headers["X-Frame-Options"] == "DENY"
-    assert "/tap/memories" in page and "Authorization" in page
-    assert served.token not in page
+    with urllib.request.urlopen(served.url + "/ui/ui.js", timeout=10) as resp:
+        script = resp.read().decode()
+    assert "/ui/ui.js" in page and "/tap/memories" in script and "Authorization" in script
+    assert served.token not in page + script
+
+
+def test_ui_prints_the_link_that_signs_in(served: ServeProcess) -> None:
+    result = CliRunner().invoke(main, ["ui"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"{served.url}/ui#token={served.token}"
+
+
+def test_ui_without_a_server_says_to_start_one(isolated_home: Path) -> None:
+    result = CliRunner().invoke(main, ["ui"])
+    assert result.exit_code == 1 and "tap serve is not running" in result.stderr

@@ -1,0 +1,107 @@
+"""Long CLI work shows a progress bar on a terminal (import, export, extraction) and stays quiet with
+--json or when stderr is not a terminal; import in batches numbers bad lines as in the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tap.cli import main
+
+
+def with_terminal_stderr(args: list[str], home: Path) -> tuple[int, str, str]:
+    """Run `tap ARGS` with stderr on a pseudo-terminal and stdout on a pipe: (code, stdout, terminal)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tap", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "TAP_HOME": str(home), "COLUMNS": "100"},
+        close_fds=True,
+    )
+    os.close(follower)
+    seen, deadline = b"", time.monotonic() + 180
+    waiting = select.poll()
+    waiting.register(leader, select.POLLIN)
+    try:
+        while time.monotonic() < deadline:
+            ready = waiting.poll(200)
+            if ready:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+        out = proc.stdout.read().decode() if proc.stdout else ""
+        return proc.wait(timeout=30), out, seen.decode(errors="replace")
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def export_file(path: Path, count: int, bad_line: int) -> None:
+    lines = []
+    for n in range(1, count + 1):
+        record = {"id": f"m_import{n:05d}", "scope": "bulk", "content": f"Imported fact number {n} about gardens"}
+        lines.append("{not json" if n == bad_line else json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_import_shows_a_bar_on_a_terminal_and_numbers_bad_lines_across_batches(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "export.jsonl"
+    export_file(source, 620, bad_line=555)  # two batches of 500 lines: the bad one is in the second
+    code, out, terminal = with_terminal_stderr(["memories", "import", str(source)], isolated_home)
+    assert code == 1, terminal
+    assert "imported 619, already present 0, rejected 1" in out
+    assert "importing" in terminal and f"{source}:555:" in terminal
+
+    code, out, terminal = with_terminal_stderr(["memories", "import", str(source), "--json"], isolated_home)
+    assert json.loads(out)["unchanged"] == 619 and json.loads(out)["errors"][0][0] == 555
+    assert "importing" not in terminal  # --json: no bar, only the rejected line
+
+
+def test_export_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(isolated_home: Path, tmp_path: Path) -> None:
+    source = tmp_path / "export.jsonl"
+    export_file(source, 30, bad_line=0)
+    assert CliRunner().invoke(main, ["memories", "import", str(source)]).exit_code == 0
+    code, _, terminal = with_terminal_stderr(["memories", "export", "-o", str(tmp_path / "out.jsonl")], isolated_home)
+    assert code == 0 and "exporting" in terminal and "30/30" in terminal
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 30
+    piped = CliRunner().invoke(main, ["memories", "export", "-o", str(tmp_path / "again.jsonl")])
+    assert piped.exit_code == 0 and piped.stderr == f"exported 30 records to {tmp_path / 'again.jsonl'}\n"
+
+
+def test_extract_run_shows_a_bar_only_on_a_terminal(isolated_home: Path) -> None:
+    code, _, terminal = with_terminal_stderr(["extract", "run"], isolated_home)
+    assert code == 0 and "extracting" in terminal
+    code, out, terminal = with_terminal_stderr(["extract", "run", "--json"], isolated_home)
+    assert code == 0 and "extracting" not in terminal and json.loads(out)["processed"] == 0
+
+
+def test_benchmark_progress_is_quiet_off_a_terminal(capsys: object) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    try:
+        import benchutil
+    finally:
+        sys.path.pop(0)
+    benchutil.note("step 1 of 3")
+    with benchutil.Bar("writing", total=3) as bar:
+        bar.advance(3)
+        assert not bar.active
+    assert capsys.readouterr().err == ""  # type: ignore[attr-defined]
