@@ -185,11 +185,32 @@ def asks_in_present(query: str) -> bool:
     return first is not None and first.group(0).lower() not in _PAST_AUXILIARIES
 
 
+_AGGREGATE = re.compile(
+    r"\b(?:total|in total|combined|altogether|in all|across|all (?:the|my|of)|average|sum|difference|compared"
+    r"|more than|less than|fewer than|each|both|between)\b",
+    re.IGNORECASE,
+)
+
+
+_HISTORY = re.compile(
+    r"\b(?:initially|originally|at first|earliest|in order|the order|previously|used to|before I|prior to)\b",
+    re.IGNORECASE,
+)
+_SPAN = re.compile(r"\b(?:how long|since|first|before|after|ago)\b", re.IGNORECASE)
+
+
 def current_floor(query: str) -> float:
     """How far an old candidate may fall behind the newest one for this query (1.0: not at all):
-    CURRENT_FLOOR when the query asks for now, PRESENT_FLOOR for a present-tense question."""
+    CURRENT_FLOOR when the query asks for now, unless it asks for the history ("where did I
+    initially …", "in what order …"); PRESENT_FLOOR for a present-tense question that neither
+    gathers several facts ("how many … in total", "… combined", "compared to": every mention
+    counts) nor spans time ("how long have I …", "since …": the start counts)."""
+    if _HISTORY.search(query):
+        return 1.0
     if asks_for_current(query):
         return CURRENT_FLOOR
+    if _AGGREGATE.search(query) or _SPAN.search(query):
+        return 1.0
     return PRESENT_FLOOR if asks_in_present(query) else 1.0
 
 

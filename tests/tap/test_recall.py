@@ -182,3 +182,7 @@ def test_questions_in_the_present_lean_to_the_newest() -> None:
     assert current_floor("What's my cat called?") == PRESENT_FLOOR
     assert current_floor("What did Caroline paint?") == 1.0
     assert current_floor("help me write an email") == 1.0
+    assert current_floor("What is the total number of siblings I have?") == 1.0  # every mention counts
+    assert current_floor("How long have my parents been staying with me?") == 1.0  # the start counts
+    assert current_floor("Where do I initially keep my old sneakers?") == 1.0  # history, not now
+    assert current_floor("In what order did I visit the museums, earliest to latest?") == 1.0
