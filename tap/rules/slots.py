@@ -66,7 +66,7 @@ _TOOLS: dict[str, str] = {
     "clojure dart lua perl julia zig ocaml f# erlang",
     "backend framework": "django flask fastapi rails laravel spring express nestjs phoenix asp.net symfony "
     "fastify hono gin actix axum sinatra koa",
-    "frontend framework": "react vue angular svelte sveltekit solidjs qwik ember next.js nextjs nuxt remix astro "
+    "frontend framework": "react vue angular svelte sveltekit solidjs qwik ember next.js nextjs nuxt remix "
     "gatsby htmx alpine.js preact",
     "mobile framework": "flutter react-native swiftui jetpack-compose ionic xamarin",
     "editor": "vim neovim nvim emacs vscode vs-code sublime atom intellij pycharm webstorm helix zed cursor nano "
@@ -85,7 +85,7 @@ _TOOLS: dict[str, str] = {
     "monitoring": "datadog grafana prometheus sentry newrelic",
     "cloud storage": "dropbox onedrive icloud gdrive",
     "dataframe library": "pandas polars dask pyspark modin vaex",
-    "site generator": "jekyll hugo eleventy 11ty hexo pelican docusaurus mkdocs wordpress ghost",
+    "site generator": "jekyll hugo eleventy 11ty hexo pelican docusaurus mkdocs wordpress ghost astro",
 }
 TOOL_CATEGORIES: dict[str, str] = {term: category for category, terms in _TOOLS.items() for term in terms.split()}
 _ALIASES = {
@@ -181,7 +181,7 @@ _CORRECTION_CUE = re.compile(
 _NAME_FOR_NAME = re.compile(r"\b[A-Z][a-z]+,?\s+not\s+[A-Z][a-z]+\b")
 _STRONG_CHANGE = re.compile(
     r"\b(?:instead|no longer|any ?more|used to|switched|switching|changed|changing|migrated"
-    r"|moved\b[^.!?]{0,40}?\b(?:to|from)"
+    r"|mov(?:ed|es)\b[^.!?]{0,40}?\b(?:to|from)"
     r"|(?:moved|switched|changed|migrated|went)\b[^.!?]{0,30}\bagain"
     r"|renamed|raised|lowered|increased|decreased|went up|went down|replaced|upgraded|downgraded|after all"
     r"|gave up|moved in|moved out|no more|stopped|quit|left|sold|not anymore"
@@ -308,10 +308,21 @@ _NAMED_THING = (
         r"\b(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?:is\s+)?(?:now\s+)?(?:called|named)\s+(?P<value>[A-Z][\w'’-]+)"
     ),
     re.compile(r"\b(?:re)?named\s+(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?P<value>[A-Z][\w'’-]+)"),
+    re.compile(  # "renamed the band to Low Tide"
+        r"\brenamed\s+(?:my|our|the)\s+(?P<holder>[a-z]+)\s+(?:to\s+)?(?P<value>(?:The\s+)?[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)"
+    ),
+)
+# "my band The Marmots plays …": a thing's name beside it, read when the sentence fills no other slot
+_APPOSED_NAME = re.compile(
+    r"^(?:[Mm]y|[Oo]ur)\s+(?P<holder>band|company|startup|business|shop|bakery|restaurant|cafe|podcast|channel"
+    r"|newsletter|blog|app|product|project|game|book|novel|team|club|boat|car)\s+(?P<value>(?:The\s+)?[A-Z][\w'’-]+"
+    r"(?:\s+[A-Z][\w'’-]+)*)"
 )
 _RELATIVE_HOLDER = re.compile(
     r"^(?:[Mm]y|[Oo]ur)\s+(?P<noun>(?:(?:little|big|older|younger|elder|best|new|old|ex|twin|step|oldest|youngest"
     r"|baby|late|dear|current)\s+)?[a-z]+)(?:'s|’s)?\s+(?!name\b)"
+    # what follows the noun: a verb ("my sister lives"), a name ("my dog Rex") or a possessive's noun
+    r"(?=(?:[A-Z]|(?:is|was|has|had|just|also|still|now|got|moved|works?|lives?|[a-z]+(?:s|ed))\b)|(?<=s\s))"
 )
 _QUALIFIER = re.compile(
     r"\b(?:for|in|on)\s+(?:the|our|my)\s+(?P<q>(?:[\w-]+\s+){0,2}?(?:app|application|service|backend|frontend|front-end"
@@ -473,7 +484,8 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
         match = pattern.search(sentence)
         if match:
             return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
-    terms = _tool_terms(sentence)
+    first_clause = re.split(r",?\s+but\s+|;\s*", sentence, maxsplit=1)[0]
+    terms = _tool_terms(first_clause) or _tool_terms(sentence)  # "… is on jekyll, but ruby keeps breaking"
     owned = any(category in _OWNED_CATEGORIES for _, category in terms) and _OWN_VERB.search(sentence)
     if terms and (_TOOL_VERB.search(sentence) or owned):
         switch = _switch(sentence)
@@ -485,6 +497,9 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
             gone = normalise_value(switch[0])
             chosen = next((t for t in reversed(terms) if t[0] != gone and not gone.startswith(t[0])), chosen)
         return f"{holder}|{chosen[1]}", part, chosen[0]
+    apposed = _APPOSED_NAME.match(sentence.strip())
+    if apposed:
+        return f"{who}:{apposed.group('holder')}|name", "", normalise_value(apposed.group("value"))
     return "", "", ""
 
 

@@ -101,6 +101,13 @@ UPDATES = [
         "again",
     ),
     (
+        "my personal blog is on jekyll + github pages, but ruby versions keep breaking my build",
+        "I moved the blog again, to astro this time",
+        "jekyll",
+        "astro",
+    ),
+    ("my band The Marmots plays at the Half Moon on the 19th", "we renamed the band to Low Tide", "Marmots", "Low"),
+    (
         "I run after work most evenings.",
         "These days I run in the mornings instead of evenings.",
         "after work",
