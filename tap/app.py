@@ -15,6 +15,7 @@ from store.chroma import ChromaStore
 from store.embedders import make_embedder
 from tap.capture import TurnLog
 from tap.config import LoadedConfig
+from tap.consolidation import Consolidator, Journal
 from tap.extraction import Extraction
 from tap.files import make_private
 from tap.ingest import Ingestor
@@ -41,6 +42,7 @@ class Runtime:
     ingestor: Ingestor
     worker: ExtractionWorker
     turn_log: TurnLog
+    consolidator: Consolidator
 
     def close(self) -> None:
         """Flush pending access counts and release the store and the queue."""
@@ -51,6 +53,7 @@ class Runtime:
             self.queue.close()
             self.ledger.close()
             self.turn_log.close()
+            self.consolidator.journal.close()
             self.store.close()
 
 
@@ -117,10 +120,20 @@ def open_runtime(loaded: LoadedConfig) -> Runtime:
     )
     worker = ExtractionWorker(queue, extraction, extract, flush_idle_s=extract.flush_after_s)
     turn_log = TurnLog(loaded.data_dir / "turnlog.db")
+    journal = Journal(loaded.data_dir / "consolidate.db")
+    consolidator = Consolidator(store, journal, config.consolidate, before=recall.flush_access)
     memories = MemoryService(
-        store, embedder, recall, queue=queue, turn_log=turn_log, holders=scope_files(loaded.data_dir)
+        store,
+        embedder,
+        recall,
+        queue=queue,
+        turn_log=turn_log,
+        holders=[*scope_files(loaded.data_dir), journal],
+        consolidator=consolidator,
     )
-    return Runtime(loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log)
+    return Runtime(
+        loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log, consolidator
+    )
 
 
 @contextlib.contextmanager

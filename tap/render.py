@@ -43,7 +43,7 @@ def memories_table(memories: list[Memory], *, scores: list[float] | None = None,
 
     table = Table(title=title or None, show_lines=False, expand=False)
     table.add_column("id", no_wrap=True)
-    history = any(not m.active for m in memories)
+    history = any(not m.current for m in memories)
     if history:
         table.add_column("version", no_wrap=True)
     if scores is not None:
@@ -56,7 +56,7 @@ def memories_table(memories: list[Memory], *, scores: list[float] | None = None,
     for index, m in enumerate(memories):
         row = [m.id]
         if history:
-            row.append("current" if m.active else f"old → {m.superseded_by}")
+            row.append("current" if m.current else f"old → {m.superseded_by}")
         if scores is not None:
             row.append(f"{scores[index]:.4f}")
         row += [m.scope, m.kind, str(m.importance), when(m.valid_from or m.created_at)[:10], m.content]
