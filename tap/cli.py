@@ -18,7 +18,7 @@ from typing import Any
 import click
 import msgspec
 
-from tap import cli_ingest, cli_memories, cli_mitm, cli_ops, cli_telegram
+from tap import cli_ingest, cli_lifecycle, cli_memories, cli_mitm, cli_ops, cli_telegram
 from tap.cli_base import CliState, emit_json, state
 from tap.cli_hooks import hook, hooks
 from tap.errors import ConfigError, TapError
@@ -91,6 +91,7 @@ def serve(host: str | None, port: int | None) -> None:
 
 main.add_command(cli_memories.memories)
 main.add_command(cli_memories.recall)
+main.add_command(cli_lifecycle.why)
 main.add_command(cli_ops.status)
 main.add_command(cli_ops.extract)
 main.add_command(cli_ingest.ingest)

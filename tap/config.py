@@ -131,18 +131,11 @@ class ConsolidateConfig(Section, frozen=True):
 
     enabled: bool = True
     interval_hours: PositiveFloat = 24.0
-    merge_similarity: Annotated[float, msgspec.Meta(ge=0.5, le=1)] = 0.9
-    near_similarity: Annotated[float, msgspec.Meta(ge=0.5, le=1)] = 0.8
+    merge_similarity: Annotated[float, msgspec.Meta(ge=0.5, le=1)] = 0.8
     archive_after_days: Annotated[float, msgspec.Meta(ge=0)] = 90.0
     archive_max_importance: Annotated[int, msgspec.Meta(ge=0, le=5)] = 2
     archive_excerpts: bool = False
     max_per_scope: Annotated[int, msgspec.Meta(ge=0)] = 0
-
-    def __post_init__(self) -> None:
-        if self.near_similarity > self.merge_similarity:
-            raise ValueError(
-                f"near_similarity ({self.near_similarity}) must not be above merge_similarity ({self.merge_similarity})"
-            )
 
 
 class WhyConfig(Section, frozen=True):

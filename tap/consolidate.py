@@ -6,13 +6,15 @@ returns what tap.consolidation applies:
 - **merge groups** (near-duplicates; each becomes one new memory citing every member's sources,
   the members kept as its history):
   - statements: same kind, same subject (tap.reconcile.subject_key), the same numbers, names,
-    negation and slot value, and either cosine >= `merge_similarity`, or cosine >=
-    `near_similarity` and one saying nothing the other does not (all but one of its content words
-    are in the other). Events and plans only merge when their words are the same (two runs on two
-    days are two events). Groups are stars around a seed (the most important, longest statement
-    first), never chains: every member is a near-duplicate of the seed itself;
+    negation and slot value, cosine >= `merge_similarity`, and one saying nothing the other does
+    not (all of its words are in the other). Cosine alone is not enough: "runs on Mondays"
+    and "runs on Tuesdays" are 0.90 apart, "has two kids" and "has three kids" 0.91, while "lives
+    in Lisbon" and "lives in Lisbon with their partner" are 0.92. Events and plans only merge when
+    their words are the same (two runs on two days are two events). Groups are stars around a seed
+    (the most important, longest statement first), never chains: every member is a near-duplicate
+    of the seed itself;
   - excerpts (the verbatim layer): the same words said again by the same speaker;
-  - never: instructions across kinds, a memory in an unresolved conflict (the user settles that);
+  - never: memories of different kinds, a memory in an unresolved conflict (the user settles that);
 - **archive**: memories of importance <= `archive_max_importance` that were neither recalled nor
   restated (nor edited) for `archive_after_days`, statements only unless `archive_excerpts`; never
   an instruction or a memory in conflict. Then, with `max_per_scope`, the least valuable of the
@@ -94,16 +96,21 @@ def _signature(memory: Memory) -> tuple[frozenset[str], frozenset[str], bool]:
     )
 
 
+_ARTICLES = frozenset({"a", "an", "the", "s"})
+
+
 def _says_no_more(a: Memory, b: Memory) -> bool:
-    """Whether one of the two says nothing the other does not (all but one content word shared)."""
-    wa, wb = set(content_words(a.content)), set(content_words(b.content))
+    """Whether one of the two says nothing the other does not (each of its words, articles aside,
+    is in the other: "lives in Lisbon" and "lives in Lisbon with their partner", not "likes cats"
+    and "likes dogs", nor "note one" and "note two")."""
+    wa, wb = set(words(a.content)) - _ARTICLES, set(words(b.content)) - _ARTICLES
     small, large = (wa, wb) if len(wa) <= len(wb) else (wb, wa)
-    return bool(small) and len(small - large) <= 1
+    return bool(small) and small <= large
 
 
 def duplicates(a: Memory, b: Memory, similarity: float, cfg: ConsolidateConfig) -> bool:
     """Whether two active statements of a scope are near-duplicates (see the module docstring)."""
-    if a.kind != b.kind or (a.kind == "instruction" and similarity < cfg.merge_similarity):
+    if a.kind != b.kind or similarity < cfg.merge_similarity:
         return False
     if a.kind in EXACT_ONLY:
         return words(a.content) == words(b.content) and _day(a) == _day(b)
@@ -111,7 +118,7 @@ def duplicates(a: Memory, b: Memory, similarity: float, cfg: ConsolidateConfig) 
         return False
     if subject_key(a.content) != subject_key(b.content) or _signature(a) != _signature(b):
         return False
-    return similarity >= cfg.merge_similarity or (similarity >= cfg.near_similarity and _says_no_more(a, b))
+    return _says_no_more(a, b)
 
 
 def _day(memory: Memory) -> int:
@@ -145,7 +152,7 @@ def statement_groups(
     near: dict[int, list[tuple[int, float]]] = {}
     for start in range(0, len(usable), BLOCK):
         sims = matrix[start : start + BLOCK] @ matrix.T
-        rows, cols = np.nonzero(sims >= cfg.near_similarity)
+        rows, cols = np.nonzero(sims >= cfg.merge_similarity)
         for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
             i = start + row
             if i != col:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import msgspec
 
 from tap.conflicts import Conflict, Settled, pairs, resolve
-from tap.consolidation import Consolidator, Report
+from tap.consolidation import Consolidator
 from tap.history import SourceTurn, TurnSource, version_turns, versions
 from tap.jsonbody import decode
 from tap.ports import Embedder, MemoryStore, StoreStats
@@ -319,11 +319,12 @@ class MemoryService:
         """Settle a conflict: keep one (the other is superseded by it) or, with `both`, both."""
         return resolve(self.store, keep, drop, both=both, now=self._now)
 
-    def consolidate(self, *, scope: str | None = None, dry_run: bool = False) -> Report:
-        """Merge near-duplicates and archive stale memories now (tap.consolidation)."""
+    def consolidate(self, *, scope: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """Merge near-duplicates and archive stale memories now (tap.consolidation); the report as
+        JSON (the shape of `POST /tap/consolidate`)."""
         if self.consolidator is None:
             raise ValueError("this service has no consolidator")
-        return self.consolidator.run(scope, dry_run=dry_run)
+        return msgspec.to_builtins(self.consolidator.run(scope, dry_run=dry_run))  # type: ignore[no-any-return]
 
     def archive(self, memory_id: str) -> Memory:
         """Set a current memory aside: still listed, never recalled, restorable (KeyError: unknown
