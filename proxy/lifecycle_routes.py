@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.admin import _body, _run, error, json_response
+from proxy.admin import _body, _run, _scope_problem, error, json_response
 from proxy.context import ProxyContext, context_key
 from tap.views import memory_view
 from tap.why import WhyRecord, explain
@@ -88,8 +88,9 @@ async def consolidate(request: web.Request) -> web.Response:
     ctx: ProxyContext = request.app[context_key]
     body = await _body(request)
     scope, dry_run = body.get("scope"), body.get("dry_run", False)
-    if scope is not None and (not isinstance(scope, str) or not scope):
-        return error(400, "`scope` must be a non-empty string")
+    problem = "" if scope is None else _scope_problem(scope)
+    if problem:
+        return error(400, problem)
     if not isinstance(dry_run, bool):
         return error(400, "`dry_run` must be true or false")
     if ctx.consolidation is None:

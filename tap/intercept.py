@@ -298,7 +298,7 @@ class Interceptor:
         docstring; `thread` names its upstream conversation).  The context is None when the
         request has no human turn. `note` is the request's (a new one when not given).
         """
-        note = note or self.note()
+        note = note or self.note("POST", f"<{source}>")  # a bridge without HTTP (Telegram)
         note.scope, note.conversation = scope, conversation
         said = dialect.transcript(req) if said is None else said
         turn = find_human_turn(said)
