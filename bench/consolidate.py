@@ -15,11 +15,12 @@ score the original one. Every user turn is also recalled at its own time, as the
 so recall counts ("not recalled for 90 days") are real. One simulated clock drives the whole
 runtime (`open_runtime(now=…)`): memories' creation and access times, recency, archiving.
 
-Arms, each person in a fresh data dir, the same chat:
+Arms (the same chat; each person in a fresh data dir per ingestion):
 - **before**: six months of ingestion, no consolidation;
-- **after**: the same store after one `tap memories consolidate` at the end;
-- **background**: consolidation run by the background job's rule as the months go by (each scope
-  once a day when it had a session that day, i.e. every simulated day the person talked).
+- **after**: the same store after one `tap memories consolidate` at the end (default config);
+- **after+excerpts**: the same store after one more with `archive_excerpts = true`;
+- **background**: a second ingestion with consolidation run as the background job would, as the
+  months go by (each scope once a day, on every simulated day the person talked).
 Measured per arm: the quality metrics of bench/quality.py (precision, junk, recall, duplicates,
 supersession, current value first, superseded memories in blocks) plus archived memories in
 blocks; the store: active statements, active excerpts, archived, superseded versions, all
@@ -48,6 +49,7 @@ import quality
 
 from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
+from tap.consolidation import Consolidator
 from tap.records import IngestEvent, Message
 
 START = datetime(2025, 1, 1, 9, 0, tzinfo=UTC).timestamp()
@@ -227,11 +229,18 @@ def measure(rt: Runtime, conv: quality.Conversation, clock: Clock) -> tuple[qual
     return scored, store, archived, sum(len(g.members) for g in left.groups)
 
 
-def run_person(sim: Simulated, arm: str) -> Arm:
-    """One arm for one person, in a fresh data dir."""
+EXCERPTS_TOML = "[consolidate]\narchive_excerpts = true\n"
+
+
+def run_person(sim: Simulated, background: bool) -> list[Arm]:
+    """Six months for one person in a fresh data dir. Without `background`: measured before any
+    consolidation ("before"), after one consolidation at the end ("after"), and after one more
+    with `archive_excerpts = true` ("after+excerpts"); with it: consolidated as the days go by
+    ("background")."""
     conv = sim.conversation
     clock = Clock(START)
     seconds: Counter[str] = Counter()
+    arms: list[Arm] = []
     with tempfile.TemporaryDirectory(prefix="tap-consolidate-") as home:
         rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=Path(home)), now=clock)
         try:
@@ -241,20 +250,29 @@ def run_person(sim: Simulated, arm: str) -> Arm:
                 seconds["recall"] += feed_session(rt, conv, clock, start, session)
                 seconds["ingest"] += time.perf_counter() - began
                 today = int((start - START) // DAY)
-                if arm == "background" and today != last_day:
+                if background and today != last_day:
                     began = time.perf_counter()
                     rt.consolidator.consolidate_scope(conv.scope)
                     seconds["consolidate"] += time.perf_counter() - began
                 last_day = today
             clock.at = START + HALF_YEAR_DAYS * DAY
-            if arm == "after":
-                began = time.perf_counter()
-                rt.consolidator.run(conv.scope)
-                seconds["consolidate"] += time.perf_counter() - began
-            scored, store, archived, left = measure(rt, conv, clock)
+            if background:
+                return [Arm("background", *measure(rt, conv, clock), dict(seconds))]
+            arms.append(Arm("before", *measure(rt, conv, clock), dict(seconds)))
+            began = time.perf_counter()
+            rt.consolidator.run(conv.scope)
+            seconds["consolidate"] = time.perf_counter() - began
+            arms.append(Arm("after", *measure(rt, conv, clock), dict(seconds)))
+            excerpts = Consolidator(
+                rt.store, rt.consolidator.journal, parse_config(EXCERPTS_TOML).consolidate, now=clock
+            )
+            began = time.perf_counter()
+            excerpts.run(conv.scope)
+            seconds["consolidate"] += time.perf_counter() - began
+            arms.append(Arm("after+excerpts", *measure(rt, conv, clock), dict(seconds)))
         finally:
             rt.close()
-    return Arm(arm, scored, store, archived, left, dict(seconds))
+    return arms
 
 
 def rates_of(arms: Sequence[Arm]) -> dict[str, Any]:
@@ -337,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", default="", help="comma-separated conversation ids (default: all 50)")
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     parser.add_argument("--seed", type=int, default=2026, help="the recap generator's seed")
-    parser.add_argument("--arms", default="before,after,background", help="which arms to run")
+    parser.add_argument("--no-background", action="store_true", help="skip the background arm (a second ingestion)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     conversations = quality.load()
@@ -348,15 +366,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         conversations = [c for c in conversations if c.id in wanted]
     sims = [simulate(c, args.seed) for c in conversations]
     load_before = os.getloadavg()
-    arm_names = [a.strip() for a in args.arms.split(",") if a.strip()]
-    results: dict[str, list[Arm]] = {name: [] for name in arm_names}
+    results: dict[str, list[Arm]] = {}
     for sim in sims:
-        for name in arm_names:
-            results[name].append(run_person(sim, name))
+        for background in (False, True) if not args.no_background else (False,):
+            for arm in run_person(sim, background):
+                results.setdefault(arm.name, []).append(arm)
         print(f"{sim.conversation.id}: done", file=sys.stderr, flush=True)
+    arm_names = list(results)
     arms = {name: rates_of(found) for name, found in results.items()}
     first = arm_names[0]
-    ingest_s = max(arms[first]["seconds"].get("ingest", 0.0), 1e-9)
     generated = sum(len(s.turns) for sim in sims for _, s in sim.sessions)
     original = sum(len(c.turns) for c in conversations)
     result = {
@@ -379,7 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "timings": {
             name: {
                 "consolidate_s": arms[name]["seconds"].get("consolidate", 0.0),
-                "consolidate_per_ingest": round(arms[name]["seconds"].get("consolidate", 0.0) / ingest_s, 4),
+                "consolidate_per_ingest": round(
+                    arms[name]["seconds"].get("consolidate", 0.0) / max(arms[name]["seconds"].get("ingest", 0.0), 1e-9),
+                    4,
+                ),
             }
             for name in arm_names
         },
