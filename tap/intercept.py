@@ -366,9 +366,10 @@ class Interceptor:
         trace = RecallTrace() if note is not None and note.keep and self.why is not None and self.why.enabled else None
         if note is not None:
             note.trace = trace
+        traced = {"trace": trace} if trace is not None else {}  # a recaller without tracing never sees it
         try:
             result = await self.recall.recall_async(
-                ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible, trace=trace
+                ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible, **traced
             )
         except TimeoutError:
             ctx.degraded = f"recall-deadline-{deadline}ms"
