@@ -94,7 +94,6 @@ def render_status(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-
 @click.group("extract")
 def extract() -> None:
     """Run or repair the extraction queue."""

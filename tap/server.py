@@ -145,7 +145,16 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
         await _drain_background_tasks(exclude=worker)
         worker_stop.set()
         await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
-        background.shutdown(wait=False)  # a step still running finishes on its own; the journal covers a kill
+        await _stop_background(background)
+
+
+async def _stop_background(background: ThreadPoolExecutor) -> None:
+    """Let the background step running now (a consolidation of one scope) finish before the store is
+    closed, within the grace period; queued steps are dropped (the next start picks them up)."""
+    try:
+        await asyncio.wait_for(asyncio.to_thread(background.shutdown, wait=True, cancel_futures=True), SHUTDOWN_GRACE_S)
+    except TimeoutError:
+        log.warning("a background step outlived the shutdown grace period; the consolidation journal finishes it")
 
 
 async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:
