@@ -19,6 +19,7 @@ from proxy.context import ProxyContext, context_key
 from proxy.ui import add_ui_routes
 from tap.errors import TapError
 from tap.health import check_health
+from tap.history import history_view
 from tap.ingest import parse_event
 from tap.jsonbody import decode
 from tap.records import KINDS, Memory
@@ -96,8 +97,12 @@ async def recall(request: web.Request) -> web.Response:
 _LAYERS: dict[str, bool | None] = {"all": None, "memories": False, "excerpts": True}
 
 
+_ARCHIVED: dict[str, bool | None] = {"all": None, "0": False, "1": True}
+
+
 async def list_memories(request: web.Request) -> web.Response:
-    """`?scope=&limit=&offset=&all=1&layer=all|memories|excerpts` → memories newest first."""
+    """`?scope=&limit=&offset=&all=1&layer=all|memories|excerpts&archived=0|1|all` → memories newest
+    first (`archived`: all lists archived memories beside the others, 1 only them, 0 none)."""
     ctx: ProxyContext = request.app[context_key]
     q = request.query
     try:
@@ -107,14 +112,25 @@ async def list_memories(request: web.Request) -> web.Response:
     layer = q.get("layer", "all")
     if layer not in _LAYERS:
         return error(400, f"layer must be one of {', '.join(_LAYERS)}")
+    archived_arg = q.get("archived", "all")
+    if archived_arg not in _ARCHIVED:
+        return error(400, "archived must be 0, 1 or all")
     limit, offset = max(1, min(limit, 100000)), max(0, offset)
     scope, all_versions, excerpts = q.get("scope") or None, q.get("all") == "1", _LAYERS[layer]
+    archived = _ARCHIVED[archived_arg]
 
     def page() -> tuple[list[Memory], int]:
         found = ctx.memories.list_memories(
-            scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts
+            scope=scope,
+            limit=limit,
+            offset=offset,
+            all_versions=all_versions,
+            excerpts=excerpts,
+            archived=archived,
         )
-        return found, ctx.memories.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts)
+        return found, ctx.memories.count_memories(
+            scope=scope, all_versions=all_versions, excerpts=excerpts, archived=archived
+        )
 
     found, total = await _run(page)
     views = [memory_view(m) for m in found]
@@ -184,14 +200,21 @@ def _scope_problem(scope: object) -> str:
 
 
 async def show_memory(request: web.Request) -> web.Response:
-    """The memory and its whole version chain."""
+    """The memory, its whole version chain, and its `history`: every version oldest first with
+    `current` and the source `turns` still kept (tap.history)."""
     ctx: ProxyContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
-    chain = await _run(lambda: ctx.memories.chain(memory_id))
+    chain, turns = await _run(lambda: ctx.memories.history(memory_id))
     if not chain:
         return error(404, f"no memory with id {memory_id}")
     current = next(m for m in chain if m.id == memory_id)
-    return json_response({"memory": memory_view(current), "chain": [memory_view(m) for m in chain]})
+    return json_response(
+        {
+            "memory": memory_view(current),
+            "chain": [memory_view(m) for m in chain],
+            "history": history_view(chain, turns),
+        }
+    )
 
 
 async def edit_memory(request: web.Request) -> web.Response:

@@ -12,6 +12,7 @@ from proxy.context import ProxyContext, context_key, session_key
 from proxy.errors import error_shape
 from proxy.guard import guard, install_guard
 from proxy.hooks_routes import add_hook_routes
+from proxy.lifecycle_routes import add_lifecycle_routes
 from proxy.routes import add_proxy_routes
 
 
@@ -49,6 +50,7 @@ def make_app(ctx: ProxyContext) -> web.Application:
     install_guard(app)
     app.cleanup_ctx.append(upstream_session)
     add_admin_routes(app)
+    add_lifecycle_routes(app)
     add_hook_routes(app)
     add_proxy_routes(app)
     return app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,11 +11,13 @@ from aiohttp import web
 
 from tap.capture import Capture
 from tap.config import Config
+from tap.consolidation import ConsolidationJob
 from tap.intercept import Interceptor
 from tap.memories import MemoryService
 from tap.metrics import Metrics
 from tap.recall import RecallEngine
-from tap.records import IngestEvent
+from tap.records import Hit, IngestEvent
+from tap.why import WhyLog
 
 
 @dataclass
@@ -34,6 +36,9 @@ class ProxyContext:
     capture: Capture | None = None
     ingest: Callable[[IngestEvent], Awaitable[int]] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    why: WhyLog | None = None
+    consolidation: ConsolidationJob | None = None
+    inactive_search: Callable[[Sequence[float], str, int], list[Hit]] | None = None
 
     def status(self) -> dict[str, Any]:
         """The `/tap/status` document."""

@@ -11,6 +11,9 @@ for the same request (the same human turn gets the same bytes, tap.intercept), s
 truth; they are never captured. Every other path of those APIs passes through unchanged
 (`/v1/models`, `/api/tags`, …), addressed by `passthrough_dialect`, and so does Ollama's root
 (`GET /` and `HEAD /`: the ollama CLI probes it before every command).
+
+Every request gets `x-tap-request-id` and leaves one log line when it is over
+(`Interceptor.finish`; tap.why); memory and count routes also leave a record for `tap why`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from proxy.forward import error_response, forward
 from tap.dialects import Dialect, Reply
 from tap.dialects.registry import COUNT_ROUTES, MEMORY_ROUTES, OLLAMA_CHAT, PASSTHROUGH_PREFIXES, passthrough_dialect
 from tap.intercept import BadRequest, Interception
+from tap.why import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -51,7 +55,7 @@ async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResp
     if isinstance(body, web.Response):
         return body
     try:
-        before = await ctx.interceptor.before(dialect, request.headers, body)
+        before = await ctx.interceptor.before(dialect, request.headers, body, method=request.method, path=request.path)
     except BadRequest as exc:
         return error_response(dialect, 400, str(exc), {})
     intercepted = before.context
@@ -73,6 +77,8 @@ async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResp
             client_gone=outcome.client_gone,
             upstream_failed=outcome.upstream_failed,
         )
+    else:
+        ctx.interceptor.finish(before.note, outcome.status)
     return response
 
 
@@ -91,10 +97,10 @@ async def count_route(request: web.Request, dialect: Dialect) -> web.StreamRespo
     if isinstance(body, web.Response):
         return body
     try:
-        before = await ctx.interceptor.before(dialect, request.headers, body)
+        before = await ctx.interceptor.before(dialect, request.headers, body, method=request.method, path=request.path)
     except BadRequest as exc:
         return error_response(dialect, 400, str(exc), {})
-    response, _ = await forward(
+    response, outcome = await forward(
         request,
         session=request.app[session_key],
         url=_url(ctx, dialect, request),
@@ -103,6 +109,7 @@ async def count_route(request: web.Request, dialect: Dialect) -> web.StreamRespo
         extra_headers=before.headers,
         tee=False,
     )
+    ctx.interceptor.finish(before.note, outcome.status)
     return response
 
 
@@ -122,15 +129,17 @@ async def _passthrough(request: web.Request, dialect: Dialect) -> web.StreamResp
     body = await _read_body(request, dialect)
     if isinstance(body, web.Response):
         return body
-    response, _ = await forward(
+    note = ctx.interceptor.note(request.method, request.path, keep=False)  # an id and a log line, no record
+    response, outcome = await forward(
         request,
         session=request.app[session_key],
         url=_url(ctx, dialect, request),
         body=body,
         dialect=dialect,
-        extra_headers={},
+        extra_headers={REQUEST_ID_HEADER: note.request_id},
         tee=False,
     )
+    ctx.interceptor.finish(note, outcome.status)
     return response
 
 

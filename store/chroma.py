@@ -48,13 +48,20 @@ _decode = msgspec.json.Decoder(Memory).decode
 _encode = msgspec.json.Encoder().encode
 
 
-def _listing_filter(scope: str | None, include_superseded: bool, excerpts: bool | None) -> dict[str, Any] | None:
-    """The Chroma `where` of a listing: one scope or all, active only or every version, a layer or both."""
+def _listing_filter(
+    scope: str | None, include_superseded: bool, excerpts: bool | None, archived: bool | None = None
+) -> dict[str, Any] | None:
+    """The Chroma `where` of a listing: one scope or all, current versions or every version, a
+    layer or both, archived ones or not (`archived`: None both, True only them, False none; for
+    every version without archived ones the caller filters: records from before archiving existed
+    carry no `archived_at`, which a `where` on it would leave out)."""
     clauses: list[dict[str, Any]] = []
     if scope is not None:
         clauses.append({"scope": scope})
     if not include_superseded:
-        clauses.append({"active": True})
+        clauses.append({"active": True} if archived is False else {"superseded_by": ""})
+    if archived is True:
+        clauses.append({"archived_at": {"$gt": 0}})
     if excerpts is not None:
         clauses.append({"kind": "episode"} if excerpts else {"kind": {"$ne": "episode"}})
     return None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
@@ -320,6 +327,14 @@ class ChromaStore:
             return []
         return self._all({"$and": [{"scope": scope}, {"slot": slot}, {"active": True}]})
 
+    def in_conflict(self, *, scope: str | None) -> list[Memory]:
+        """Active memories naming another in `conflicts_with` (records written before conflicts
+        existed have no such key and match nothing)."""
+        clauses: list[dict[str, Any]] = [{"active": True}, {"conflicts_with": {"$ne": "[]"}}]
+        if scope is not None:
+            clauses.append({"scope": scope})
+        return [m for m in self._all({"$and": clauses}) if m.conflicts_with]
+
     def _all(self, where: dict[str, Any] | None) -> list[Memory]:
         out: list[Memory] = []
         offset = 0
@@ -340,17 +355,28 @@ class ChromaStore:
         offset: int = 0,
         include_superseded: bool = False,
         excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> list[Memory]:
-        """Memories newest first, optionally of one scope and one layer (statements or excerpts)."""
-        where = _listing_filter(scope, include_superseded, excerpts)
-        memories = sorted(self._all(where), key=lambda m: (m.created_at, m.id), reverse=True)
+        """Memories newest first, optionally of one scope and one layer (statements or excerpts);
+        `archived`: None lists archived and not archived alike, True only archived, False none."""
+        where = _listing_filter(scope, include_superseded, excerpts, archived)
+        memories = [m for m in self._all(where) if archived is not False or not m.archived]
+        memories.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         return memories[offset : offset + limit]
 
     def count_memories(
-        self, *, scope: str | None, include_superseded: bool = False, excerpts: bool | None = None
+        self,
+        *,
+        scope: str | None,
+        include_superseded: bool = False,
+        excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> int:
-        """How many memories `list_memories` pages through with the same filter (ids only are read)."""
-        where = _listing_filter(scope, include_superseded, excerpts)
+        """How many memories `list_memories` pages through with the same filter (ids only are read,
+        but for every version without archived ones)."""
+        where = _listing_filter(scope, include_superseded, excerpts, archived)
+        if include_superseded and archived is False:
+            return sum(1 for m in self._all(where) if not m.archived)
         count, offset = 0, 0
         while True:
             with _translated("count", self.where):
@@ -373,6 +399,35 @@ class ChromaStore:
             if len(got["ids"]) < _PAGE:
                 return {scope: (pair[0], pair[1]) for scope, pair in sorted(counts.items())}
             offset += _PAGE
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these memories (those that exist), by id."""
+        out: dict[str, list[float]] = {}
+        for start in range(0, len(ids), _PAGE):
+            with _translated("read", self.where):
+                got = self._col.get(ids=list(ids[start : start + _PAGE]), include=["embeddings"])
+            vectors = got["embeddings"] if got["embeddings"] is not None else []
+            out.update((i, [float(x) for x in v]) for i, v in zip(got["ids"], vectors, strict=False))
+        return out
+
+    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """The scope's superseded and archived memories nearest to the vector (a filtered Chroma
+        query: for explaining a recall afterwards, never on the hot path)."""
+        with _translated("search", self.where):
+            res = self._col.query(
+                query_embeddings=[list(vector)],
+                n_results=k,
+                where={"$and": [{"scope": scope}, {"active": False}]},
+                include=["metadatas", "documents", "distances"],
+            )
+        ids = res["ids"][0] if res["ids"] else []
+        docs = (res["documents"] or [[]])[0]
+        metas = (res["metadatas"] or [[]])[0]
+        dists = (res["distances"] or [[]])[0]
+        return [
+            Hit(memory=from_metadata(i, doc or "", meta or {}), score=1.0 - float(dist))
+            for i, doc, meta, dist in zip(ids, docs, metas, dists, strict=False)
+        ]
 
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
         """Every memory including superseded versions, oldest first (export order)."""
@@ -400,7 +455,9 @@ class ChromaStore:
         everything = self._all(None)
         by_scope: dict[str, int] = {}
         by_kind: dict[str, int] = {}
+        archived = 0
         for m in everything:
+            archived += m.current and m.archived
             if m.active:
                 by_scope[m.scope] = by_scope.get(m.scope, 0) + 1
                 by_kind[m.kind] = by_kind.get(m.kind, 0) + 1
@@ -410,6 +467,7 @@ class ChromaStore:
         return StoreStats(
             total=len(everything),
             active=sum(by_scope.values()),
+            archived=archived,
             by_scope=dict(sorted(by_scope.items())),
             by_kind=dict(sorted(by_kind.items())),
             size_bytes=size,

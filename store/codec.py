@@ -1,7 +1,9 @@
 """Memory ↔ flat Chroma metadata (str/int/float/bool only), in one place.
 
-Lists (tags, sources) are stored as JSON strings; `active` is derived from `superseded_by` and
-stored so that searches can filter on it. The content itself is the Chroma document.
+Lists (tags, sources, conflicts_with, merged_from) are stored as JSON strings; `active` is derived
+from `superseded_by` and `archived_at` (tap.records.Memory.active) and stored so that searches can
+filter on it: neither a superseded nor an archived memory is ever found by a search. The content
+itself is the Chroma document.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import msgspec
 from tap.records import Memory
 
 _FIELDS = [f for f in Memory.__struct_fields__ if f not in ("id", "content")]
-_LISTS = ("tags", "sources")
+_LISTS = ("tags", "sources", "conflicts_with", "merged_from")
 
 
 def to_metadata(memory: Memory) -> dict[str, str | int | float | bool]:
@@ -23,7 +25,7 @@ def to_metadata(memory: Memory) -> dict[str, str | int | float | bool]:
     for name in _FIELDS:
         value = raw[name]
         meta[name] = msgspec.json.encode(value).decode() if name in _LISTS else value
-    meta["active"] = not memory.superseded_by
+    meta["active"] = memory.active
     return meta
 
 

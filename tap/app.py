@@ -6,6 +6,7 @@ Only this module and the CLI pick concrete adapters; everything else receives th
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from store.chroma import ChromaStore
 from store.embedders import make_embedder
 from tap.capture import TurnLog
 from tap.config import LoadedConfig
+from tap.consolidation import Consolidator, Journal
 from tap.extraction import Extraction
 from tap.files import make_private
 from tap.ingest import Ingestor
@@ -41,6 +43,7 @@ class Runtime:
     ingestor: Ingestor
     worker: ExtractionWorker
     turn_log: TurnLog
+    consolidator: Consolidator
 
     def close(self) -> None:
         """Flush pending access counts and release the store and the queue."""
@@ -51,6 +54,7 @@ class Runtime:
             self.queue.close()
             self.ledger.close()
             self.turn_log.close()
+            self.consolidator.journal.close()
             self.store.close()
 
 
@@ -88,8 +92,9 @@ def scope_files(data_dir: Path) -> list[FileHolder]:
     ]
 
 
-def open_runtime(loaded: LoadedConfig) -> Runtime:
-    """Build the embedder, open the store and wire the recall engine and memory service."""
+def open_runtime(loaded: LoadedConfig, *, now: Callable[[], float] = time.time) -> Runtime:
+    """Build the embedder, open the store and wire the recall engine and memory service. `now` is the
+    clock of everything that stamps memories (a benchmark simulates months with it)."""
     config = loaded.config
     make_private(loaded.data_dir)
     embedder = make_embedder(config.embedder)
@@ -100,7 +105,7 @@ def open_runtime(loaded: LoadedConfig) -> Runtime:
         embedder_id=embedder.model_id,
         dimensions=embedder.dimensions,
     )
-    recall = RecallEngine(store, embedder, config.recall)
+    recall = RecallEngine(store, embedder, config.recall, now=now)
     recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
     extract = config.extract
     queue = ChunkQueue(
@@ -114,13 +119,25 @@ def open_runtime(loaded: LoadedConfig) -> Runtime:
         ledger=ledger,
         gate_provider=make_llm_provider(extract, "gate"),
         extract_provider=make_llm_provider(extract, "extract"),
+        now=now,
     )
     worker = ExtractionWorker(queue, extraction, extract, flush_idle_s=extract.flush_after_s)
     turn_log = TurnLog(loaded.data_dir / "turnlog.db")
+    journal = Journal(loaded.data_dir / "consolidate.db")
+    consolidator = Consolidator(store, journal, config.consolidate, before=recall.flush_access, now=now)
     memories = MemoryService(
-        store, embedder, recall, queue=queue, turn_log=turn_log, holders=scope_files(loaded.data_dir)
+        store,
+        embedder,
+        recall,
+        queue=queue,
+        turn_log=turn_log,
+        holders=[*scope_files(loaded.data_dir), journal],
+        consolidator=consolidator,
+        now=now,
     )
-    return Runtime(loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log)
+    return Runtime(
+        loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log, consolidator
+    )
 
 
 @contextlib.contextmanager

@@ -151,6 +151,15 @@ class WriteBuffer:
                 found[memory.id] = memory
         return list(found.values())
 
+    def in_conflict(self, *, scope: str | None) -> list[Memory]:
+        """The store's memories in conflict, as the buffer changed them, plus buffered new ones."""
+        stored = [self._buffered(m.id) or m for m in self.store.in_conflict(scope=scope)]
+        found = {m.id: m for m in stored if m.active and m.conflicts_with}
+        for memory, _ in self._added.values():
+            if memory.active and memory.conflicts_with and (scope is None or memory.scope == scope):
+                found[memory.id] = memory
+        return list(found.values())
+
     def _current(self, hit: Hit) -> Hit | None:
         memory = self._buffered(hit.memory.id) or hit.memory
         return Hit(memory=memory, score=hit.score) if memory.active else None
@@ -163,17 +172,30 @@ class WriteBuffer:
         offset: int = 0,
         include_superseded: bool = False,
         excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> list[Memory]:
         """The store's listing."""
         return self.store.list_memories(
-            scope=scope, limit=limit, offset=offset, include_superseded=include_superseded, excerpts=excerpts
+            scope=scope,
+            limit=limit,
+            offset=offset,
+            include_superseded=include_superseded,
+            excerpts=excerpts,
+            archived=archived,
         )
 
     def count_memories(
-        self, *, scope: str | None, include_superseded: bool = False, excerpts: bool | None = None
+        self,
+        *,
+        scope: str | None,
+        include_superseded: bool = False,
+        excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> int:
         """The store's count."""
-        return self.store.count_memories(scope=scope, include_superseded=include_superseded, excerpts=excerpts)
+        return self.store.count_memories(
+            scope=scope, include_superseded=include_superseded, excerpts=excerpts, archived=archived
+        )
 
     def scope_counts(self) -> dict[str, tuple[int, int]]:
         """The store's counts per scope."""

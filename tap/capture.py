@@ -34,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from tap.history import SourceTurn
 from tap.records import IngestEvent, Message, Source
 from tap.repeatlog import RepeatLog
 from tap.scrub import scrub
@@ -194,6 +195,29 @@ class TurnLog:
                 texts |= {m.id: m.content for m in exchange.earlier}
                 related |= {i: text for i, text in texts.items() if i}
         return related
+
+    def source_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> list[SourceTurn]:
+        """The turns with these ids that the log still holds (tap.history.TurnSource)."""
+        if not turn_ids or not conversation:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record FROM exchanges WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+        found: dict[str, SourceTurn] = {}
+        for (blob,) in rows:
+            exchange = _decode(blob)
+            turns = [SourceTurn(id=m.id, role=m.role, text=m.content, at=m.timestamp) for m in exchange.earlier]
+            turns.append(
+                SourceTurn(id=exchange.user_turn_id, role="user", text=exchange.user_text, at=exchange.started_at)
+            )
+            turns.append(
+                SourceTurn(
+                    id=exchange.reply_turn_id, role="assistant", text=exchange.reply_text, at=exchange.finished_at
+                )
+            )
+            found.update((t.id, t) for t in turns if t.id in turn_ids and t.text.strip())
+        return list(found.values())
 
     def forget_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> int:
         """Delete the exchanges of a conversation that hold any of these turns; returns how many."""

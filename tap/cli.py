@@ -19,7 +19,7 @@ from typing import Any
 import click
 import msgspec
 
-from tap import cli_memories, cli_ops
+from tap import cli_lifecycle, cli_memories, cli_ops  # cli_lifecycle adds memory subcommands
 from tap.cli_base import CliState, emit_json, state
 from tap.errors import ConfigError, TapError
 from tap.render import config_toml
@@ -143,6 +143,7 @@ def serve(host: str | None, port: int | None) -> None:
 
 main.add_command(cli_memories.memories)
 main.add_command(cli_memories.recall)
+main.add_command(cli_lifecycle.why)
 main.add_command(cli_ops.status)
 main.add_command(cli_ops.ui)
 main.add_command(cli_ops.extract)

@@ -35,26 +35,44 @@ def memories() -> None:
 @click.option("--scope", default=None, help="Only this scope (default: all scopes).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--offset", default=0, show_default=True, type=click.IntRange(0))
-@click.option("--all-versions", is_flag=True, help="Include superseded versions.")
+@click.option(
+    "--all-versions", is_flag=True, help="Include superseded versions (the version column marks the current one)."
+)
 @click.option(
     "--excerpts",
     is_flag=True,
     help="List the verbatim excerpts of the conversations (kind episode) instead of the memories.",
 )
+@click.option(
+    "--archived",
+    type=click.Choice(["all", "only", "none"]),
+    default="all",
+    show_default=True,
+    help="Archived memories (never recalled, restorable): listed and marked (all), alone (only), or left out (none).",
+)
 @json_option
-def list_cmd(scope: str | None, limit: int, offset: int, all_versions: bool, excerpts: bool, as_json: bool) -> None:
+def list_cmd(
+    scope: str | None, limit: int, offset: int, all_versions: bool, excerpts: bool, archived: str, as_json: bool
+) -> None:
     """List memories (statements), newest first; --excerpts lists the verbatim layer."""
+    which = {"all": None, "only": True, "none": False}[archived]
     with backend() as svc:
-        found = svc.list_memories(scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts)
+        found = svc.list_memories(
+            scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts, archived=which
+        )
         # a full or later page may not be all: count, to say how to see the rest (on stderr)
         more = not as_json and (len(found) == limit or offset > 0)
-        total = svc.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts) if more else len(found)
+        total = (
+            svc.count_memories(scope=scope, all_versions=all_versions, excerpts=excerpts, archived=which)
+            if more
+            else len(found)
+        )
     if as_json:
         emit_json([memory_view(m) for m in found])
     elif not found:
         click.echo("no memories" + (f" in scope {scope!r}" if scope else "") + (f" past {offset}" if offset else ""))
     else:
-        click.echo(memories_table(found))
+        click.echo(memories_table(found, versions=all_versions))
         if more:
             click.echo(_page_note(offset, len(found), total), err=True)
 
@@ -86,15 +104,19 @@ def search_cmd(query: str, scope: str | None, limit: int, as_json: bool) -> None
 @click.argument("memory_id")
 @json_option
 def show_cmd(memory_id: str, as_json: bool) -> None:
-    """Show a memory with every version of it (the supersession chain)."""
+    """Show a memory with every version of it (edits, updates, merges), oldest first, and the
+    conversation turns each version came from (while tap still keeps them)."""
     with backend() as svc:
-        chain = svc.chain(memory_id)
+        chain, turns = svc.history(memory_id)
     if not chain:
         raise click.ClickException(f"no memory with id {memory_id}")
     if as_json:
-        emit_json({"id": memory_id, "chain": [memory_view(m) for m in chain]})
+        from tap.history import history_view
+
+        emit_json({"id": memory_id, "chain": [memory_view(m) for m in chain], "history": history_view(chain, turns)})
     else:
-        click.echo(f"{len(chain)} version(s), oldest first:\n\n{chain_text(chain)}")
+        current = next((m.id for m in chain if m.current), memory_id)
+        click.echo(f"{len(chain)} version(s), oldest first (current: {current}):\n\n{chain_text(chain, turns)}")
 
 
 @memories.command("add")

@@ -9,6 +9,7 @@ import click
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli_base import backend, emit_json, state
 from tap.progress import Bar
+from tap.render import when
 from tap.scopes import scope_rule
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -80,6 +81,16 @@ def render_status(doc: dict[str, Any]) -> str:
             lines.append(f"dead letter {dead['id']} ({dead['attempts']} tries): {dead['error']}")
         if q["dead"]:
             lines.append("requeue dead letters with `tap extract retry` (works while tap serve runs)")
+    consolidation = doc.get("consolidation") or {}
+    if consolidation:
+        lines.append(
+            f"consolidation: last cycle {when(consolidation['at'])}, {consolidation['scopes']} scope(s) consolidated"
+            + (
+                f", {consolidation['resumed']} step(s) of an interrupted run finished"
+                if consolidation["resumed"]
+                else ""
+            )
+        )
     return "\n".join(lines)
 
 

@@ -22,7 +22,15 @@ from tap.ports import StoreStats
 from tap.records import Memory
 
 if TYPE_CHECKING:
+    from tap.conflicts import Conflict, Settled
+    from tap.history import SourceTurn
     from tap.memories import Forgotten, ImportReport
+
+CONSOLIDATE_TIMEOUT_S = 3600.0  # a first consolidation of a large store takes a while
+
+
+def _quote(memory_id: str) -> str:
+    return urllib.parse.quote(memory_id, safe="")
 
 
 class RemoteMemories:
@@ -34,7 +42,13 @@ class RemoteMemories:
         self._timeout = timeout
 
     def _request(
-        self, method: str, path: str, *, body: bytes | None = None, query: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        query: dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> bytes:
         params = {k: v for k, v in (query or {}).items() if v is not None}
         url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
@@ -42,7 +56,7 @@ class RemoteMemories:
         req.add_header("Authorization", f"Bearer {self._token}")
         req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=self._timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout or self._timeout) as resp:
                 return bytes(resp.read())
         except urllib.error.HTTPError as exc:
             raise self._error(exc) from exc
@@ -80,6 +94,48 @@ class RemoteMemories:
             return []
         return msgspec.convert(data["chain"], list[Memory])
 
+    def history(self, memory_id: str) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
+        from tap.history import SourceTurn
+
+        try:
+            data = self._json("GET", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}")
+        except KeyError:
+            return [], {}
+        chain = msgspec.convert(data["chain"], list[Memory])
+        turns = {v["id"]: msgspec.convert(v.get("turns", []), list[SourceTurn]) for v in data.get("history", [])}
+        return chain, turns
+
+    def archive(self, memory_id: str) -> Memory:
+        return msgspec.convert(self._json("POST", f"/tap/memories/{_quote(memory_id)}/archive", {}), Memory)
+
+    def restore(self, memory_id: str) -> Memory:
+        return msgspec.convert(self._json("POST", f"/tap/memories/{_quote(memory_id)}/restore", {}), Memory)
+
+    def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
+        from tap.conflicts import Conflict
+
+        data = self._json("GET", "/tap/conflicts", scope=scope)
+        return msgspec.convert(data["conflicts"], list[Conflict])
+
+    def resolve(self, keep: str, drop: str, *, both: bool = False) -> Settled:
+        from tap.conflicts import Settled
+
+        data = self._json("POST", "/tap/conflicts/resolve", {"keep": keep, "drop": drop, "both": both})
+        return msgspec.convert({k: v for k, v in data.items() if v is not None}, Settled)
+
+    def consolidate(self, *, scope: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        payload = msgspec.json.encode({"dry_run": dry_run, **({"scope": scope} if scope else {})})
+        return dict(json.loads(self._request("POST", "/tap/consolidate", body=payload, timeout=CONSOLIDATE_TIMEOUT_S)))
+
+    def why(self, request_id: str | None = None) -> dict[str, Any]:
+        """One request's record (the newest when `request_id` is None)."""
+        path = "/tap/why/last" if request_id is None else f"/tap/why/{_quote(request_id)}"
+        return dict(self._json("GET", path))
+
+    def why_recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest requests, newest first."""
+        return list(self._json("GET", "/tap/why", limit=limit)["requests"])
+
     def edit(self, memory_id: str, **fields: Any) -> Memory:
         payload = {k: v for k, v in fields.items() if v is not None}
         data = self._json("PATCH", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}", payload)
@@ -111,6 +167,7 @@ class RemoteMemories:
         offset: int = 0,
         all_versions: bool = False,
         excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> list[Memory]:
         layer = None if excerpts is None else "excerpts" if excerpts else "memories"
         data = self._json(
@@ -121,12 +178,28 @@ class RemoteMemories:
             offset=offset,
             all="1" if all_versions else None,
             layer=layer,
+            archived=None if archived is None else "1" if archived else "0",
         )
         return msgspec.convert(data["memories"], list[Memory])
 
-    def count_memories(self, *, scope: str | None, all_versions: bool = False, excerpts: bool | None = None) -> int:
+    def count_memories(
+        self,
+        *,
+        scope: str | None,
+        all_versions: bool = False,
+        excerpts: bool | None = None,
+        archived: bool | None = None,
+    ) -> int:
         layer = None if excerpts is None else "excerpts" if excerpts else "memories"
-        data = self._json("GET", "/tap/memories", scope=scope, limit=1, all="1" if all_versions else None, layer=layer)
+        data = self._json(
+            "GET",
+            "/tap/memories",
+            scope=scope,
+            limit=1,
+            all="1" if all_versions else None,
+            layer=layer,
+            archived=None if archived is None else "1" if archived else "0",
+        )
         return int(data["total"])
 
     def search(self, query: str, *, scope: str | None, limit: int = 20) -> list[tuple[Memory, float]]:

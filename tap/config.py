@@ -123,6 +123,30 @@ class ExtractConfig(Section, frozen=True):
             )
 
 
+class ConsolidateConfig(Section, frozen=True):
+    """Living with memory for months (tap.consolidation): near-duplicates merged into one memory
+    citing all their sources, stale low-importance memories archived (listed and restorable, never
+    recalled), and an optional cap per scope. Offline, no LLM; at low priority in `tap serve`, and
+    by hand with `tap memories consolidate`."""
+
+    enabled: bool = True
+    interval_hours: PositiveFloat = 24.0
+    merge_similarity: Annotated[float, msgspec.Meta(ge=0.5, le=1)] = 0.8
+    archive_after_days: Annotated[float, msgspec.Meta(ge=0)] = 90.0
+    archive_max_importance: Annotated[int, msgspec.Meta(ge=0, le=5)] = 2
+    archive_excerpts: bool = False
+    max_per_scope: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+class WhyConfig(Section, frozen=True):
+    """The short-lived record of each proxied request's recall (`tap why`), kept in the server's
+    memory only: at most `keep` requests, each for at most `keep_minutes`."""
+
+    keep: Annotated[int, msgspec.Meta(ge=0, le=10000)] = 200
+    keep_minutes: Annotated[float, msgspec.Meta(gt=0, le=1440)] = 60.0
+    candidates: Annotated[int, msgspec.Meta(ge=1, le=500)] = 40
+
+
 class AdminConfig(Section, frozen=True):
     """The admin API token: read from this env var if set, else the token file in the data dir."""
 
@@ -204,6 +228,8 @@ class Config(Section, frozen=True):
     logtail: LogtailConfig = msgspec.field(default_factory=LogtailConfig)
     hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
     mitm: MitmConfig = msgspec.field(default_factory=MitmConfig)
+    consolidate: ConsolidateConfig = msgspec.field(default_factory=ConsolidateConfig)
+    why: WhyConfig = msgspec.field(default_factory=WhyConfig)
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):

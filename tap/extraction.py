@@ -4,7 +4,8 @@
 2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.rules);
 3. reconcile each candidate against the scope's active memories (tap.reconcile: its nearest
    memories, the memories filling the same slot, what it retracts or corrects; rules, or one
-   batched LLM decision call per chunk) and apply: add / update / supersede / noop / history;
+   batched LLM decision call per chunk) and apply: add / update / supersede / noop / history /
+   conflict (both kept, each marked as contradicting the other: tap.conflicts);
 4. with `store_episodes`, the excerpt layer (tap.rules.excerpts): every turn that says anything,
    verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
    conversation and the turn, so the overlap between chunks stores nothing twice.
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 
 from tap.chunker import Chunk, render_chunk
 from tap.config import ExtractConfig
+from tap.conflicts import link
 from tap.errors import TapError
 from tap.gate import heuristic_gate
 from tap.ledger import CostLedger, next_utc_midnight
@@ -293,7 +295,10 @@ class Extraction:
                 vector = self.embedder.embed_documents([memory.content])[0]
         if plan.action == "history" and plan.target is not None:
             memory.superseded_by = plan.target.id  # an older statement of a slot a newer one fills
+        contradicted = link(memory, [plan.target, *plan.also]) if plan.action == "conflict" and plan.target else []
         self.store.add([memory], [vector])
+        if contradicted:
+            self.store.update_metadata(contradicted)
         if replaces:
             retired = [m for m in [plan.target, *plan.also] if m is not None]
             for old in retired:

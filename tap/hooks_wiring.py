@@ -101,7 +101,7 @@ class RuntimeBackend:
         return self._recall.recall(query, scope=scope, skip=skip)
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._list(scope=scope, limit=limit, excerpts=False)
+        return self._list(scope=scope, limit=limit, excerpts=False, archived=False)
 
     def ingest(self, event: IngestEvent) -> int:
         return self._pipeline.ingestor.ingest(event)
@@ -164,7 +164,7 @@ class EmbeddedBackend:
         return self._recall_engine.recall(query, scope=scope, skip=skip)
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._recall_engine.store.list_memories(scope=scope, limit=limit, excerpts=False)
+        return self._recall_engine.store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
 
     def ingest(self, event: IngestEvent) -> int:
         return self._pipeline.ingestor.ingest(event)

@@ -15,7 +15,10 @@ before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a de
      request are left out (tap.repeats.VisibleInRequest); a timeout or any store/embedder error
      forwards without memories and says why (`x-tap-degraded`), never failing the request;
   5. inject it through the dialect (cache-safe placement: see each dialect's docstring);
-  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`.
+  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`, and on every request
+     `x-tap-request-id`: each request gets a note (tap.why) whose recall is traced when a WhyLog
+     keeps records; `finish` (called by `after`, or by the transport when there is no after-step)
+     writes the request's one log line and keeps its record for `tap why`.
 
 after:
   - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
@@ -36,6 +39,7 @@ turn while its block is kept; a store failure never fails a request; capture nev
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -52,6 +56,7 @@ from tap.records import Memory, Message, RecallResult, Source
 from tap.repeats import VisibleInRequest
 from tap.scopes import resolve_scope
 from tap.tasks import create_task
+from tap.why import REQUEST_ID_HEADER, RecallTrace, RequestNote, WhyLog, log_line, new_request_id, request_log
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +83,10 @@ class Recaller(Protocol):
         scope: str,
         deadline_ms: int | None = None,
         skip: Callable[[Memory], bool] | None = None,
+        trace: RecallTrace | None = None,
     ) -> RecallResult:
-        """The block for `query` in `scope`; TimeoutError past the deadline."""
+        """The block for `query` in `scope`; TimeoutError past the deadline. `trace` (optional) is
+        told what recall did with each candidate (tap.why); a recaller that cannot trace ignores it."""
         ...
 
 
@@ -109,10 +116,11 @@ class _EveryTurn(Collection[str]):
 
 @dataclass(frozen=True)
 class Block:
-    """The memory block recalled for one human turn."""
+    """The memory block recalled for one human turn (`request_id`: the request that recalled it)."""
 
     text: str
     ids: tuple[str, ...]
+    request_id: str = ""
 
 
 @dataclass
@@ -138,16 +146,19 @@ class Interception:
     length: int = 0
     """Turns of the conversation up to this request's end (upstream ones included)."""
     thread: str = ""
+    note: RequestNote | None = None
 
 
 @dataclass
 class Before:
     """The result of `Interceptor.before`: the body to forward (None = the original bytes), the
-    response headers to add, and the context for the after-step (None = nothing to capture)."""
+    response headers to add, the context for the after-step (None = nothing to capture) and the
+    request's note (its id; `Interceptor.finish` logs it when there is no after-step)."""
 
     body: bytes | None
     headers: dict[str, str]
     context: Interception | None = None
+    note: RequestNote | None = None
 
 
 @dataclass
@@ -157,6 +168,7 @@ class Prepared:
     request: JsonObject
     headers: dict[str, str]
     context: Interception | None = None
+    note: RequestNote | None = None
 
 
 @dataclass
@@ -176,44 +188,62 @@ class Interceptor:
         metrics: Metrics,
         conversations: Conversations,
         capture: Capture | None = None,
+        why: WhyLog | None = None,
     ) -> None:
         self.config = config
         self.recall = recall
         self.metrics = metrics
         self.conversations = conversations
         self.capture = capture
+        self.why = why
         self._blocks: LRU[tuple[str, str, str], Block] = LRU(MAX_BLOCKS, ttl_s=BLOCK_TTL_S)
         self._upstream: LRU[tuple[str, str], Upstream] = LRU(MAX_BLOCKS, ttl_s=BLOCK_TTL_S)
         self._counters = _Counters()
 
     # -- before -------------------------------------------------------------------------------
 
+    def note(self, method: str = "POST", path: str = "", *, keep: bool = True) -> RequestNote:
+        """A new request: its id (`x-tap-request-id`) and what `finish` logs (and, with `keep`,
+        keeps for `tap why`)."""
+        return RequestNote(new_request_id(), method=method, path=path, keep=keep)
+
     async def before(
-        self, dialect: Dialect, headers: Mapping[str, str], body: bytes, *, source: Source = "proxy"
+        self,
+        dialect: Dialect,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        source: Source = "proxy",
+        method: str = "POST",
+        path: str = "",
     ) -> Before:
         """The before-step for a raw request body (proxy, mitmproxy addon).
 
         `headers` must look names up case-insensitively (aiohttp's and mitmproxy's do).
-        Raises `BadRequest` for a malformed `x-tap-scope`.
+        Raises `BadRequest` for a malformed `x-tap-scope`. Every result carries the request's note
+        and its `x-tap-request-id` header.
         """
-        unchanged = {RECALLED_HEADER: "0"}
+        note = self.note(method, path)
+        unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         if headers.get(NO_MEMORY_HEADER, "").lower() in TRUE:
-            return Before(None, unchanged)
+            return Before(None, unchanged, note=note)
         try:
             req = dialect.parse_request(body)
         except ValueError as exc:
             self.metrics.degrade("bad-request-body", str(exc))
-            return Before(None, {DEGRADED_HEADER: "unparsable-request"})
+            note.degraded = "unparsable-request"
+            return Before(None, {DEGRADED_HEADER: note.degraded, REQUEST_ID_HEADER: note.request_id}, note=note)
         try:
             scope = resolve_scope(headers, by_api_key=self.config.proxy.scope_by_api_key)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
+        note.scope = scope
         proxy = self.config.proxy
         said = dialect.transcript(req)
         client = dialect.client_ids(req)
         upstream = self._upstream_of(scope, client.follows, client.thread)
         if not (proxy.inject or proxy.capture) or (find_human_turn(said) is None and upstream is None):
-            return Before(None, unchanged)
+            return Before(None, unchanged, note=note)
         identity = self.conversations.resolve(
             headers,
             scope,
@@ -236,9 +266,10 @@ class Interceptor:
             capture=proxy.capture,
             upstream=upstream,
             thread=client.thread,
+            note=note,
         )
         body_out = dialect.encode(prepared.request) if prepared.request is not req else None
-        return Before(body_out, prepared.headers, prepared.context)
+        return Before(body_out, prepared.headers, prepared.context, note)
 
     async def prepare(
         self,
@@ -257,6 +288,7 @@ class Interceptor:
         capture: bool = True,
         upstream: Upstream | None = None,
         thread: str = "",
+        note: RequestNote | None = None,
     ) -> Prepared:
         """The before-step for a decoded request whose scope and conversation are known.
 
@@ -264,17 +296,19 @@ class Interceptor:
         are the ids of the turns in the request when they are not the ones tap.identity derives.
         `upstream` is where the conversation stood when its history lives upstream (see the module
         docstring; `thread` names its upstream conversation).  The context is None when the
-        request has no human turn.
+        request has no human turn. `note` is the request's (a new one when not given).
         """
+        note = note or self.note("POST", f"<{source}>")  # a bridge without HTTP (Telegram)
+        note.scope, note.conversation = scope, conversation
         said = dialect.transcript(req) if said is None else said
         turn = find_human_turn(said)
-        headers = {RECALLED_HEADER: "0"}
+        headers = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         offset = upstream.length if upstream is not None else 0
         if turn is None and upstream is not None and said and said[-1].role == "tool":
             turn = HumanTurn(-1, upstream.turn_text, tool_step=True)  # the step of an upstream human turn
             turn_id = turn_id or upstream.turn_key
         if turn is None:
-            return Prepared(req, headers)
+            return Prepared(req, headers, note=note)
         last = said[-1]
         ctx = Interception(
             dialect=dialect,
@@ -291,40 +325,52 @@ class Interceptor:
             identity=identity,
             length=offset + len(said),
             thread=thread,
+            note=note,
         )
         if not inject:
-            return Prepared(req, headers, ctx)
+            return Prepared(req, headers, ctx, note)
         if upstream is not None or thread:
             visible_turns = _EveryTurn()  # the conversation's history is upstream: the model sees it
         visible = VisibleInRequest(conversation, said, dialect.system_text(req), turn_ids=visible_turns)
         started = time.perf_counter()
         block = await self._block(ctx, visible, deadline_ms)
+        note.recall_ms = (time.perf_counter() - started) * 1000
         if ctx.degraded:
-            headers[DEGRADED_HEADER] = ctx.degraded
-            return Prepared(req, headers, ctx)
-        headers[RECALL_MS_HEADER] = f"{(time.perf_counter() - started) * 1000:.1f}"
+            headers[DEGRADED_HEADER] = note.degraded = ctx.degraded
+            return Prepared(req, headers, ctx, note)
+        headers[RECALL_MS_HEADER] = f"{note.recall_ms:.1f}"
         if block is None or not block.text:
-            return Prepared(req, headers, ctx)
+            return Prepared(req, headers, ctx, note)
         try:
             rewritten = dialect.inject(req, block.text)
         except ValueError as exc:
-            ctx.degraded = headers[DEGRADED_HEADER] = "inject-error"
+            ctx.degraded = headers[DEGRADED_HEADER] = note.degraded = "inject-error"
             self._degrade("inject-error", str(exc))
-            return Prepared(req, headers, ctx)
+            return Prepared(req, headers, ctx, note)
         ctx.recalled = block.ids
+        note.injected = len(block.ids)
         headers[RECALLED_HEADER] = str(len(block.ids))
-        return Prepared(rewritten, headers, ctx)
+        return Prepared(rewritten, headers, ctx, note)
 
     async def _block(self, ctx: Interception, visible: VisibleInRequest, deadline_ms: int | None) -> Block | None:
         """The human turn's block: kept from an earlier request of the turn, else recalled now."""
         key = (ctx.scope, ctx.conversation, ctx.turn_key)
         kept = self._blocks.get(key)
+        note = ctx.note
         if kept is not None:
             self._counters.blocks_reused += 1
+            if note is not None:
+                note.reused_from = kept.request_id
             return kept
         deadline = deadline_ms or self.config.recall.deadline_ms
+        trace = RecallTrace() if note is not None and note.keep and self.why is not None and self.why.enabled else None
+        if note is not None:
+            note.trace = trace
+        traced = {"trace": trace} if trace is not None else {}  # a recaller without tracing never sees it
         try:
-            result = await self.recall.recall_async(ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible)
+            result = await self.recall.recall_async(
+                ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible, **traced
+            )
         except TimeoutError:
             ctx.degraded = f"recall-deadline-{deadline}ms"
             self._degrade("deadline", f"recall took longer than {deadline} ms")
@@ -335,7 +381,7 @@ class Interceptor:
             return None
         self._counters.recalls += 1
         self.metrics.recall_done(result.elapsed_ms, len(result.memories))
-        block = Block(result.block, tuple(r.memory.id for r in result.memories))
+        block = Block(result.block, tuple(r.memory.id for r in result.memories), note.request_id if note else "")
         self._blocks.put(key, block)
         return block
 
@@ -390,6 +436,8 @@ class Interceptor:
         """
         if 200 <= status < 300:
             self.settle(ctx, reply)
+        if ctx.note is not None:
+            self.finish(ctx.note, status)
         exchange = self._exchange(ctx, reply, status, client_gone, upstream_failed, user, earlier, reply_id)
         persist = ctx.continuity_key
         if exchange is None and not persist:
@@ -442,6 +490,30 @@ class Interceptor:
                 log.exception("could not persist the continuity of conversation %s", ctx.conversation)
         if exchange is not None and self.capture is not None:
             await self.capture.record(exchange)
+
+    def finish(self, note: RequestNote | None, status: int) -> None:
+        """The request is over: its one log line, and its record for `tap why` (once; `after`
+        calls this itself, a transport calls it for a request without an after-step)."""
+        if note is None or note.finished:
+            return
+        note.finished = True
+        duration_ms = (time.perf_counter() - note.started) * 1000
+        request_log.info(log_line(note, status, duration_ms))
+        if note.keep and self.why is not None and self.why.enabled:
+            keep = functools.partial(self._keep_record, self.why, note, status, duration_ms)
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                keep()
+                return
+            create_task(asyncio.to_thread(keep), name=f"why-{note.request_id}")  # scrubbing: off the loop
+
+    @staticmethod
+    def _keep_record(why: WhyLog, note: RequestNote, status: int, duration_ms: float) -> None:
+        try:
+            why.record(note, status, duration_ms)
+        except Exception:  # a record is a convenience: it never fails anything
+            log.exception("could not keep the recall record of request %s", note.request_id)
 
     def status(self) -> dict[str, int]:
         """Counters for /tap/status: recalls run, blocks reused by later requests of a turn."""

@@ -26,6 +26,9 @@ from typing import Any, Protocol
 
 import msgspec
 
+from tap.conflicts import Conflict, Settled, pairs, resolve
+from tap.consolidation import Consolidator
+from tap.history import SourceTurn, TurnSource, version_turns, versions
 from tap.jsonbody import decode
 from tap.ports import Embedder, MemoryStore, StoreStats
 from tap.queue import ChunkQueue
@@ -59,7 +62,7 @@ class ScopeHolder(Protocol):
         ...
 
 
-class TurnHolder(ScopeHolder, Protocol):
+class TurnHolder(ScopeHolder, TurnSource, Protocol):
     """A ScopeHolder that also knows single turns by id (the turn log)."""
 
     def exchange_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> dict[str, str]:
@@ -114,6 +117,7 @@ class MemoryService:
         queue: ChunkQueue | None = None,
         turn_log: TurnHolder | None = None,
         holders: Sequence[ScopeHolder] = (),
+        consolidator: Consolidator | None = None,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
@@ -122,6 +126,9 @@ class MemoryService:
         self.queue = queue
         self.turn_log = turn_log
         self.holders = list(holders)
+        self.consolidator = consolidator
+        self.on_forget: list[Callable[[list[str]], object]] = []
+        """Called with the ids of memories forgotten (e.g. tap.why.WhyLog.forget_memories)."""
         self._now = now
 
     def add(self, *, scope: str, content: str, **fields: Any) -> Memory:
@@ -147,21 +154,10 @@ class MemoryService:
         return found[0] if found else None
 
     def chain(self, memory_id: str) -> list[Memory]:
-        """Every version of the memory, oldest first (empty when the id is unknown)."""
-        current = self.get(memory_id)
-        if current is None:
-            return []
-        older: list[Memory] = []
-        cursor = current
-        while cursor.supersedes and (prev := self.get(cursor.supersedes)) is not None:
-            older.insert(0, prev)
-            cursor = prev
-        newer: list[Memory] = []
-        cursor = current
-        while cursor.superseded_by and (nxt := self.get(cursor.superseded_by)) is not None:
-            newer.append(nxt)
-            cursor = nxt
-        return [*older, current, *newer]
+        """Every version of the memory, oldest first (empty when the id is unknown): the versions it
+        replaced or merged, the versions those replaced, and so on, and the versions that replaced
+        it (tap.history.versions)."""
+        return versions(self.store, memory_id)
 
     def edit(
         self,
@@ -176,7 +172,7 @@ class MemoryService:
         old = self.get(memory_id)
         if old is None:
             raise KeyError(memory_id)
-        if not old.active:
+        if not old.current:
             raise ValueError(f"{memory_id} is superseded by {old.superseded_by}; edit the newest version")
         return self.supersede(
             old,
@@ -244,6 +240,8 @@ class MemoryService:
             texts += [" ".join(m.content.split()) for m in related if m.id in doomed]
             quoting += [m for m in related if m.id not in doomed and _quotes(m.context, texts)]
         self.store.delete([*report.deleted, *report.excerpts])
+        for hook in self.on_forget:
+            hook([*report.deleted, *report.excerpts])
         for memory in quoting:
             memory.context = ""
         self.store.update_metadata(quoting)
@@ -301,15 +299,31 @@ class MemoryService:
         offset: int = 0,
         all_versions: bool = False,
         excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> list[Memory]:
-        """Memories newest first (`excerpts`: None both layers, False statements, True excerpts)."""
+        """Memories newest first (`excerpts`: None both layers, False statements, True excerpts;
+        `archived`: None archived ones too, True only them, False none)."""
         return self.store.list_memories(
-            scope=scope, limit=limit, offset=offset, include_superseded=all_versions, excerpts=excerpts
+            scope=scope,
+            limit=limit,
+            offset=offset,
+            include_superseded=all_versions,
+            excerpts=excerpts,
+            archived=archived,
         )
 
-    def count_memories(self, *, scope: str | None, all_versions: bool = False, excerpts: bool | None = None) -> int:
+    def count_memories(
+        self,
+        *,
+        scope: str | None,
+        all_versions: bool = False,
+        excerpts: bool | None = None,
+        archived: bool | None = None,
+    ) -> int:
         """How many memories `list_memories` pages through with the same filter."""
-        return self.store.count_memories(scope=scope, include_superseded=all_versions, excerpts=excerpts)
+        return self.store.count_memories(
+            scope=scope, include_superseded=all_versions, excerpts=excerpts, archived=archived
+        )
 
     def scopes(self) -> list[ScopeCount]:
         """Every scope with active memories, with its statements and excerpts counted."""
@@ -320,6 +334,54 @@ class MemoryService:
         if scope is not None:
             return self.recall_engine.search(query, scope=scope, limit=limit)
         return self.recall_engine.search_scopes(query, list(self.store.scope_counts()), limit=limit)
+
+    def history(self, memory_id: str) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
+        """Every version of the memory, oldest first, and for each the source turns still kept
+        (the turn log, then the queue); ([], {}) when the id is unknown."""
+        chain = self.chain(memory_id)
+        sources: list[TurnSource] = [s for s in (self.turn_log, self.queue) if s is not None]
+        return chain, version_turns(chain, sources)
+
+    def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
+        """Unresolved conflicts (pairs of active memories), newest first."""
+        return pairs(self.store.in_conflict(scope=scope), self.store.get)
+
+    def resolve(self, keep: str, drop: str, *, both: bool = False) -> Settled:
+        """Settle a conflict: keep one (the other is superseded by it) or, with `both`, both."""
+        return resolve(self.store, keep, drop, both=both, now=self._now)
+
+    def consolidate(self, *, scope: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """Merge near-duplicates and archive stale memories now (tap.consolidation); the report as
+        JSON (the shape of `POST /tap/consolidate`)."""
+        if self.consolidator is None:
+            raise ValueError("this service has no consolidator")
+        return msgspec.to_builtins(self.consolidator.run(scope, dry_run=dry_run))  # type: ignore[no-any-return]
+
+    def archive(self, memory_id: str) -> Memory:
+        """Set a current memory aside: still listed, never recalled, restorable (KeyError: unknown
+        id; ValueError: a superseded version)."""
+        memory = self._current(memory_id)
+        if not memory.archived:
+            memory.archived_at = memory.updated_at = self._now()
+            self.store.update_metadata([memory])
+        return memory
+
+    def restore(self, memory_id: str) -> Memory:
+        """Bring an archived memory back into recall (a memory not archived is returned as it is)."""
+        memory = self._current(memory_id)
+        if memory.archived:
+            memory.archived_at = 0.0
+            memory.updated_at = self._now()
+            self.store.update_metadata([memory])
+        return memory
+
+    def _current(self, memory_id: str) -> Memory:
+        memory = self.get(memory_id)
+        if memory is None:
+            raise KeyError(memory_id)
+        if not memory.current:
+            raise ValueError(f"{memory_id} is an old version (superseded by {memory.superseded_by})")
+        return memory
 
     def recall(self, text: str, *, scope: str, budget_tokens: int | None = None) -> RecallResult:
         """The block tap would inject for this text."""

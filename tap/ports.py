@@ -40,6 +40,7 @@ class StoreStats(msgspec.Struct, kw_only=True):
     size_bytes: int
     location: str
     embedder: str
+    archived: int = 0
 
 
 class MemoryStore(Protocol):
@@ -60,7 +61,8 @@ class MemoryStore(Protocol):
         ...
 
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """Active memories of a scope nearest to the vector; score is cosine similarity."""
+        """Active memories (current, not archived) of a scope nearest to the vector; score is cosine
+        similarity."""
         ...
 
     def vector_search_many(
@@ -80,6 +82,10 @@ class MemoryStore(Protocol):
         """Active memories of a scope that fill the slot ("user|residence"), any part and value."""
         ...
 
+    def in_conflict(self, *, scope: str | None) -> list[Memory]:
+        """Active memories (of a scope, or all) that name another in `conflicts_with`."""
+        ...
+
     def list_memories(
         self,
         *,
@@ -88,13 +94,20 @@ class MemoryStore(Protocol):
         offset: int = 0,
         include_superseded: bool = False,
         excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> list[Memory]:
         """Memories newest first; all scopes when scope is None. `excerpts`: None lists both layers,
-        False only statements, True only excerpts (kind episode)."""
+        False only statements, True only excerpts (kind episode); `archived`: None lists archived
+        memories beside the others, True only them, False none of them."""
         ...
 
     def count_memories(
-        self, *, scope: str | None, include_superseded: bool = False, excerpts: bool | None = None
+        self,
+        *,
+        scope: str | None,
+        include_superseded: bool = False,
+        excerpts: bool | None = None,
+        archived: bool | None = None,
     ) -> int:
         """How many memories `list_memories` pages through with the same filter."""
         ...

@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 
 from tap.chunker import Chunk, Turn, chunk_turns
+from tap.history import SourceTurn
 from tap.records import Source
 from tap.sqlite import connect
 from tap.tokens import count_tokens
@@ -336,6 +337,25 @@ class ChunkQueue:
         if removed:
             self._truncate_wal()
         return removed
+
+    def source_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> list[SourceTurn]:
+        """The turns with these ids still held in the conversation's window or chunks (until
+        retention prunes extracted chunks; tap.history.TurnSource)."""
+        if not turn_ids or not conversation:
+            return []
+        with self._lock:
+            db = self._db
+            rows = db.execute(
+                "SELECT turns FROM windows WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+            payloads = db.execute(
+                "SELECT payload FROM chunks WHERE scope = ? AND conversation = ? AND state != 'dropped'",
+                (scope, conversation),
+            ).fetchall()
+        turns = [t for (blob,) in rows for t in msgspec.json.decode(blob, type=list[Turn])]
+        turns += [t for (blob,) in payloads if blob for t in msgspec.json.decode(blob, type=Chunk).turns]
+        found = {t.id: SourceTurn(id=t.id, role=t.role, text=t.text, at=t.timestamp) for t in turns if t.id in turn_ids}
+        return list(found.values())
 
     def prune_done(self, before: float) -> int:
         """Delete chunks extracted before `before` (their text is no longer needed: turn ids stay in

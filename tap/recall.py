@@ -9,11 +9,17 @@ Pipeline (DESIGN.md §5):
    (fresh ≥ stale, never below half);
 4. leave out the memories the caller's `skip` predicate names (the interception core passes the
    ones the model can already see in the request: tap.repeats; recall itself keeps no per-
-   conversation state, so the same query always gets the same block);
+   conversation state, so the same query always gets the same block); a memory in an unresolved
+   conflict brings the memory it contradicts along, right after it (tap.conflicts), and both are
+   marked in the block;
 5. pack greedily by score into the budget with tap's token counter, which never under-counts,
    framed as background data rather than instructions. Each memory shows its date: memories are
    listed under one heading per day ("25 May 2023:"), days in order, so a date costs its tokens
    once per day rather than once per memory (a per-line ISO date took ~9 of every memory's tokens).
+
+Superseded and archived memories never reach a block: the store's searches return active memories
+only. An optional `trace` (tap.why.RecallTrace) records every candidate's scores and fate for
+`tap why`; without one recall does no extra work.
 """
 
 from __future__ import annotations
@@ -25,12 +31,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from tap.config import RecallConfig
+from tap.conflicts import with_partners
 from tap.ports import Embedder, MemoryStore
 from tap.records import Hit, Memory, Recalled, RecallResult
 from tap.tokens import count_tokens
 from tap.validate import safe_day
+
+if TYPE_CHECKING:
+    from tap.why import RecallTrace
 
 RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
@@ -56,9 +67,13 @@ def day_heading(label: str) -> str:
     return f"{label}:"
 
 
+CONFLICT_MARK = " (unresolved: contradicts another note here; both kept)"
+
+
 def render_line(memory: Memory) -> str:
-    """One memory as it appears in the block (under its day's heading): its content on one line."""
-    return "- " + " ".join(memory.content.split())
+    """One memory as it appears in the block (under its day's heading): its content on one line,
+    marked when it contradicts another memory in the block (tap.conflicts)."""
+    return "- " + " ".join(memory.content.split()) + (CONFLICT_MARK if memory.conflicts_with else "")
 
 
 def min_tokens(line: str) -> int:
@@ -281,18 +296,23 @@ class RecallEngine:
         scope: str,
         budget_tokens: int | None = None,
         skip: Callable[[Memory], bool] | None = None,
+        trace: RecallTrace | None = None,
     ) -> RecallResult:
-        """The block to inject for `query` in `scope` (empty when nothing is relevant)."""
+        """The block to inject for `query` in `scope` (empty when nothing is relevant). `trace`, when
+        given, is told what each step did with each candidate (tap.why)."""
         started = time.perf_counter()
         query = query.strip()[:_MAX_QUERY_CHARS]
         if not query:
             return empty_result()
-        ranked = self._rank(query, scope)
+        ranked = self._rank(query, scope, trace)
         if skip is not None:
             ranked = [(m, s) for m, s in ranked if not skip(m)]
+        ranked = with_partners(ranked, self.store.get)
         result = self._pack(ranked, budget_tokens or self.config.budget_tokens)
         self._note_access([r.memory.id for r in result.memories])
         result.elapsed_ms = (time.perf_counter() - started) * 1000
+        if trace is not None:
+            trace.packed(ranked, result)
         return result
 
     async def recall_async(
@@ -302,12 +322,13 @@ class RecallEngine:
         scope: str,
         deadline_ms: int | None = None,
         skip: Callable[[Memory], bool] | None = None,
+        trace: RecallTrace | None = None,
     ) -> RecallResult:
         """recall() in a worker thread under the hard deadline; raises TimeoutError past it."""
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
             self._pool,
-            lambda: self.recall(query, scope=scope, skip=skip),
+            lambda: self.recall(query, scope=scope, skip=skip, trace=trace),
         )
         timeout = (deadline_ms or self.config.deadline_ms) / 1000
         return await asyncio.wait_for(future, timeout)
@@ -324,10 +345,12 @@ class RecallEngine:
         if not query:
             return []
         vector = self.embedder.embed_query(query)
-        merged = [pair for scope in scopes for pair in self._rank(query, scope, vector)]
+        merged = [pair for scope in scopes for pair in self._rank(query, scope, vector=vector)]
         return sorted(merged, key=lambda pair: (-pair[1], pair[0].id))[:limit]
 
-    def _rank(self, query: str, scope: str, vector: list[float] | None = None) -> list[tuple[Memory, float]]:
+    def _rank(
+        self, query: str, scope: str, trace: RecallTrace | None = None, *, vector: list[float] | None = None
+    ) -> list[tuple[Memory, float]]:
         k = self.config.candidates
         vector = self.embedder.embed_query(query) if vector is None else vector
         vector_hits = self.store.vector_search(vector, scope=scope, k=k)
@@ -338,6 +361,8 @@ class RecallEngine:
         floor = current_floor(query)
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
+        if trace is not None:
+            trace.retrieved(query, vector, vector_hits, lexical_hits, scored, lambda m: self.weights(m, now))
         return sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
 
     def _relevant_vector(self, hits: list[Hit]) -> list[Hit]:
@@ -360,14 +385,23 @@ class RecallEngine:
         return fused
 
     def _weight(self, memory: Memory, now: float) -> float:
+        return self.importance_weight(memory) * self.recency_weight(memory, now)
+
+    def weights(self, memory: Memory, now: float) -> tuple[float, float]:
+        """(recency, importance) weights of a memory at `now` (for tap.why)."""
+        return self.recency_weight(memory, now), self.importance_weight(memory)
+
+    @staticmethod
+    def importance_weight(memory: Memory) -> float:
         # Importance breaks near-ties (x0.9 for importance 1 to x1.1 for 5, neutral at 3); it must not
         # override relevance: a wider range let importance-5 remarks push out the memories that answer
         # (measured on LoCoMo: 0.7-1.1 lost 0.9 points of evidence recall against this range).
-        importance = 0.85 + 0.05 * memory.importance
+        return 0.85 + 0.05 * memory.importance
+
+    def recency_weight(self, memory: Memory, now: float) -> float:
         stamp = memory.valid_from or memory.created_at
         age_days = max(0.0, now - stamp) / 86400 if stamp else 0.0
-        recency = 0.5 + 0.5 * float(0.5 ** (age_days / self.config.recency_half_life_days))
-        return importance * recency
+        return 0.5 + 0.5 * float(0.5 ** (age_days / self.config.recency_half_life_days))
 
     @staticmethod
     def _pack(ranked: list[tuple[Memory, float]], budget: int) -> RecallResult:

@@ -10,8 +10,10 @@ Rules (no LLM; DESIGN.md §6), in this order, against the scope's active memorie
    "team|database") are the statement's mates. Same value → noop (a restatement). Another value,
    older → supersede every such mate ("lives in Berlin" → "moved to Lisbon"); another value, newer
    (an old log ingested late) → the candidate is written as history, already superseded by the
-   newer one. A team-wide statement and one about a part of the work ("for the backend") are mates
-   when the scope knows only one of them;
+   newer one; another value that cannot be told to replace the old one (stated at the same moment,
+   or a second employer without a sign of change: tap.conflicts.ambiguous_change) → conflict: both
+   kept, marked, until the user settles it. A team-wide statement and one about a part of the
+   work ("for the backend") are mates when the scope knows only one of them;
 4. **retraction** ("I no longer eat meat", "I left Google", "switched from vim", "we're off
    heroku"): older memories of the same family of subjects holding every retracted word are
    superseded by the retraction (with a slot change, alongside the slot's old value);
@@ -35,6 +37,7 @@ from collections.abc import Sequence
 import msgspec
 
 from tap.config import ExtractConfig
+from tap.conflicts import ambiguous_change
 from tap.errors import ProviderError
 from tap.records import CandidateMemory, Hit, Kind, Memory
 
@@ -49,8 +52,10 @@ NOW_SIMILARITY = 0.55
 class Plan(msgspec.Struct, kw_only=True):
     """What to do with one candidate: the action, the memory it concerns, and any others it retires.
 
-    `action` is add | noop | update | supersede | history | drop; `history` writes the candidate
-    already superseded by `target` (a newer statement of the same slot); `drop` writes nothing.
+    `action` is add | noop | update | supersede | history | conflict | drop; `history` writes the
+    candidate already superseded by `target` (a newer statement of the same slot); `conflict`
+    writes it beside `target` (and `also`), each marked as contradicting the other, when tap cannot
+    tell which is current (tap.conflicts); `drop` writes nothing.
     """
 
     action: Action
@@ -228,7 +233,10 @@ def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory]) -> Plan | No
     if newer:
         return Plan(action="history", target=min(newer, key=lambda m: m.valid_from))
     newest = max(mates, key=lambda m: (m.valid_from, m.created_at))
-    return Plan(action="supersede", target=newest, also=[m for m in mates if m.id != newest.id])
+    others = [m for m in mates if m.id != newest.id]
+    if ambiguous_change(candidate, newest):  # two employers, or two values stated together: ask
+        return Plan(action="conflict", target=newest, also=others)
+    return Plan(action="supersede", target=newest, also=others)
 
 
 def _same_subject_plan(candidate: CandidateMemory, similar: Sequence[Hit], cfg: ExtractConfig) -> Plan:

@@ -3,8 +3,13 @@
 Invariants:
 - a `Memory` is one self-contained statement owned by exactly one scope;
 - history is non-destructive: an edit writes a new `Memory` whose `supersedes` names the old
-  id, and the old one gets `superseded_by`; recall only ever sees memories with
-  `superseded_by == ""`;
+  id, and the old one gets `superseded_by`; a consolidation merge writes one new memory whose
+  `merged_from` names every memory it folds in, each of which gets `superseded_by`;
+- `current` = no newer version (`superseded_by == ""`); `archived` = set aside by consolidation or
+  by hand (`archived_at > 0`): still listed and restorable, never recalled; `active` = current and
+  not archived, the only memories recall, reconcile and the lexical index ever see;
+- `conflicts_with` names the active memories a memory contradicts without tap being able to tell
+  which is current (tap.conflicts): both stay active, and recall shows both with their dates;
 - timestamps are POSIX seconds (float, UTC); text renderings use ISO dates.
 """
 
@@ -53,6 +58,9 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
     slot_value: str = ""
     context: str = ""
     holder: str = ""
+    archived_at: float = 0.0
+    conflicts_with: list[str] = msgspec.field(default_factory=list)
+    merged_from: list[str] = msgspec.field(default_factory=list)
 
     @property
     def index_text(self) -> str:
@@ -61,9 +69,19 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
         return f"{self.content}\n{self.context}" if self.context else self.content
 
     @property
-    def active(self) -> bool:
-        """True when no newer version replaces this one."""
+    def current(self) -> bool:
+        """True when no newer version replaces this one (archived or not)."""
         return not self.superseded_by
+
+    @property
+    def archived(self) -> bool:
+        """True when the memory is set aside: listed and restorable, never recalled."""
+        return self.archived_at > 0
+
+    @property
+    def active(self) -> bool:
+        """True when recall may use it: the current version, and not archived."""
+        return not self.superseded_by and not self.archived_at
 
 
 def make_memory(

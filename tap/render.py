@@ -10,9 +10,11 @@ import os
 import shutil
 import sys
 import textwrap
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tap.history import SourceTurn
 from tap.ports import StoreStats
 from tap.records import Memory
 from tap.validate import timestamp_ok
@@ -46,25 +48,39 @@ def when(stamp: float) -> str:
     return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def status_of(memory: Memory) -> str:
+    """Which version a memory is and what state it is in: 'current', 'old → m_…', 'archived',
+    'conflict ↔ m_…' (combined with ', ')."""
+    if not memory.current:
+        return f"old → {memory.superseded_by}"
+    parts = ["archived" if memory.archived else "current"]
+    if memory.conflicts_with:
+        parts.append("conflict ↔ " + " ".join(memory.conflicts_with))
+    return ", ".join(parts)
+
+
 SCOPE_WIDTH = 28  # a long scope (a project path) must not squeeze the content out
 MIN_CONTENT = 24
 
 
-def memories_table(memories: list[Memory], *, scores: list[float] | None = None) -> str:
-    """id, scope, kind, importance, date, content (and score when given; and, when superseded
-    versions are listed, which version is current) as a plain-text table that fits the terminal.
+def memories_table(
+    memories: list[Memory], *, scores: list[float] | None = None, title: str = "", versions: bool = False
+) -> str:
+    """id, scope, kind, importance, date, content (and score when given; and a status column —
+    which version is current, archived, in conflict — when `versions` lists every version or when
+    any memory listed is not a plain current one) as a plain-text table that fits the terminal.
 
     Plain text rather than rich: importing rich's console costs ~0.1 s, a fifth of the 0.5 s that
     `tap memories list` has against a running server. Old versions are dimmed on a terminal.
     """
-    history = any(not m.active for m in memories)
+    history = versions or any(not m.active or m.conflicts_with for m in memories)
     headers = ["id", *(["version"] if history else []), *(["score"] if scores is not None else [])]
     headers += ["scope", "kind", "imp", "date", "content"]
     rows = []
     for index, m in enumerate(memories):
         row = [m.id]
         if history:
-            row.append("current" if m.active else f"old → {m.superseded_by}")
+            row.append(status_of(m))
         if scores is not None:
             row.append(f"{scores[index]:.4f}")
         day = when(m.valid_from or m.created_at)[:10]
@@ -75,7 +91,7 @@ def memories_table(memories: list[Memory], *, scores: list[float] | None = None)
     widths[scope_col] = min(widths[scope_col], SCOPE_WIDTH)
     fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
     widths[-1] = max(MIN_CONTENT, min(widths[-1], _width() - fixed))
-    lines = [_line(headers, widths), _line(["─" * w for w in widths], widths)]
+    lines = [*([title] if title else []), _line(headers, widths), _line(["─" * w for w in widths], widths)]
     dim = sys.stdout.isatty()
     for m, row in zip(memories, rows, strict=True):
         cells = [_cut(cell, widths[i], wrap=i == len(row) - 1) for i, cell in enumerate(row)]
@@ -99,23 +115,36 @@ def _line(cells: list[str], widths: list[int]) -> str:
     return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
 
-def chain_text(chain: list[Memory]) -> str:
-    """Every version of a memory, oldest first, one block per version."""
+TURN_CHARS = 300
+
+
+def chain_text(chain: list[Memory], turns: Mapping[str, Sequence[SourceTurn]] | None = None) -> str:
+    """Every version of a memory, oldest first, one block per version, each with the source turns
+    still kept (when `turns` is given)."""
     blocks = []
     for m in chain:
-        status = "active" if m.active else f"superseded by {m.superseded_by}"
+        status = status_of(m).replace("old → ", "superseded by ")
         sources = (m.conversation + ": " if m.conversation else "") + ", ".join(m.sources)
-        blocks.append(
-            "\n".join(
-                [
-                    f"{m.id}  [{status}]",
-                    f"  {m.kind} · importance {m.importance} · scope {m.scope} · source {m.source}"
-                    f" · updated {when(m.updated_at)} · valid from {when(m.valid_from)}",
-                    f"  tags: {', '.join(m.tags) or '-'} · sources: {sources or '-'} · recalled {m.access_count}x",
-                    f"  {m.content}",
-                ]
-            )
-        )
+        lines = [
+            f"{m.id}  [{status}]",
+            f"  {m.kind} · importance {m.importance} · scope {m.scope} · source {m.source}"
+            f" · updated {when(m.updated_at)} · valid from {when(m.valid_from)}",
+            f"  tags: {', '.join(m.tags) or '-'} · sources: {sources or '-'} · recalled {m.access_count}x",
+        ]
+        if m.merged_from:
+            lines.append(f"  merged from: {', '.join(m.merged_from)}")
+        if m.archived:
+            lines.append(f"  archived {when(m.archived_at)} (`tap memories restore {m.id}` brings it back)")
+        lines.append(f"  {m.content}")
+        if turns is not None:
+            kept = turns.get(m.id, [])
+            for turn in kept:
+                text = " ".join(turn.text.split())
+                text = text if len(text) <= TURN_CHARS else text[: TURN_CHARS - 1] + "…"
+                lines.append(f"    ← {turn.id} ({turn.role}, {when(turn.at)}): {text}")
+            if m.sources and not kept:
+                lines.append("    ← (its source turns are no longer kept: [data] retention_days)")
+        blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
@@ -127,6 +156,7 @@ def stats_table(stats: StoreStats) -> Table:
     table.add_column("what")
     table.add_column("count", justify="right")
     table.add_row("memories (active)", str(stats.active))
+    table.add_row("archived (listed, not recalled)", str(stats.archived))
     table.add_row("versions (all)", str(stats.total))
     for scope, n in stats.by_scope.items():
         table.add_row(f"scope {scope}", str(n))

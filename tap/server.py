@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+from concurrent.futures import Executor, ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
@@ -26,15 +27,18 @@ from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_s
 from tap.app import Runtime, open_runtime
 from tap.capture import Capture
 from tap.config import Config, LoadedConfig, read_secret
+from tap.consolidation import ConsolidationJob
 from tap.errors import TapError
 from tap.hooks_server import attach_hooks
 from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
+from tap.priority import lower_thread_priority
 from tap.providers.deprecation import deprecated_model_warnings
 from tap.retention import keep_pruning
 from tap.scopes import scope_rule
 from tap.tasks import create_task, running_tasks
+from tap.why import WhyLog
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
@@ -48,20 +52,28 @@ def tap_version() -> str:
         return "0+unknown"
 
 
-def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
-    """The ProxyContext for a runtime."""
+def build_context(rt: Runtime, token: str, capture: Capture, background: Executor | None = None) -> ProxyContext:
+    """The ProxyContext for a runtime. `background`: the one low-priority thread for store work
+    off the hot path (extraction, consolidation); a new one when not given."""
     metrics = Metrics()
+    why = WhyLog(rt.loaded.config.why)
+    rt.memories.holders.append(why)
+    rt.memories.on_forget.append(why.forget_memories)
     interceptor = Interceptor(
         rt.loaded.config,
         recall=rt.recall,
         metrics=metrics,
         conversations=Conversations(capture.turn_log),
         capture=capture,
+        why=why,
     )
+    background = background or ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
+    consolidation = ConsolidationJob(rt.consolidator, background)
     metrics.sections["capture"] = capture.status
     metrics.sections["extraction"] = rt.worker.status
     metrics.sections["intercept"] = interceptor.status
     metrics.sections["scopes"] = lambda: scope_rule(by_api_key=rt.loaded.config.proxy.scope_by_api_key)
+    metrics.sections["consolidation"] = consolidation.status
     return ProxyContext(
         config=rt.loaded.config,
         memories=rt.memories,
@@ -74,13 +86,17 @@ def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
         version=tap_version(),
         store_location=rt.store.where,
         embedder_id=rt.embedder.model_id,
+        why=why,
+        consolidation=consolidation,
+        inactive_search=lambda vector, scope, k: rt.store.inactive_search(vector, scope=scope, k=k),
     )
 
 
 async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) -> None:
     """Run the app on host:port until `stop` is set."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
-    ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async))
+    background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
+    ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
     app = make_app(ctx)
     attach_hooks(app, rt, ctx.metrics)
     if rt.loaded.config.telegram.enabled:
@@ -110,11 +126,13 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
     _announce(rt, url)
     worker_stop = asyncio.Event()
-    worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
+    worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
+    if rt.loaded.config.consolidate.enabled and ctx.consolidation is not None:
+        create_task(ctx.consolidation.keep_running(logtail_stop), name="consolidation")
     try:
         await stop.wait()
         print("tap: stopping (finishing in-flight requests)…", file=sys.stderr, flush=True)
@@ -127,6 +145,16 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
         await _drain_background_tasks(exclude=worker)
         worker_stop.set()
         await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
+        await _stop_background(background)
+
+
+async def _stop_background(background: ThreadPoolExecutor) -> None:
+    """Let the background step running now (a consolidation of one scope) finish before the store is
+    closed, within the grace period; queued steps are dropped (the next start picks them up)."""
+    try:
+        await asyncio.wait_for(asyncio.to_thread(background.shutdown, wait=True, cancel_futures=True), SHUTDOWN_GRACE_S)
+    except TimeoutError:
+        log.warning("a background step outlived the shutdown grace period; the consolidation journal finishes it")
 
 
 async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:

@@ -10,8 +10,10 @@ from tap.records import Memory, RecallResult
 
 
 def memory_view(memory: Memory) -> dict[str, Any]:
-    """A memory as plain JSON-able builtins (every field of the record)."""
-    return msgspec.to_builtins(memory)  # type: ignore[no-any-return]
+    """A memory as plain JSON-able builtins: every field of the record, and `archived` (bool)."""
+    view: dict[str, Any] = msgspec.to_builtins(memory)
+    view["archived"] = memory.archived
+    return view
 
 
 def recall_view(result: RecallResult) -> dict[str, Any]:

@@ -38,7 +38,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import msgspec
@@ -257,11 +257,14 @@ class ExtractionWorker:
                 on_progress(done)
         return done
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, executor: Executor | None = None) -> None:
         """Background loop for `tap serve`, on its own low-priority thread (tap.priority) so that
-        the proxy's event loop and recall win every contest for a core; returns soon after `stop`."""
+        the proxy's event loop and recall win every contest for a core; returns soon after `stop`.
+        `executor`: a one-thread low-priority executor shared with other background store work
+        (consolidation), so their writes never interleave; by default the worker makes its own."""
         loop = asyncio.get_running_loop()
-        thread = ThreadPoolExecutor(1, "tap-extract", initializer=lower_thread_priority)
+        own = executor is None
+        thread = executor or ThreadPoolExecutor(1, "tap-extract", initializer=lower_thread_priority)
         try:
             while not stop.is_set():
                 try:
@@ -276,7 +279,8 @@ class ExtractionWorker:
                     except TimeoutError:
                         pass
         finally:
-            thread.shutdown(wait=False)  # never block the event loop on a batch still running
+            if own:
+                thread.shutdown(wait=False)  # never block the event loop on a batch still running
 
     def status(self) -> dict[str, Any]:
         """Queue depth, dead letters, gate counters, spend today."""

@@ -145,7 +145,7 @@ class TapAddon:
         request = flow.request
         body = request.get_content(strict=False) or b""
         try:
-            state.before = await self.core.before(state.dialect, request.headers, body)
+            state.before = await self.core.before(state.dialect, request.headers, body, request.path)
         except BadRequest as exc:
             del flow.metadata[_KEY]
             content, kind = state.dialect.error_body(400, str(exc))
@@ -198,12 +198,13 @@ class TapAddon:
 
     def _finish(self, flow: http.HTTPFlow, error: str) -> None:
         state = flow.metadata.pop(_KEY, None)
-        if not isinstance(state, FlowState) or state.before is None or state.before.context is None:
+        if not isinstance(state, FlowState) or state.before is None:
             return
-        if state.counting:
+        status = flow.response.status_code if flow.response is not None else 502
+        if state.before.context is None or state.counting:
+            self.core.finish(state.before.note, status)  # the log line and record; nothing to capture
             return
         reply = state.tee.finish() if state.tee is not None else Reply()
-        status = flow.response.status_code if flow.response is not None else 502
         gone = bool(error) and client_went_away(error)
         self.core.after(
             state.before.context,

@@ -19,6 +19,7 @@ from typing import Any
 
 from tap.dialects import Dialect, Reply
 from tap.intercept import Before, Interception, Interceptor
+from tap.why import RequestNote
 
 log = logging.getLogger("tap.mitm")
 
@@ -39,9 +40,9 @@ class CoreLink:
         except RuntimeError:
             return False
 
-    async def before(self, dialect: Dialect, headers: Mapping[str, str], body: bytes) -> Before:
+    async def before(self, dialect: Dialect, headers: Mapping[str, str], body: bytes, path: str = "") -> Before:
         """`Interceptor.before` for a request that came through mitmproxy (source "mitm")."""
-        coro = self.interceptor.before(dialect, headers, body, source="mitm")
+        coro = self.interceptor.before(dialect, headers, body, source="mitm", path=path)
         if self._here():
             return await coro
         assert self.loop is not None
@@ -54,6 +55,10 @@ class CoreLink:
     def after(self, ctx: Interception, reply: Reply, **outcome: Any) -> None:
         """`Interceptor.after`: capture in the core's background."""
         self._call(lambda: self.interceptor.after(ctx, reply, **outcome))
+
+    def finish(self, note: RequestNote | None, status: int) -> None:
+        """`Interceptor.finish`: the log line and record of a request without an after-step."""
+        self._call(self.interceptor.finish, note, status)
 
     def _call(self, fn: Any, *args: Any) -> None:
         if self._here():

@@ -24,6 +24,7 @@ import msgspec
 from tap.errors import StoreError
 from tap.recall import pack_block
 from tap.records import IngestEvent, Memory, Recalled, RecallResult
+from tap.why import RecallTrace
 
 _VIEW_FIELDS = ("id", "scope", "content", "kind", "importance", "conversation", "sources", "valid_from")
 
@@ -68,8 +69,10 @@ class RemoteRecall:
         scope: str,
         deadline_ms: int | None = None,
         skip: Callable[[Memory], bool] | None = None,
+        trace: RecallTrace | None = None,
     ) -> RecallResult:
-        """The block for `query` in `scope`; TimeoutError past the deadline, StoreError otherwise."""
+        """The block for `query` in `scope`; TimeoutError past the deadline, StoreError otherwise.
+        The recall runs in the server, so there is no `trace` here (it is ignored)."""
         payload = {"text": query, "scope": scope, "budget_tokens": self.budget}
         async with asyncio.timeout((deadline_ms or 1000) / 1000):
             try:

@@ -37,11 +37,17 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
 
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
         """Await the handler coroutine while holding the chat's lock."""
-        chat = update.effective_chat if isinstance(update, Update) else None
-        if chat is None:
+        try:
+            chat = update.effective_chat if isinstance(update, Update) else None
+            lock = None if chat is None else self._lock(chat.id)
+        except BaseException:  # a malformed update (an unhashable chat id): the handler never runs
+            close = getattr(coroutine, "close", None)
+            if close is not None:
+                close()  # so it is not left behind, never awaited
+            raise
+        if lock is None:
             await coroutine
             return
-        lock = self._lock(chat.id)
         async with lock:
             await coroutine
 

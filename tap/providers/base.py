@@ -38,7 +38,7 @@ __all__ = [
     "Usage",
 ]
 
-Action = Literal["add", "update", "supersede", "noop"]
+Action = Literal["add", "update", "supersede", "noop", "conflict"]
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True):

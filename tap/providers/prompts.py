@@ -109,6 +109,10 @@ Lisbon) never replaces one about the user, a plan or a hypothetical never replac
 older statement never replaces a newer one.
 - noop: the candidate says nothing new; target is the id of the stored memory that already says \
 it ("" if it duplicates nothing stored but is still not worth keeping).
+- conflict: the candidate gives another value for the same attribute as a stored memory, and \
+nothing says whether it replaces it or both are true (a second employer named without "now", \
+"left" or "joined"; two values stated at once); target is that memory's id. Both are kept and the \
+user is asked. Use it only when it truly cannot be told.
 Only use ids listed under that candidate's <similar> memories. Merged content follows the same \
 rules as the memories: self-contained, names instead of pronouns, absolute dates.
 

@@ -40,7 +40,7 @@ __all__ = [
 
 ExtractKind = Literal["fact", "preference", "decision", "event", "instruction", "plan"]
 EXTRACT_KINDS: tuple[str, ...] = ("fact", "preference", "decision", "event", "instruction", "plan")
-ACTIONS: tuple[str, ...] = ("add", "update", "supersede", "noop")
+ACTIONS: tuple[str, ...] = ("add", "update", "supersede", "noop", "conflict")
 Text = Annotated[str, msgspec.Meta(pattern=r"\S")]  # at least one non-space character
 
 
@@ -187,7 +187,7 @@ def _check_decision(where: str, wire: _DecisionWire, shown: set[str]) -> None:
     """ValueError when the target does not fit the action or was not shown for this candidate."""
     if wire.action == "add" and wire.target:
         raise ValueError(f"{where}.target: an add must not name a target, got {wire.target!r}")
-    if wire.action in ("update", "supersede") and not wire.target:
+    if wire.action in ("update", "supersede", "conflict") and not wire.target:
         raise ValueError(f"{where}.target: {wire.action} needs the id of the memory it replaces")
     if wire.target and wire.target not in shown:
         raise ValueError(f"{where}.target: {wire.target!r} is not a memory shown for this candidate")

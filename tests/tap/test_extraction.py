@@ -83,7 +83,8 @@ def test_duplicate_delivery_and_reprocessing_write_nothing_twice(rt: Runtime) ->
 def test_newer_statement_supersedes_without_destroying_history(rt: Runtime) -> None:
     say(rt, "c1", ("Ana", "I work as a nurse at the Santa Maria hospital."), ("Bot", "Noted."))
     rt.worker.drain()
-    say(rt, "c2", ("Ana", "I work as a nurse at the São José hospital."), ("Bot", "Noted."), at=MAY_8 + 86400 * 30)
+    # "now" says it replaces the old one (without it, a second hospital is a conflict: tests/tap/test_conflicts.py)
+    say(rt, "c2", ("Ana", "I work as a nurse at the São José hospital now."), ("Bot", "Noted."), at=MAY_8 + 86400 * 30)
     rt.worker.drain()
     current = [c for c in active(rt) if "nurse" in c]
     assert len(current) == 1 and "São José" in current[0]

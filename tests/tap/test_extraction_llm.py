@@ -182,3 +182,33 @@ async def test_rate_limits_back_off_and_keep_the_chunk(isolated_home: Path) -> N
 
 async def _drain(rt: Runtime) -> int:
     return await asyncio.to_thread(rt.worker.drain)
+
+
+async def test_the_model_can_mark_a_conflict_and_both_memories_stay(isolated_home: Path) -> None:
+    async with FakeAnthropicAPI(api_key=KEY) as api:
+        rt = runtime_for(isolated_home, api.url)
+        try:
+            job = {**MEMORY, "content": "Ana works at Google", "kind": "fact", "turn_ids": ["c1-u"]}
+            api.reply_tool("gate_verdict", {"worth": True, "reason": "job"})
+            api.reply_tool("record_memories", {"memories": [job]})
+            ingest(rt, "c1", "I work at Google.")
+            await _drain(rt)
+            (google,) = [m for m in rt.store.list_memories(scope="ana", limit=10) if m.kind != "episode"]
+            api.reply_tool("gate_verdict", {"worth": True, "reason": "job"})
+            api.reply_tool(
+                "record_memories", {"memories": [{**job, "content": "Ana works at Stripe", "turn_ids": ["c2-u"]}]}
+            )
+            api.reply_tool(
+                "reconcile_memories",
+                {"decisions": [{"candidate": 0, "action": "conflict", "target": google.id, "content": ""}]},
+            )
+            ingest(rt, "c2", "I work at Stripe.")
+            await _drain(rt)
+            stored = {m.content: m for m in rt.store.list_memories(scope="ana", limit=10) if m.kind != "episode"}
+            conflicts = rt.memories.conflicts(scope="ana")
+        finally:
+            rt.close()
+    stripe = stored["Ana works at Stripe"]
+    assert stored["Ana works at Google"].conflicts_with == [stripe.id] and stripe.conflicts_with == [google.id]
+    assert all(m.active for m in stored.values()) and len(conflicts) == 1
+    assert "'conflict'" in str(api.requests[-1].body["tools"])  # the model is offered the action

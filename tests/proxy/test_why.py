@@ -1,0 +1,166 @@
+"""Why was this injected? A real `tap serve` in front of a fake Anthropic upstream, then `tap why`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from click.testing import CliRunner
+
+from tap.cli import main
+from tap.config import parse_config
+from tap.records import Memory, Recalled, RecallResult
+from tap.why import RecallTrace, RequestNote, WhyLog
+from tests.serve_process import ServeProcess
+from tests.upstreams import FakeAnthropic
+
+SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
+QUESTION = f"Where does Ann live in Lisbon, and what does she love there? (my key is {SECRET})"
+
+
+def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {server.token}")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def seed(server: ServeProcess) -> dict[str, str]:
+    def add(text: str, **fields: Any) -> str:
+        return str(admin(server, "POST", "/tap/memories", {"scope": "ann", "content": text, **fields})["id"])
+
+    ids = {
+        "lives": add("Ann lives in Lisbon, in a flat near the river", importance=5),
+        "tiles": add("Ann loves the blue tiles on the old houses of Lisbon"),
+        "food": add("Ann loves the custard tarts from the bakery in Lisbon"),
+        "walks": add("Ann loves long walks along the river in Lisbon at sunset"),
+        "cat": add("Ann's cat is called Pixel"),  # the request shows it: visible
+        "porto": add("Ann lives in Porto, near the old bridge"),
+        "alfama": add("Ann loves the tram that climbs to Alfama in Lisbon"),
+    }
+    ids["moved"] = admin(server, "PATCH", f"/tap/memories/{ids['porto']}", {"content": "Ann moved from Porto"})["id"]
+    admin(server, "POST", f"/tap/memories/{ids['alfama']}/archive", {})
+    return ids
+
+
+def why(*args: str) -> Any:
+    result = CliRunner().invoke(main, ["why", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    async with FakeAnthropic() as up:
+        config = tmp_path / "tap.toml"
+        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[recall]\nbudget_tokens = 90\n')
+        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        try:
+            ids = await asyncio.to_thread(seed, server)
+            payload = {
+                "model": "m",
+                "max_tokens": 5,
+                "messages": [
+                    {"role": "user", "content": "Ann's cat is called Pixel"},
+                    {"role": "assistant", "content": "Lovely name."},
+                    {"role": "user", "content": QUESTION},
+                ],
+            }
+            headers = {"x-api-key": "k", "anthropic-version": "2023-06-01", "x-tap-scope": "ann"}
+            async with aiohttp.ClientSession() as session:
+                async with session.post(server.url + "/v1/messages", json=payload, headers=headers) as response:
+                    assert response.status == 200
+                    request_id = response.headers["x-tap-request-id"]
+                    recalled = int(response.headers["x-tap-recalled"])
+                    await response.read()
+                async with session.get(server.url + "/v1/models", headers=headers) as passthrough:
+                    assert passthrough.headers["x-tap-request-id"].startswith("r_")
+            assert request_id.startswith("r_") and recalled >= 1
+            record = await wait_for_record(request_id)
+            assert record["request_id"] == request_id and record["scope"] == "ann" and record["upstream_status"] == 200
+            assert "Where does Ann live in Lisbon" in record["query"] and SECRET not in record["query"]  # scrubbed
+            outcomes = {c["id"]: c["outcome"] for c in record["candidates"]}
+            injected = [c for c in record["candidates"] if c["outcome"] == "injected"]
+            assert len(injected) == recalled == record["injected"]
+            assert outcomes[ids["lives"]] == "injected"
+            assert outcomes[ids["cat"]] == "visible"  # the model already sees it in the request
+            assert "over-budget" in outcomes.values()  # a 90-token block holds two of the relevant ones
+            assert outcomes[ids["porto"]] == "superseded" and outcomes[ids["alfama"]] == "archived"
+            for c in record["candidates"]:
+                assert isinstance(c["recency"], float) and isinstance(c["importance"], float)
+                assert c["vector"] is not None or c["lexical"] is not None
+            text = await asyncio.to_thread(why, "--last")  # passthrough requests leave a log line, no record
+            assert f"request {request_id} " in text
+            assert "Ann lives in Lisbon, in a flat near the river" in text and "→ in the block" in text
+            assert "the model already sees it in the request" in text and "relevant, but the block was full" in text
+            assert f"an old version by {ids['moved']}" in text
+            listed = json.loads(await asyncio.to_thread(why, "--list", "5", "--json"))["requests"]
+            assert listed[0]["request_id"] == request_id and listed[0]["injected"] == recalled
+        finally:
+            output = await asyncio.to_thread(server.stop)
+    line = next(line for line in output.splitlines() if f"request {request_id} " in line)
+    assert "POST /v1/messages scope=ann conversation=" in line and f"injected={recalled}" in line
+    assert "recall_ms=" in line and "degraded=- status=200 duration_ms=" in line
+    assert any(" GET /v1/models scope=- " in line for line in output.splitlines())
+
+
+async def wait_for_record(request_id: str) -> dict[str, Any]:
+    """The record is kept right after the response, on a worker thread: wait for it."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            record: dict[str, Any] = json.loads(await asyncio.to_thread(why, request_id, "--json"))
+            return record
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+def test_why_needs_a_running_server(isolated_home: Path) -> None:
+    result = CliRunner().invoke(main, ["why", "--last"])
+    assert result.exit_code == 1 and "no tap serve is running" in result.stderr
+
+
+def note(scope: str, query: str, memory: Memory | None = None) -> RequestNote:
+    recorded = RequestNote(f"r_{scope}_{len(query)}", path="/v1/messages", scope=scope)
+    recorded.trace = RecallTrace()
+    recorded.trace.query = query
+    if memory is not None:
+        recorded.trace.packed(
+            [(memory, 1.0)], RecallResult(block="b", tokens=1, memories=[Recalled(memory=memory, score=1.0, tokens=1)])
+        )
+    return recorded
+
+
+def test_records_are_bounded_in_number_and_time_and_can_be_forgotten() -> None:
+    clock = [1000.0]
+    log = WhyLog(parse_config("[why]\nkeep = 2\nkeep_minutes = 1").why, now=lambda: clock[0])
+    first = note("a", "x")
+    first.at = clock[0]
+    log.record(first, 200, 1.0)
+    for scope, query in (("b", "yy"), ("c", "zzz")):
+        n = note(scope, query, Memory(id=f"m_{scope}", scope=scope, content="c"))
+        n.at = clock[0]
+        log.record(n, 200, 1.0)
+    assert [r.scope for r in log.recent(10)] == ["c", "b"]  # the oldest went: at most `keep`
+    assert log.forget_memories(["m_b"]) == 1 and [r.scope for r in log.recent(10)] == ["c"]
+    assert log.forget_scope("c") == 1 and log.last() is None
+    kept = note("d", "w")
+    kept.at = clock[0]
+    log.record(kept, 200, 1.0)
+    clock[0] += 61
+    assert log.get(kept.request_id) is None  # older than keep_minutes
+
+
+def test_no_records_are_kept_with_keep_zero() -> None:
+    log = WhyLog(parse_config("[why]\nkeep = 0").why)
+    assert not log.enabled
