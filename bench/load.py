@@ -322,7 +322,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "targets": TARGETS,
         "store": store,
         **measured,
-        "tap_status": {key: status.get(key) for key in ("recall_ms", "intercept", "recall", "degraded") if key in status},
+        "tap_status": {
+            key: status.get(key) for key in ("recall_ms", "intercept", "recall", "degraded") if key in status
+        },
         "tap_rss_after_mb": round(rss, 1),
         "verdict": verdict(measured["levels"]),
     }

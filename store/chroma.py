@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Iterator, Sequence
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -86,6 +88,9 @@ class ChromaStore:
         self._exclusive = not url  # embedded: this process is the only writer
         self._total: int | None = None  # cached collection size, reset by every write
         self._small = ScopeVectors(max_scope=exact_scope_max)  # small scopes' vectors (embedded mode only)
+        self._revisions: Counter[str] = Counter()  # per scope, bumped by every change seen (recall cache)
+        self._epoch = 0  # bumped when the lexical index is rebuilt: every scope may have changed
+        self._revision_lock = threading.Lock()
         self._lock: DataDirLock | None = None
         if not url:
             self._lock = DataDirLock(data_dir)
@@ -138,6 +143,7 @@ class ChromaStore:
         if len(active) == self._lexical.count():
             return
         self._lexical.clear()
+        self._changed_all()
         for start in range(0, len(active), _PAGE):
             memories = self.get(active[start : start + _PAGE])
             self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories)
@@ -178,7 +184,22 @@ class ChromaStore:
             elif self._small.cached(memory.scope):
                 self._small.drop(memory.scope)  # active again: its vector is not here, reload when searched
 
+    def revision(self, scope: str) -> int:
+        """Changes whenever a memory of the scope was written, updated or deleted (see ports)."""
+        with self._revision_lock:
+            return self._epoch + self._revisions[scope]
+
+    def _changed(self, scopes: Iterable[str]) -> None:
+        with self._revision_lock:
+            for scope in set(scopes):
+                self._revisions[scope] += 1
+
+    def _changed_all(self) -> None:
+        with self._revision_lock:
+            self._epoch += 1
+
     def _index(self, memories: Sequence[Memory]) -> None:
+        self._changed(m.scope for m in memories)
         self._total = None
         self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories if m.active)
         self._lexical.remove([m.id for m in memories if not m.active])
@@ -295,12 +316,19 @@ class ChromaStore:
 
     def text_search(self, query: str, *, scope: str, k: int) -> list[Hit]:
         """Active memories of the scope by BM25 over their content."""
-        ranked = self._lexical.search(query, scope=scope, k=k)
+        return self.text_search_many([query], scope=scope, k=k)[0]
+
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
+        """`text_search` for each query: one index lookup and one read of the records for all."""
+        if not queries:
+            return []
+        ranked = self._lexical.search_many(queries, scope=scope, k=k)
+        ids = list({i for hits in ranked for i, _ in hits})
         if self._exclusive:
-            records = self._lexical.records([i for i, _ in ranked])
-            return [Hit(memory=_decode(records[i]), score=s) for i, s in ranked if i in records]
-        by_id = {m.id: m for m in self.get([i for i, _ in ranked])}
-        return [Hit(memory=by_id[i], score=s) for i, s in ranked if i in by_id and by_id[i].active]
+            records = self._lexical.records(ids)
+            return [[Hit(memory=_decode(records[i]), score=s) for i, s in hits if i in records] for hits in ranked]
+        by_id = {m.id: m for m in self.get(ids)}
+        return [[Hit(memory=by_id[i], score=s) for i, s in hits if i in by_id and by_id[i].active] for hits in ranked]
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """Active memories of the scope filling the slot (an indexed metadata filter in Chroma)."""
@@ -348,8 +376,10 @@ class ChromaStore:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove memories for good."""
-        existing = [m.id for m in self.get(ids)]
+        found = self.get(ids)
+        existing = [m.id for m in found]
         if existing:
+            self._changed(m.scope for m in found)
             with _translated("delete", self.where):
                 self._col.delete(ids=existing)
             self._total = None

@@ -45,6 +45,7 @@ from typing import Protocol
 from tap.capture import Capture, Exchange
 from tap.config import Config
 from tap.dialects import Dialect, HumanTurn, JsonObject, Reply, Said, find_human_turn
+from tap.errors import RecallOverloaded
 from tap.identity import CONVERSATION_HEADER, Conversations, Resolved, reply_key, turn_key
 from tap.lru import LRU
 from tap.metrics import Metrics
@@ -325,6 +326,10 @@ class Interceptor:
         deadline = deadline_ms or self.config.recall.deadline_ms
         try:
             result = await self.recall.recall_async(ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible)
+        except RecallOverloaded as exc:
+            ctx.degraded = "recall-overloaded"
+            self._degrade("overloaded", f"{exc} (more recalls waiting than finish within {deadline} ms)")
+            return None
         except TimeoutError:
             ctx.degraded = f"recall-deadline-{deadline}ms"
             self._degrade("deadline", f"recall took longer than {deadline} ms")

@@ -116,7 +116,7 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
     _put(engine, "Ann plays the cello")
     result = await engine.recall_async("cello", scope="ann", deadline_ms=5000)
     assert result.memories
-    slow = engine.store.vector_search
+    slow = engine.store.vector_search_many
 
     def sluggish(*args: Any, **kwargs: Any) -> Any:
         import time
@@ -124,9 +124,9 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
         time.sleep(0.5)
         return slow(*args, **kwargs)
 
-    engine.store.vector_search = sluggish  # type: ignore[method-assign]
+    engine.store.vector_search_many = sluggish  # type: ignore[method-assign]
     with pytest.raises(TimeoutError):
-        await engine.recall_async("cello", scope="ann", deadline_ms=50)
+        await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=50)
 
 
 def test_statements_come_before_excerpts_and_a_covered_turn_waits_for_room(engine: RecallEngine) -> None:

@@ -1,0 +1,62 @@
+"""The recall query: the latest human turn reduced to what the embedder and BM25 can use.
+
+A turn can be a one-line question or 4,000 characters of pasted code and logs. Recall's cost grew
+with it (a 256-token embedding costs ten times a short one; a BM25 query of 32 terms reads the
+postings of every one), while neither side gains from the bulk: MiniLM reads at most 256 tokens and
+averages them into one vector, and BM25 ranks by the rare terms. So the query is bounded:
+
+- fenced code blocks (```) are set aside; when nothing else is left they are the query;
+- the embedder gets the first `EMBED_HEAD_WORDS` and the last `EMBED_TAIL_WORDS` words of what is
+  left, leaving out "words" longer than `LONG_WORD` characters (hashes, base64, URLs: each would
+  be dozens of tokens) — a turn's ask is usually at its start or its end; a turn of at most
+  `EMBED_HEAD_WORDS + EMBED_TAIL_WORDS` words is embedded whole, as it was (but for such words) (all of LoCoMo's and
+  LongMemEval's questions are). Measured: a 4,000-character turn then costs about as much as a
+  short question to embed, where the whole turn (256 tokens) cost ten times as much;
+- the lexical side gets the text of up to `LEXICAL_CHARS` characters; the store keeps the most
+  informative of its terms (store.lexical: the rarest ones, within a postings budget);
+- `asks_for_current` reads the reduced text (the same words the ranking sees).
+
+Pure functions, no I/O: the same turn always gives the same query (the recall cache keys on it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+EMBED_HEAD_WORDS = 24
+EMBED_TAIL_WORDS = 16
+LONG_WORD = 32
+LEXICAL_CHARS = 2000
+MAX_INPUT_CHARS = 20000
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """What recall searches with: `text` (embedded), `lexical` (BM25 terms come from it)."""
+
+    text: str
+    lexical: str
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to search for."""
+        return not self.text
+
+
+def prose(text: str) -> str:
+    """The text without fenced code blocks, whitespace collapsed (the whole text when that is all)."""
+    return " ".join(_FENCE.sub(" ", text).split()) or " ".join(text.split())
+
+
+def reduce_query(turn: str) -> RecallQuery:
+    """The bounded recall query for a human turn (see the module docstring)."""
+    text = prose(turn[:MAX_INPUT_CHARS])
+    words = [w for w in text.split() if len(w) <= LONG_WORD] or [text[: 2 * LONG_WORD]]
+    if len(words) > EMBED_HEAD_WORDS + EMBED_TAIL_WORDS:
+        embedded = " ".join(words[:EMBED_HEAD_WORDS] + ["…"] + words[-EMBED_TAIL_WORDS:])
+    else:
+        embedded = " ".join(words)
+    return RecallQuery(text=embedded, lexical=text[:LEXICAL_CHARS])

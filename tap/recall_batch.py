@@ -1,0 +1,176 @@
+"""Admission and batching for recalls under a deadline: the waiting room in front of RecallEngine.
+
+Every proxied request asks for a recall with a hard deadline (150 ms). One at a time that is easy;
+64 at once on two cores is not: a thread per request made them all queue for the cores and the
+GIL, each took longer than the deadline, and work went on for requests that had already been
+forwarded without memories (the thread kept running after the caller's timeout). Here:
+
+- a request joins the waiting room with its deadline; `workers` threads (one per core) each take
+  the waiting recalls as one batch (at most `max_batch`), which the engine runs stage by stage —
+  every query of a batch embedded in one call, one vector and one lexical lookup per scope —
+  so a batch pays the fixed costs of each stage once;
+- admission: the room holds what the workers can finish in time (the deadline divided by the
+  measured time per recall, times the workers); past that, the *oldest* waiting recall is shed
+  at once (its request goes out without memories straight away, instead of waiting out its
+  deadline), and a recall that can no longer finish in time is shed instead of being started.
+  Under overload the newest requests (the ones with time left) still get their memories, where a
+  plain queue made every request miss;
+- a recall whose caller gave up (timed out, cancelled) is never started.
+
+Batches are served earliest deadline first. The time per recall is an exponential average of what
+the batches took (wall time divided by size), so it follows the machine's load.
+
+Thread-safe; the futures are `concurrent.futures.Future`s (asyncio callers wrap them).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from tap.errors import RecallOverloaded
+
+log = logging.getLogger(__name__)
+
+_INITIAL_ITEM_MS = 10.0
+_SMOOTHING = 0.2
+
+
+@dataclass
+class Waiting:
+    """One recall in the waiting room."""
+
+    payload: Any
+    deadline: float
+    """time.monotonic() by which its caller stops waiting."""
+    future: Future[Any] = field(default_factory=Future)
+
+
+class RecallBatcher:
+    """The waiting room and its worker threads (see the module docstring)."""
+
+    def __init__(
+        self,
+        run: Callable[[Sequence[Waiting]], None],
+        *,
+        workers: int = 2,
+        max_batch: int = 16,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._run = run
+        self.max_batch = max_batch
+        self._now = now
+        self._waiting: list[Waiting] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self.item_ms = _INITIAL_ITEM_MS
+        self.shed = 0
+        self.batches = 0
+        self.served = 0
+        # Started on the first submit (a CLI command that recalls synchronously never needs them).
+        # Daemon threads: they hold no durable work (a recall lost at exit is a request already
+        # answered or gone), and close() stops them.
+        self._threads = [
+            threading.Thread(target=self._work, name=f"tap-recall-{n}", daemon=True) for n in range(max(1, workers))
+        ]
+        self._started = False
+
+    @property
+    def workers(self) -> int:
+        """How many batches run at once."""
+        return len(self._threads)
+
+    def submit(self, payload: Any, *, deadline_s: float) -> Future[Any]:
+        """Queue a recall that must be done within `deadline_s`; its future gets the result, or
+        RecallOverloaded when it is shed."""
+        item = Waiting(payload, self._now() + deadline_s)
+        with self._cond:
+            if self._closed:
+                raise RecallOverloaded("recall is closed")
+            if not self._started:
+                self._started = True
+                for thread in self._threads:
+                    thread.start()
+            self._waiting.append(item)
+            capacity = max(self.workers, int(deadline_s * 1000 / self.item_ms * self.workers))
+            while len(self._waiting) > capacity:
+                self._shed(min(self._waiting, key=lambda w: w.deadline), "over capacity")
+            self._cond.notify()
+        return item.future
+
+    def _shed(self, item: Waiting, why: str) -> None:
+        """Drop a waiting recall (lock held): its caller goes on without memories at once."""
+        self._waiting.remove(item)
+        self.shed += 1
+        if not item.future.done():
+            item.future.set_exception(RecallOverloaded(f"recall shed: {why}"))
+
+    def _take(self) -> list[Waiting] | None:
+        """The next batch (None once closed): the earliest deadlines that can still be met."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                now = self._now()
+                for item in list(self._waiting):
+                    if item.future.cancelled() or item.future.done():
+                        self._waiting.remove(item)
+                    elif item.deadline - now < self.item_ms / 1000:
+                        self._shed(item, "cannot finish before its deadline")
+                if self._waiting:
+                    break
+                self._cond.wait()
+            self._waiting.sort(key=lambda w: w.deadline)
+            batch: list[Waiting] = []
+            for item in self._waiting[: self.max_batch]:
+                if batch and (len(batch) + 1) * self.item_ms / 1000 > batch[0].deadline - now:
+                    break  # a bigger batch would make the earliest of it miss its deadline
+                batch.append(item)
+            del self._waiting[: len(batch)]
+            return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._take()
+            if batch is None:
+                return
+            started = [w for w in batch if w.future.set_running_or_notify_cancel()]
+            if not started:
+                continue
+            began = self._now()
+            try:
+                self._run(started)
+            except Exception as exc:  # the engine resolves each future; this is a bug guard
+                log.exception("recall batch failed")
+                for item in started:
+                    if not item.future.done():
+                        item.future.set_exception(exc)
+            elapsed_ms = (self._now() - began) * 1000
+            with self._cond:
+                self.item_ms += _SMOOTHING * (elapsed_ms / len(started) - self.item_ms)
+                self.batches += 1
+                self.served += len(started)
+
+    def status(self) -> dict[str, float | int]:
+        """Counters for /tap/status."""
+        with self._cond:
+            return {
+                "waiting": len(self._waiting),
+                "served": self.served,
+                "batches": self.batches,
+                "shed": self.shed,
+                "ms_per_recall": round(self.item_ms, 2),
+            }
+
+    def close(self) -> None:
+        """Stop the workers; recalls still waiting are shed."""
+        with self._cond:
+            self._closed = True
+            for item in list(self._waiting):
+                self._shed(item, "shutting down")
+            self._cond.notify_all()
