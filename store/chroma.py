@@ -11,9 +11,11 @@ Invariants:
   asks Chroma for the nearest ids *without* a metadata filter (Chroma's `where` scans the metadata:
   ~50 ms at 10k memories vs ~2 ms unfiltered), over-fetching by the scope's share of the collection,
   keeps the ids that are active in the scope, and falls back to the filtered query when too few
-  survive. A scope that is a small share of the collection (at most 4,096 active memories) is
-  searched exactly in memory instead (store.scope_vectors), loaded once and kept in step by this
-  store's writes. With a Chroma server (possibly shared with other machines) both read from Chroma;
+  survive. A scope that is a share of the collection, of at most 16,384 active memories, is
+  searched exactly in memory instead (store.scope_vectors: a matrix product, no Chroma call), loaded from the float16 vectors the
+  lexical index keeps (milliseconds) and kept in step by this store's writes; `warm_vectors`
+  loads the largest scopes at start. With a Chroma server (possibly shared with other machines)
+  both read from Chroma;
 - every chromadb/httpx error is translated into StoreError here.
 """
 
@@ -33,6 +35,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import chromadb  # noqa: E402
 import msgspec  # noqa: E402
+import numpy as np  # noqa: E402
 from chromadb.config import Settings  # noqa: E402
 
 from store.codec import from_metadata, to_metadata  # noqa: E402
@@ -44,6 +47,7 @@ from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
 
 _PAGE = 1000
+VECTOR_CACHE_BYTES = 192 * 1024 * 1024  # in-memory scope vectors (float32), all scopes together
 _OVERFETCH = 2.0  # unfiltered vector query: fetch this many times the scope's expected share
 _MAX_FAST_FETCH = 1000  # beyond this, the filtered Chroma query is the cheaper one
 _decode = msgspec.json.Decoder(Memory).decode
@@ -59,6 +63,11 @@ def _translated(action: str, where: str) -> Iterator[None]:
         raise
     except Exception as exc:  # chromadb raises many unrelated types (ValueError, httpx errors, ...)
         raise StoreError(f"memory store {where}: {action} failed: {exc}") from exc
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    """A vector as float16 bytes (the lexical index keeps it for in-memory search)."""
+    return np.asarray(vector, dtype=np.float16).tobytes()
 
 
 def _dir_size(path: Path) -> int:
@@ -79,7 +88,8 @@ class ChromaStore:
         collection: str,
         embedder_id: str,
         dimensions: int,
-        exact_scope_max: int = 4096,
+        exact_scope_max: int = 16384,
+        vector_cache_bytes: int = VECTOR_CACHE_BYTES,
     ) -> None:
         self.embedder_id = embedder_id
         self.url = url
@@ -87,7 +97,8 @@ class ChromaStore:
         self._data_dir = data_dir
         self._exclusive = not url  # embedded: this process is the only writer
         self._total: int | None = None  # cached collection size, reset by every write
-        self._small = ScopeVectors(max_scope=exact_scope_max)  # small scopes' vectors (embedded mode only)
+        # scopes' vectors for exact in-memory search (embedded mode only)
+        self._small = ScopeVectors(max_scope=exact_scope_max, max_total=max(1, vector_cache_bytes // (4 * dimensions)))
         self._revisions: Counter[str] = Counter()  # per scope, bumped by every change seen (recall cache)
         self._epoch = 0  # bumped when the lexical index is rebuilt: every scope may have changed
         self._revision_lock = threading.Lock()
@@ -146,7 +157,7 @@ class ChromaStore:
         self._changed_all()
         for start in range(0, len(active), _PAGE):
             memories = self.get(active[start : start + _PAGE])
-            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories)
+            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m), None) for m in memories)
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert or replace memories with their vectors, and index the active ones."""
@@ -161,7 +172,7 @@ class ChromaStore:
                 documents=[m.content for m in memories],
                 metadatas=[to_metadata(m) for m in memories],
             )
-        self._index(memories)
+        self._index(memories, vectors)
         for memory, vector in zip(memories, vectors, strict=True):
             if memory.active:
                 self._small.put(memory.scope, memory.id, vector)
@@ -198,10 +209,13 @@ class ChromaStore:
         with self._revision_lock:
             self._epoch += 1
 
-    def _index(self, memories: Sequence[Memory]) -> None:
+    def _index(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]] | None = None) -> None:
         self._changed(m.scope for m in memories)
         self._total = None
-        self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories if m.active)
+        packed: Sequence[bytes | None] = [_pack(v) for v in vectors] if vectors is not None else [None] * len(memories)
+        self._lexical.upsert(
+            (m.id, m.scope, m.index_text, _encode(m), v) for m, v in zip(memories, packed, strict=True) if m.active
+        )
         self._lexical.remove([m.id for m in memories if not m.active])
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
@@ -265,25 +279,55 @@ class ChromaStore:
         return out
 
     def _small_scope_search(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]] | None:
-        """Exact search over a small scope's vectors held in memory (store.scope_vectors); None when
+        """Exact search over a scope's vectors held in memory (store.scope_vectors); None when
         they could not be cached (a write raced the load, or the scope is over the bounds)."""
         ranked = self._small.search(scope, vectors, k)
         if ranked is None:
-            version = self._small.version
-            ids = self._lexical.ids_in_scope(scope)
-            found: dict[str, Any] = {}
-            for start in range(0, len(ids), _PAGE):
-                with _translated("read", self.where):
-                    got = self._col.get(ids=ids[start : start + _PAGE], include=["embeddings"])
-                found.update(zip(got["ids"], got["embeddings"] if got["embeddings"] is not None else [], strict=False))
-            present = [i for i in ids if i in found]
-            if not self._small.load(scope, present, [found[i] for i in present], version=version):
+            if not self._load_scope(scope):
                 return None
             ranked = self._small.search(scope, vectors, k)
             if ranked is None:
                 return None
         records = self._lexical.records(list({i for hits in ranked for i, _ in hits}))
         return [[Hit(memory=_decode(records[i]), score=s) for i, s in hits if i in records] for hits in ranked]
+
+    def _load_scope(self, scope: str) -> bool:
+        """Cache a scope's vectors: from the lexical index (float16 beside each record), the ones it
+        lacks (an index from before that column) from Chroma, kept there for next time."""
+        version = self._small.version
+        rows = self._lexical.vectors(scope)
+        if len(rows) > self._small.max_scope:
+            return False
+        missing = [i for i, v in rows if v is None]
+        fetched: dict[str, bytes] = {}
+        for start in range(0, len(missing), _PAGE):
+            with _translated("read", self.where):
+                got = self._col.get(ids=missing[start : start + _PAGE], include=["embeddings"])
+            found = got["embeddings"] if got["embeddings"] is not None else []
+            fetched.update((i, _pack(v)) for i, v in zip(got["ids"], found, strict=False))
+        if fetched:
+            self._lexical.set_vectors(list(fetched.items()))
+        present = [(i, v if v is not None else fetched.get(i)) for i, v in rows]
+        ids = [i for i, v in present if v is not None]
+        if not ids:
+            return self._small.load(scope, [], np.zeros((0, 0), np.float32), version=version)
+        matrix = np.frombuffer(b"".join(v for _, v in present if v is not None), dtype=np.float16)
+        return self._small.load(scope, ids, matrix.reshape(len(ids), -1).astype(np.float32), version=version)
+
+    def warm_vectors(self) -> int:
+        """Load the largest scopes' vectors that fit the cache (at start, in the background, so the
+        first recall of a scope finds them); returns how many scopes were loaded."""
+        if not self._exclusive:
+            return 0
+        room = self._small.max_total
+        loaded = 0
+        for scope, size in sorted(self._lexical.scope_sizes().items(), key=lambda pair: -pair[1]):
+            if size > self._small.max_scope or size > room:
+                continue
+            if self._small.cached(scope) or self._load_scope(scope):
+                loaded += 1
+                room -= size
+        return loaded
 
     def _collection_size(self) -> int:
         """Items in the collection (superseded versions included), cached until the next write."""

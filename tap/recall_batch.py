@@ -18,7 +18,10 @@ forwarded without memories (the thread kept running after the caller's timeout).
 - a recall whose caller gave up (timed out, cancelled) is never started.
 
 Batches are served earliest deadline first. The time per recall is an exponential average of what
-the batches took (wall time divided by size), so it follows the machine's load.
+the batches took (wall time divided by size), so it follows the machine's load; for admission it
+is taken as at most a quarter of the deadline, so a slow spell (or one slow batch) can never make
+the room shed everything: whatever the estimate, the room admits at least 8 recalls per worker
+and starts any recall with a quarter of its deadline left.
 
 Thread-safe; the futures are `concurrent.futures.Future`s (asyncio callers wrap them).
 """
@@ -48,6 +51,8 @@ class Waiting:
     payload: Any
     deadline: float
     """time.monotonic() by which its caller stops waiting."""
+    deadline_s: float
+    """The time it was given."""
     future: Future[Any] = field(default_factory=Future)
 
 
@@ -88,7 +93,7 @@ class RecallBatcher:
     def submit(self, payload: Any, *, deadline_s: float) -> Future[Any]:
         """Queue a recall that must be done within `deadline_s`; its future gets the result, or
         RecallOverloaded when it is shed."""
-        item = Waiting(payload, self._now() + deadline_s)
+        item = Waiting(payload, self._now() + deadline_s, deadline_s)
         with self._cond:
             if self._closed:
                 raise RecallOverloaded("recall is closed")
@@ -97,11 +102,15 @@ class RecallBatcher:
                 for thread in self._threads:
                     thread.start()
             self._waiting.append(item)
-            capacity = max(self.workers, int(deadline_s * 1000 / self.item_ms * self.workers))
+            capacity = max(8 * self.workers, int(deadline_s / self._estimate(deadline_s) * self.workers))
             while len(self._waiting) > capacity:
                 self._shed(min(self._waiting, key=lambda w: w.deadline), "over capacity")
             self._cond.notify()
         return item.future
+
+    def _estimate(self, deadline_s: float) -> float:
+        """Seconds one recall takes, as admission counts it (see the module docstring)."""
+        return min(self.item_ms / 1000, deadline_s / 4)
 
     def _shed(self, item: Waiting, why: str) -> None:
         """Drop a waiting recall (lock held): its caller goes on without memories at once."""
@@ -120,7 +129,7 @@ class RecallBatcher:
                 for item in list(self._waiting):
                     if item.future.cancelled() or item.future.done():
                         self._waiting.remove(item)
-                    elif item.deadline - now < self.item_ms / 1000:
+                    elif item.deadline - now < self._estimate(item.deadline_s):
                         self._shed(item, "cannot finish before its deadline")
                 if self._waiting:
                     break
@@ -128,7 +137,7 @@ class RecallBatcher:
             self._waiting.sort(key=lambda w: w.deadline)
             batch: list[Waiting] = []
             for item in self._waiting[: self.max_batch]:
-                if batch and (len(batch) + 1) * self.item_ms / 1000 > batch[0].deadline - now:
+                if batch and (len(batch) + 1) * self._estimate(item.deadline_s) > batch[0].deadline - now:
                     break  # a bigger batch would make the earliest of it miss its deadline
                 batch.append(item)
             del self._waiting[: len(batch)]

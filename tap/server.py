@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
@@ -114,6 +115,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
+    create_task(_warm_vectors(rt), name="warm-vectors")
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
     try:
@@ -128,6 +130,17 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
         await _drain_background_tasks(exclude=worker)
         worker_stop.set()
         await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
+
+
+async def _warm_vectors(rt: Runtime) -> None:
+    """Load the largest scopes' vectors into memory in the background (store.chroma.warm_vectors)."""
+    try:
+        loaded = await asyncio.to_thread(rt.store.warm_vectors)
+    except TapError as exc:  # the store is down: scopes load on first use instead
+        log.warning("could not load scope vectors at start: %s", exc)
+        return
+    if loaded:
+        log.info("loaded the vectors of %d scope(s) into memory", loaded)
 
 
 async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:
@@ -192,10 +205,30 @@ def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | Non
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rt = open_runtime(loaded)
     try:
-        asyncio.run(_main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port))
+        asyncio.run(
+            _main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port),
+            loop_factory=_loop_factory(),
+        )
     finally:
         rt.close()
         print("tap: stopped", file=sys.stderr, flush=True)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (Linux, macOS), else asyncio's own.
+
+    The proxy's event loop relays every chunk of every stream; uvloop's C transports made it
+    cheaper (measured with bench/load.py), leaving more of the cores to recall under load.
+    `TAP_EVENT_LOOP=asyncio` keeps asyncio's loop.
+    """
+    if os.environ.get("TAP_EVENT_LOOP", "").lower() == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 async def _main(rt: Runtime, host: str, port: int) -> None:

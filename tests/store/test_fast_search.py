@@ -17,8 +17,8 @@ from store.lexical import LexicalIndex
 from tap.records import Memory, make_memory
 
 
-def _row(memory_id: str, scope: str, content: str) -> tuple[str, str, str, bytes]:
-    return (memory_id, scope, content, f'{{"id": "{memory_id}"}}'.encode())
+def _row(memory_id: str, scope: str, content: str) -> tuple[str, str, str, bytes, bytes | None]:
+    return (memory_id, scope, content, f'{{"id": "{memory_id}"}}'.encode(), None)
 
 
 def test_upsert_replaces_by_id_and_counts_per_scope(tmp_path: Path) -> None:
