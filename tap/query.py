@@ -12,8 +12,10 @@ averages them into one vector, and BM25 ranks by the rare terms. So the query is
   `EMBED_HEAD_WORDS + EMBED_TAIL_WORDS` words is embedded whole, as it was (but for such words) (all of LoCoMo's and
   LongMemEval's questions are). Measured: a 4,000-character turn then costs about as much as a
   short question to embed, where the whole turn (256 tokens) cost ten times as much;
-- the lexical side gets the text of up to `LEXICAL_CHARS` characters; the store keeps the most
-  informative of its terms (store.lexical: the rarest ones, within a postings budget);
+- the lexical side gets up to `LEXICAL_CHARS` characters of it (its start and its end); the store
+  keeps the most informative of its terms (store.lexical: the rarest ones, within a postings
+  budget);
+- a turn longer than `MAX_INPUT_CHARS` is read by its start and its end only;
 - `asks_for_current` reads the reduced text (the same words the ranking sees).
 
 Pure functions, no I/O: the same turn always gives the same query (the recall cache keys on it).
@@ -53,10 +55,13 @@ def prose(text: str) -> str:
 
 def reduce_query(turn: str) -> RecallQuery:
     """The bounded recall query for a human turn (see the module docstring)."""
-    text = prose(turn[:MAX_INPUT_CHARS])
+    if len(turn) > MAX_INPUT_CHARS:  # its start and its end: where the ask usually is
+        turn = turn[: MAX_INPUT_CHARS // 2] + "\n" + turn[-MAX_INPUT_CHARS // 2 :]
+    text = prose(turn)
     words = [w for w in text.split() if len(w) <= LONG_WORD] or [text[: 2 * LONG_WORD]]
     if len(words) > EMBED_HEAD_WORDS + EMBED_TAIL_WORDS:
         embedded = " ".join(words[:EMBED_HEAD_WORDS] + ["…"] + words[-EMBED_TAIL_WORDS:])
     else:
         embedded = " ".join(words)
-    return RecallQuery(text=embedded, lexical=text[:LEXICAL_CHARS])
+    lexical = text if len(text) <= LEXICAL_CHARS else text[: LEXICAL_CHARS // 2] + " " + text[-LEXICAL_CHARS // 2 :]
+    return RecallQuery(text=embedded, lexical=lexical)

@@ -39,6 +39,7 @@ from tap.tasks import create_task, running_tasks
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
+SWITCH_INTERVAL_S = 0.001
 
 
 def tap_version() -> str:
@@ -203,6 +204,10 @@ def _extraction_line(config: Config) -> str:
 def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | None = None) -> None:
     """Blocking entry point of `tap serve`."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The event loop, the recall threads and the extraction threads share one GIL. A thread that
+    # wants it waits for the holder's switch interval (5 ms by default), and a recall takes it
+    # dozens of times: under load that wait, not the work, pushed recalls past their deadline.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     rt = open_runtime(loaded)
     try:
         asyncio.run(

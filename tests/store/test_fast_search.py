@@ -196,3 +196,67 @@ def test_batched_search_with_a_floor_returns_a_prefix_of_the_full_search(isolate
         assert any(len(quick) < 8 for quick in floored)  # the window did cut some answers short
     finally:
         store.close()
+
+
+def test_only_the_rarest_terms_within_the_postings_budget_are_searched() -> None:
+    from store.lexical import MAX_TERMS, POSTINGS_BUDGET, informative
+
+    terms = ["common", "rare", "nothing", "middling"]
+    assert informative(terms, [POSTINGS_BUDGET, 3, 0, 500]) == ["rare", "middling"]
+    assert informative(["common"], [10 * POSTINGS_BUDGET]) == ["common"]  # the rarest is always kept
+    many = [f"t{n}" for n in range(40)]
+    assert informative(many, [1] * 40) == many[:MAX_TERMS]
+
+
+def test_a_common_term_is_left_out_when_rare_ones_fill_the_budget(tmp_path: Path, monkeypatch: Any) -> None:
+    import store.lexical
+
+    monkeypatch.setattr(store.lexical, "POSTINGS_BUDGET", 10)
+    index = LexicalIndex(tmp_path / "lex.db")
+    rows = [_row(f"c{n}", "ann", f"Ann walked the dog on day {n}") for n in range(30)]
+    rows.append(_row("rare", "ann", "Ann took the dog to the vet in Porto"))
+    index.upsert(rows)
+    assert [i for i, _ in index.search("did Ann take the dog to Porto?", scope="ann", k=5)] == ["rare"]
+    assert len(index.search("the dog", scope="ann", k=50)) == 31  # alone, a common term is searched
+    index.close()
+
+
+def test_a_scope_is_loaded_from_the_vectors_the_index_keeps(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    other = [make_memory(scope="bob", content=f"Bob note {n}") for n in range(20)]
+    store.add(other, embedder.embed_documents([m.content for m in other]))
+    memory = make_memory(scope="ann", content="Ann restores old bikes")
+    vector = embedder.embed_documents([memory.content])[0]
+    store.add([memory], [vector])
+    ((memory_id, packed),) = store._lexical.vectors("ann")
+    assert memory_id == memory.id and packed is not None
+    assert np.allclose(np.frombuffer(packed, np.float16), vector, atol=1e-3)
+    store.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        reopened._collection_size()  # (cached until a write)
+        reopened._col = None  # Chroma is not read to load the scope
+        hits = reopened.vector_search(embedder.embed_query("bicycle repair"), scope="ann", k=3)
+        assert [h.memory.id for h in hits] == [memory.id]
+    finally:
+        reopened.close()
+
+
+def test_an_index_without_vectors_gets_them_from_chroma_once(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    other = [make_memory(scope="bob", content=f"Bob note {n}") for n in range(20)]
+    store.add(other, embedder.embed_documents([m.content for m in other]))
+    memory = make_memory(scope="ann", content="Ann restores old bikes")
+    store.add([memory], embedder.embed_documents([memory.content]))
+    store.close()
+    db = sqlite3.connect(isolated_home / "lexical-fast.db")  # an index from before the vector column
+    db.execute("UPDATE entries SET vector = NULL")
+    db.commit()
+    db.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        hits = reopened.vector_search(embedder.embed_query("bicycle repair"), scope="ann", k=3)
+        assert [h.memory.id for h in hits] == [memory.id]
+        assert reopened._lexical.vectors("ann")[0][1] is not None
+    finally:
+        reopened.close()

@@ -148,3 +148,33 @@ def test_a_question_about_now_ranks_the_newest_statement_first(engine: RecallEng
     newest = _put(engine, "The user moved to Lisbon", age_days=1100)
     result = engine.recall("where does the user live and where is home these days?", scope="ann")
     assert result.memories[0].memory.id == newest
+
+
+def test_an_identical_query_is_served_from_the_cache_until_the_scope_changes(engine: RecallEngine) -> None:
+    _put(engine, "Ann plays the cello in an orchestra")
+    first = engine.recall("Which instrument does Ann play?", scope="ann")
+    assert engine.status()["cache_hits"] == 0
+    again = engine.recall("Which instrument does Ann play?", scope="ann")
+    assert engine.status()["cache_hits"] == 1
+    assert [r.memory.id for r in again.memories] == [r.memory.id for r in first.memories]
+    engine.recall("Which instrument does Ann play?", scope="bob")  # another scope: its own entry
+    assert engine.status()["cache_hits"] == 1
+    violin = _put(engine, "Ann also plays the violin")  # the scope changed: searched again
+    fresh = engine.recall("Which instrument does Ann play?", scope="ann")
+    assert violin in [r.memory.id for r in fresh.memories]
+    assert engine.status()["cache_hits"] == 1
+
+
+async def test_concurrent_recalls_each_get_their_own_block(engine: RecallEngine) -> None:
+    import asyncio
+
+    cello = _put(engine, "Ann plays the cello")
+    tea = _put(engine, "Ann drinks green tea every morning")
+    results = await asyncio.gather(
+        *(
+            engine.recall_async(query, scope="ann", deadline_ms=10_000)
+            for query in ("who plays the cello?", "what does Ann drink in the morning?") * 4
+        )
+    )
+    assert all(r.memories[0].memory.id == cello for r in results[0::2])
+    assert all(r.memories[0].memory.id == tea for r in results[1::2])
