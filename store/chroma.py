@@ -12,8 +12,9 @@ Invariants:
   ~50 ms at 10k memories vs ~2 ms unfiltered), over-fetching by the scope's share of the collection,
   keeps the ids that are active in the scope, and falls back to the filtered query when too few
   survive. A scope that is a share of the collection, of at most 16,384 active memories, is
-  searched exactly in memory instead (store.scope_vectors: a matrix product, no Chroma call), loaded from the float16 vectors the
-  lexical index keeps (milliseconds) and kept in step by this store's writes; `warm_vectors`
+  searched exactly in memory instead (store.scope_vectors: a matrix product, no Chroma call),
+  loaded from the float16 vectors the lexical index keeps (milliseconds) and kept in step by this
+  store's writes; `warm_vectors`
   loads the largest scopes at start. With a Chroma server (possibly shared with other machines)
   both read from Chroma;
 - every chromadb/httpx error is translated into StoreError here.

@@ -21,7 +21,8 @@ Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a 
 secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
 process (one, started on first need): each regex pass over it is one C call that holds the GIL for
 its whole length (a 10 MB pasted turn took ~9 s), which stalled the proxy's event loop and made
-every recall of the next seconds miss its deadline; in another process it only takes a core. Patterns are anchored on key shapes or on an explicit key name, so
+every recall of the next seconds miss its deadline; in another process it only takes a core.
+Patterns are anchored on key shapes or on an explicit key name, so
 ordinary prose, commit hashes and UUIDs are left alone. Where a secret follows a label (`password:`,
 `Bearer`, `user:`) the label is kept and only the value is replaced, so the sentence stays readable.
 """
