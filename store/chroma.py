@@ -23,9 +23,11 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -39,6 +41,7 @@ import msgspec  # noqa: E402
 import numpy as np  # noqa: E402
 from chromadb.config import Settings  # noqa: E402
 
+from store.changes import OVERLAP_S, RETAIN_S, ChangeFeed  # noqa: E402
 from store.codec import from_metadata, to_metadata  # noqa: E402
 from store.lexical import LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
@@ -47,7 +50,12 @@ from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
 
+log = logging.getLogger(__name__)
+
 _PAGE = 1000
+FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
+_PRUNE_EVERY_S = 300.0
+_SAVE_CURSOR_EVERY_S = 10.0
 VECTOR_CACHE_BYTES = 192 * 1024 * 1024  # in-memory scope vectors (float32), all scopes together
 _OVERFETCH = 2.0  # unfiltered vector query: fetch this many times the scope's expected share
 _MAX_FAST_FETCH = 1000  # beyond this, the filtered Chroma query is the cheaper one
@@ -103,6 +111,12 @@ class ChromaStore:
         self._revisions: Counter[str] = Counter()  # per scope, bumped by every change seen (recall cache)
         self._epoch = 0  # bumped when the lexical index is rebuilt: every scope may have changed
         self._revision_lock = threading.Lock()
+        self._feed: ChangeFeed | None = None  # a Chroma server is shared: follow the others' writes
+        self._cursor = 0.0
+        self._cursor_saved = 0.0
+        self._follow_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
         self._lock: DataDirLock | None = None
         if not url:
             self._lock = DataDirLock(data_dir)
@@ -110,11 +124,17 @@ class ChromaStore:
         try:
             self._client = self._connect(data_dir, url)
             self._col = self._open_collection(collection, embedder_id, dimensions)
+            if url:
+                with _translated("open the change feed", self.where):
+                    self._feed = ChangeFeed(self._client, collection)
             self._lexical = LexicalIndex(data_dir / f"lexical-{collection}.db")
             self._sync_lexical()
         except BaseException:
             self._release_lock()
             raise
+        if self._feed is not None:
+            self._follower = threading.Thread(target=self._follow_loop, name="tap-store-follow", daemon=True)
+            self._follower.start()
 
     def _connect(self, data_dir: Path, url: str) -> Any:
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
@@ -149,11 +169,30 @@ class ChromaStore:
         return col
 
     def _sync_lexical(self) -> None:
-        """Rebuild the lexical index from Chroma when the two disagree."""
+        """Bring the lexical index in step with Chroma: embedded, rebuild it when the counts
+        disagree; on a shared server, catch up through the change feed when this index followed
+        it recently, else rebuild it (equal counts prove nothing there)."""
+        if self._feed is not None:
+            cursor = self._lexical.cursor()
+            if cursor is not None and cursor > time.time() - RETAIN_S + 2 * OVERLAP_S:
+                self._cursor = self._cursor_saved = cursor
+                self.follow()
+                return
+            started = time.time()
+            self._rebuild()
+            self._cursor = started
+            self._save_cursor(force=True)
+            return
         with _translated("read", self.where):
             active = self._col.get(where={"active": True}, include=[])["ids"]
-        if len(active) == self._lexical.count():
-            return
+        if len(active) != self._lexical.count():
+            self._rebuild(active)
+
+    def _rebuild(self, active: list[str] | None = None) -> None:
+        """Index every active memory of the collection again."""
+        if active is None:
+            with _translated("read", self.where):
+                active = self._col.get(where={"active": True}, include=[])["ids"]
         self._lexical.clear()
         self._changed_all()
         for start in range(0, len(active), _PAGE):
@@ -212,6 +251,7 @@ class ChromaStore:
 
     def _index(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]] | None = None) -> None:
         self._changed(m.scope for m in memories)
+        self._announce([(m.id, m.scope) for m in memories])
         self._total = None
         packed: Sequence[bytes | None] = [_pack(v) for v in vectors] if vectors is not None else [None] * len(memories)
         self._lexical.upsert(
@@ -431,7 +471,60 @@ class ChromaStore:
             self._lexical.remove(existing)
             for memory_id in existing:
                 self._small.remove(memory_id)
+            self._announce([(m.id, m.scope) for m in found])
         return len(existing)
+
+    # -- several processes on one Chroma server (store.changes) -------------------------------------
+
+    def _announce(self, changed: list[tuple[str, str]]) -> None:
+        if self._feed is not None and changed:
+            with _translated("write the change feed", self.where):
+                self._feed.announce(changed)
+
+    def follow(self) -> int:
+        """Apply the changes other processes announced since the last call (shared server only):
+        their memories are read again, active ones indexed, the rest dropped; how many."""
+        if self._feed is None:
+            return 0
+        with self._follow_lock:
+            polled = time.time()
+            with _translated("read the change feed", self.where):
+                changes = self._feed.since(self._cursor)
+            ids = list(dict.fromkeys(c.memory for c in changes if c.memory))
+            current: dict[str, Memory] = {}
+            for start in range(0, len(ids), _PAGE):
+                current.update((m.id, m) for m in self.get(ids[start : start + _PAGE]))
+            active = [m for m in current.values() if m.active]
+            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m), None) for m in active)
+            self._lexical.remove([i for i in ids if i not in current or not current[i].active])
+            if changes:
+                self._changed({c.scope for c in changes} | {m.scope for m in current.values()})
+                self._total = None
+            self._cursor = max([self._cursor, polled - OVERLAP_S, *(c.at for c in changes)])
+            self._save_cursor()
+            return len(ids)
+
+    def _save_cursor(self, *, force: bool = False) -> None:
+        if force or self._cursor - self._cursor_saved >= _SAVE_CURSOR_EVERY_S:
+            self._lexical.set_cursor(self._cursor)
+            self._cursor_saved = self._cursor
+
+    def _follow_loop(self) -> None:
+        """Every FOLLOW_S: follow the change feed; now and then prune it. Failures are logged."""
+        pruned = 0.0
+        failing = False
+        while not self._stop.wait(FOLLOW_S):
+            try:
+                self.follow()
+                if time.time() - pruned > _PRUNE_EVERY_S and self._feed is not None:
+                    with _translated("prune the change feed", self.where):
+                        self._feed.prune()
+                    pruned = time.time()
+                failing = False
+            except Exception as exc:  # a store outage: keep trying, say so once
+                if not failing:
+                    log.warning("cannot follow the shared store's changes (will retry): %s", exc)
+                failing = True
 
     def purge(self) -> None:
         """Leave no trace of deleted memories in the lexical index file (see LexicalIndex.purge)."""
@@ -460,7 +553,14 @@ class ChromaStore:
         )
 
     def close(self) -> None:
-        """Close the lexical index and release the data-dir lock."""
+        """Stop following the change feed, close the lexical index and release the data-dir lock."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._follower is not None:
+            self._follower.join(timeout=10)
+            with contextlib.suppress(StoreError):
+                self._save_cursor(force=True)
         self._lexical.close()
         self._release_lock()
 

@@ -88,6 +88,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, fts_row INTEGER NOT NULL, scope TEXT NOT NULL, "
     "record BLOB NOT NULL, vector BLOB)",
     "CREATE INDEX IF NOT EXISTS entries_scope ON entries (scope)",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 _TEMP_SCHEMA = (
     # document frequencies of the index's (stemmed) terms: an indexed lookup per term
@@ -163,6 +164,24 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             self._db.executemany("UPDATE entries SET vector = ? WHERE id = ?", [(v, i) for i, v in pairs])
             self._db.execute("COMMIT")
+
+    def cursor(self) -> float | None:
+        """Where this index stands in a shared store's change feed (store.changes), if it follows one."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'feed_cursor'").fetchone()
+        return float(row[0]) if row else None
+
+    def set_cursor(self, cursor: float | None) -> None:
+        """Record (or, with None, forget) where this index stands in the change feed."""
+        with self._lock:
+            if cursor is None:
+                self._db.execute("DELETE FROM meta WHERE key = 'feed_cursor'")
+            else:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('feed_cursor', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (repr(cursor),),
+                )
 
     def scope_sizes(self) -> dict[str, int]:
         """Active memories per scope."""
@@ -297,6 +316,7 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             self._db.execute("DELETE FROM memories")
             self._db.execute("DELETE FROM entries")
+            self._db.execute("DELETE FROM meta WHERE key = 'feed_cursor'")
             self._db.execute("COMMIT")
             self._counts = Counter()
 
