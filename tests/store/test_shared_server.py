@@ -81,9 +81,7 @@ def test_writes_through_one_store_reach_the_other(pair: tuple[ChromaStore, Chrom
     eventually(lambda: lexical_ids(b, "utrecht hives") == [] and vector_ids(b, embedder, "Ann's beehives") == [])
 
 
-def test_writes_meet_in_both_directions_with_equal_counts(
-    pair: tuple[ChromaStore, ChromaStore], embedder: Any
-) -> None:
+def test_writes_meet_in_both_directions_with_equal_counts(pair: tuple[ChromaStore, ChromaStore], embedder: Any) -> None:
     """The case counting could not see: one process supersedes, the other adds (equal counts)."""
     a, b = pair
     first = make_memory(scope="ann", content="Ann drives a blue Corolla")
