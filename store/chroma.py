@@ -504,6 +504,15 @@ class ChromaStore:
             self._save_cursor()
             return len(ids)
 
+    def status(self) -> dict[str, Any]:
+        """For /tap/status: where the store is, what the lexical index holds, and on a shared
+        server how far behind the others' changes this process may be (seconds)."""
+        out: dict[str, Any] = {"shared": self._feed is not None, "indexed": self._lexical.count()}
+        out["indexed_by_scope"] = dict(sorted(self._lexical.scope_sizes().items())[:50])
+        if self._feed is not None:
+            out["behind_s"] = round(max(0.0, time.time() - self._cursor - OVERLAP_S), 1)
+        return out
+
     def _save_cursor(self, *, force: bool = False) -> None:
         if force or self._cursor - self._cursor_saved >= _SAVE_CURSOR_EVERY_S:
             self._lexical.set_cursor(self._cursor)

@@ -64,6 +64,7 @@ def build_context(rt: Runtime, token: str, capture: Capture) -> ProxyContext:
     metrics.sections["extraction"] = rt.worker.status
     metrics.sections["intercept"] = interceptor.status
     metrics.sections["recall"] = rt.recall.status
+    metrics.sections["store"] = rt.store.status
     metrics.sections["scopes"] = lambda: scope_rule(by_api_key=rt.loaded.config.proxy.scope_by_api_key)
     return ProxyContext(
         config=rt.loaded.config,
