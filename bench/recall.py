@@ -91,6 +91,13 @@ def measure(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def disk_mb(home: Path) -> dict[str, float]:
+    """MB on disk: the embedded Chroma directory and the lexical index (with its WAL)."""
+    chroma = sum(p.stat().st_size for p in (home / "chroma").rglob("*") if p.is_file())
+    lexical = sum(p.stat().st_size for p in home.glob("lexical-*") if p.is_file())
+    return {"chroma": round(chroma / 2**20, 1), "lexical": round(lexical / 2**20, 1)}
+
+
 def serve_rss(home: Path, queries: Sequence[str], idle_s: float, config_text: str = CONFIG) -> dict[str, Any]:
     """Start `tap serve` on the data dir, warm it up with recalls, idle, read its RSS."""
     config = home / "bench-config.toml"
@@ -150,6 +157,7 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
                 point: dict[str, Any] = {
                     "memories": size,
                     "build_s": round(build_s, 1),
+                    "disk_mb": disk_mb(home),
                     "writes_per_s": round(written / build_s),
                 }
                 point |= measure(rt, queries)

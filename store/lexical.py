@@ -112,21 +112,25 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self._db = connect(path)
         self._db.execute("PRAGMA secure_delete=ON")  # a deleted memory's text is overwritten, not left in free pages
-        self._upgrade()
+        fresh = not self._upgrade()
         for statement in (*_SCHEMA, *_TEMP_SCHEMA):
             self._db.execute(statement)
+        if fresh:  # what the store recorded about an index that is gone no longer holds
+            self._db.execute("DELETE FROM meta")
         if "vector" not in [row[1] for row in self._db.execute("PRAGMA table_info(entries)")]:
             self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
         self._counts: Counter[str] = Counter()
         self._load_counts()
 
-    def _upgrade(self) -> None:
+    def _upgrade(self) -> bool:
         """An index written before scopes were searchable is dropped; the store rebuilds it from
-        Chroma (its count no longer agrees)."""
+        Chroma (its count no longer agrees). Whether a current index was found."""
         columns = [row[1] for row in self._db.execute("PRAGMA table_info(memories)")]
         if columns and "scopekey" not in columns:
             self._db.execute("DROP TABLE memories")
             self._db.execute("DROP TABLE IF EXISTS entries")
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {"memories", "entries"} <= tables
 
     def _load_counts(self) -> None:
         rows = self._db.execute("SELECT scope, count(*) FROM entries GROUP BY scope").fetchall()
@@ -164,6 +168,25 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             self._db.executemany("UPDATE entries SET vector = ? WHERE id = ?", [(v, i) for i, v in pairs])
             self._db.execute("COMMIT")
+
+    def clean_total(self) -> int | None:
+        """The collection's size recorded when its only writer closed cleanly (and since not
+        reopened), else None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'clean_total'").fetchone()
+        return int(row[0]) if row else None
+
+    def set_clean_total(self, total: int | None) -> None:
+        """Record (at a clean close) or forget (at open, before any write) the collection's size."""
+        with self._lock:
+            if total is None:
+                self._db.execute("DELETE FROM meta WHERE key = 'clean_total'")
+            else:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('clean_total', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(total),),
+                )
 
     def cursor(self) -> float | None:
         """Where this index stands in a shared store's change feed (store.changes), if it follows one."""
@@ -316,7 +339,7 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             self._db.execute("DELETE FROM memories")
             self._db.execute("DELETE FROM entries")
-            self._db.execute("DELETE FROM meta WHERE key = 'feed_cursor'")
+            self._db.execute("DELETE FROM meta")
             self._db.execute("COMMIT")
             self._counts = Counter()
 
