@@ -260,3 +260,23 @@ def test_an_index_without_vectors_gets_them_from_chroma_once(isolated_home: Path
         assert reopened._lexical.vectors("ann")[0][1] is not None
     finally:
         reopened.close()
+
+
+def test_only_an_unclean_close_makes_the_next_open_compare_the_index(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    memory = make_memory(scope="ann", content="Kubernetes cluster upgrade planned")
+    store.add([memory], embedder.embed_documents([memory.content]))
+    store.close()
+    index = LexicalIndex(isolated_home / "lexical-fast.db")
+    assert index.clean_total() == 1
+    index.close()
+    crashed = _open(isolated_home, embedder)
+    assert crashed._lexical.clean_total() is None  # from now on, until a clean close
+    crashed._lexical.remove([memory.id])  # a write that reached Chroma but not the index, then a crash
+    crashed._lexical.close()
+    crashed._release_lock()
+    reopened = _open(isolated_home, embedder)
+    try:
+        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+    finally:
+        reopened.close()
