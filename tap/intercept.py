@@ -15,7 +15,8 @@ before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a de
      request are left out (tap.repeats.VisibleInRequest); a timeout or any store/embedder error
      forwards without memories and says why (`x-tap-degraded`), never failing the request;
   5. inject it through the dialect (cache-safe placement: see each dialect's docstring);
-  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`.
+  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`, and
+     `x-tap-recall-mode: lexical-only` when recall fell back to BM25 alone under overload.
 
 after:
   - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
@@ -59,6 +60,7 @@ log = logging.getLogger(__name__)
 NO_MEMORY_HEADER = "x-tap-no-memory"
 RECALLED_HEADER = "x-tap-recalled"
 RECALL_MS_HEADER = "x-tap-recall-ms"
+RECALL_MODE_HEADER = "x-tap-recall-mode"
 DEGRADED_HEADER = "x-tap-degraded"
 TRUE = ("1", "true", "yes", "on")
 BLOCK_TTL_S = 3600.0
@@ -136,6 +138,8 @@ class Interception:
     identity: Resolved | None = None
     recalled: tuple[str, ...] = ()
     degraded: str = ""
+    lexical_only: bool = False
+    """The block came from BM25 alone (recall's fallback under overload)."""
     settled: bool = False
     continuity_key: str = ""
     length: int = 0
@@ -166,6 +170,7 @@ class Prepared:
 class _Counters:
     recalls: int = 0
     blocks_reused: int = 0
+    lexical_only: int = 0
 
 
 class Interceptor:
@@ -328,6 +333,8 @@ class Interceptor:
             headers[DEGRADED_HEADER] = ctx.degraded
             return Prepared(req, headers, ctx)
         headers[RECALL_MS_HEADER] = f"{(time.perf_counter() - started) * 1000:.1f}"
+        if ctx.lexical_only:
+            headers[RECALL_MODE_HEADER] = "lexical-only"
         if block is None or not block.text:
             return Prepared(req, headers, ctx)
         try:
@@ -363,6 +370,9 @@ class Interceptor:
             self._degrade("recall-error", f"{type(exc).__name__}: {exc}")
             return None
         self._counters.recalls += 1
+        if result.lexical_only:
+            self._counters.lexical_only += 1
+            ctx.lexical_only = True
         self.metrics.recall_done(result.elapsed_ms, len(result.memories))
         block = Block(result.block, tuple(r.memory.id for r in result.memories))
         self._blocks.put(key, block)
@@ -474,4 +484,8 @@ class Interceptor:
 
     def status(self) -> dict[str, int]:
         """Counters for /tap/status: recalls run, blocks reused by later requests of a turn."""
-        return {"recalls": self._counters.recalls, "blocks_reused": self._counters.blocks_reused}
+        return {
+            "recalls": self._counters.recalls,
+            "blocks_reused": self._counters.blocks_reused,
+            "lexical_only": self._counters.lexical_only,
+        }

@@ -245,7 +245,9 @@ class RecallEngine:
             CACHE_SIZE, ttl_s=CACHE_TTL_S, refresh=False
         )
         self._cache_hits = 0
-        self._batcher = RecallBatcher(self._run_batch, workers=workers or _default_workers())
+        self._batcher = RecallBatcher(
+            self._run_batch, workers=workers or _default_workers(), lexical_fallback=config.overload_lexical
+        )
 
     def recall(
         self,
@@ -291,12 +293,12 @@ class RecallEngine:
     def _run_batch(self, batch: Sequence[Waiting]) -> None:
         """Run a batch of waiting recalls: per scope, candidates for all queries at once, then each
         one scored and packed; each future gets its result or its error."""
-        by_scope: dict[str, list[Waiting]] = {}
+        by_scope: dict[tuple[str, bool], list[Waiting]] = {}
         for item in batch:
-            by_scope.setdefault(item.payload.scope, []).append(item)
-        for scope, group in by_scope.items():
+            by_scope.setdefault((item.payload.scope, item.lexical_only), []).append(item)
+        for (scope, lexical_only), group in by_scope.items():
             try:
-                ranked = self._ranked([item.payload.query for item in group], scope)
+                ranked = self._ranked([item.payload.query for item in group], scope, lexical_only=lexical_only)
             except Exception as exc:  # a store or embedder failure: every caller degrades on its own
                 for item in group:
                     item.future.set_exception(exc)
@@ -304,13 +306,19 @@ class RecallEngine:
             for item, found in zip(group, ranked, strict=True):
                 ask: _Ask = item.payload
                 try:
-                    item.future.set_result(self._packed(found, ask.skip, ask.budget, ask.started))
+                    result = self._packed(found, ask.skip, ask.budget, ask.started)
+                    result.lexical_only = lexical_only
+                    item.future.set_result(result)
                 except Exception as exc:
                     item.future.set_exception(exc)
 
-    def _ranked(self, queries: Sequence[RecallQuery], scope: str) -> list[Ranked]:
+    def _ranked(self, queries: Sequence[RecallQuery], scope: str, *, lexical_only: bool = False) -> list[Ranked]:
         """Scored candidates for each query of one scope: from the cache where the scope has not
-        changed since, else searched for all the others at once."""
+        changed since, else searched for all the others at once. Lexical-only (the batcher's
+        fallback under overload) neither reads nor fills the cache."""
+        if lexical_only:
+            found_lexical = self._candidates(queries, scope, vectors=False)
+            return [self._rank(q.lexical, scope, c) for q, c in zip(queries, found_lexical, strict=True)]
         revision = self.store.revision(scope)
         found: dict[RecallQuery, Ranked] = {}
         for query in queries:
@@ -325,11 +333,14 @@ class RecallEngine:
                 self._cache.put((scope, query), (revision, found[query]))
         return [found[query] for query in queries]
 
-    def _candidates(self, queries: Sequence[RecallQuery], scope: str) -> list[Candidates]:
-        """Vector and lexical hits of each query: one embedding call, one lookup of each kind."""
+    def _candidates(self, queries: Sequence[RecallQuery], scope: str, *, vectors: bool = True) -> list[Candidates]:
+        """Vector and lexical hits of each query: one embedding call, one lookup of each kind
+        (without `vectors`, lexical hits only)."""
         k = self.config.candidates
-        vectors = embed_queries(self.embedder, [query.text for query in queries])
-        vector_hits = self.store.vector_search_many(vectors, scope=scope, k=k)
+        vector_hits: list[list[Hit]] = [[] for _ in queries]
+        if vectors:
+            embedded = embed_queries(self.embedder, [query.text for query in queries])
+            vector_hits = self.store.vector_search_many(embedded, scope=scope, k=k)
         lexical_hits = self.store.text_search_many([query.lexical for query in queries], scope=scope, k=k)
         return list(zip(vector_hits, lexical_hits, strict=True))
 

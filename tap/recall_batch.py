@@ -9,19 +9,21 @@ forwarded without memories (the thread kept running after the caller's timeout).
   the waiting recalls as one batch (at most `max_batch`), which the engine runs stage by stage —
   every query of a batch embedded in one call, one vector and one lexical lookup per scope —
   so a batch pays the fixed costs of each stage once;
-- admission: the room holds what the workers can finish in time (the deadline divided by the
-  measured time per recall, times the workers); past that, the *oldest* waiting recall is shed
-  at once (its request goes out without memories straight away, instead of waiting out its
-  deadline), and a recall that can no longer finish in time is shed instead of being started.
-  Under overload the newest requests (the ones with time left) still get their memories, where a
-  plain queue made every request miss;
+- admission: the work waiting (the measured time per recall of each, over the workers) must fit
+  in the deadline. Past that, the *oldest* waiting recalls first become lexical-only (BM25 alone,
+  no query embedding and no vector search: about a third of the cost; `lexical_fallback`), and
+  if that is not enough the oldest are shed at once (their requests go out without memories
+  straight away, instead of waiting out their deadline). A recall that can no longer finish in
+  time is made lexical-only, or shed, instead of being started. Under overload the newest
+  requests (the ones with time left) still get their memories, where a plain queue made every
+  request miss;
 - a recall whose caller gave up (timed out, cancelled) is never started.
 
-Batches are served earliest deadline first. The time per recall is an exponential average of what
-the batches took (wall time divided by size), so it follows the machine's load; for admission it
-is taken as at most a quarter of the deadline, so a slow spell (or one slow batch) can never make
-the room shed everything: whatever the estimate, the room admits at least 8 recalls per worker
-and starts any recall with a quarter of its deadline left.
+Batches hold one kind of recall (full or lexical-only) and are served earliest deadline first.
+The time per recall of each kind is an exponential average of what its batches took (wall time
+divided by size), so it follows the machine's load; for admission it is taken as at most a
+quarter of the deadline, so a slow spell (or one slow batch) can never make the room shed
+everything: it always admits a few recalls per worker.
 
 Thread-safe; the futures are `concurrent.futures.Future`s (asyncio callers wrap them).
 """
@@ -40,8 +42,9 @@ from tap.errors import RecallOverloaded
 
 log = logging.getLogger(__name__)
 
-_INITIAL_ITEM_MS = 10.0
+_INITIAL_MS = {False: 10.0, True: 3.0}  # full, lexical-only
 _SMOOTHING = 0.2
+_FLOOR_PER_WORKER = 2  # never shed while this few wait per worker
 
 
 @dataclass
@@ -53,6 +56,8 @@ class Waiting:
     """time.monotonic() by which its caller stops waiting."""
     deadline_s: float
     """The time it was given."""
+    lexical_only: bool = False
+    """Admission made it a BM25-only recall (no embedding, no vector search)."""
     future: Future[Any] = field(default_factory=Future)
 
 
@@ -65,16 +70,19 @@ class RecallBatcher:
         *,
         workers: int = 2,
         max_batch: int = 16,
+        lexical_fallback: bool = True,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         self._run = run
         self.max_batch = max_batch
+        self.lexical_fallback = lexical_fallback
         self._now = now
         self._waiting: list[Waiting] = []
         self._cond = threading.Condition()
         self._closed = False
-        self.item_ms = _INITIAL_ITEM_MS
+        self.cost_ms = dict(_INITIAL_MS)
         self.shed = 0
+        self.lexical_only = 0
         self.batches = 0
         self.served = 0
         # Started on the first submit (a CLI command that recalls synchronously never needs them).
@@ -102,15 +110,38 @@ class RecallBatcher:
                 for thread in self._threads:
                     thread.start()
             self._waiting.append(item)
-            capacity = max(8 * self.workers, int(deadline_s / self._estimate(deadline_s) * self.workers))
-            while len(self._waiting) > capacity:
-                self._shed(min(self._waiting, key=lambda w: w.deadline), "over capacity")
+            self._admit(deadline_s)
             self._cond.notify()
         return item.future
 
-    def _estimate(self, deadline_s: float) -> float:
-        """Seconds one recall takes, as admission counts it (see the module docstring)."""
-        return min(self.item_ms / 1000, deadline_s / 4)
+    def _cost(self, item: Waiting, *, lexical_only: bool | None = None) -> float:
+        """Seconds the recall takes, as admission counts it (see the module docstring)."""
+        kind = item.lexical_only if lexical_only is None else lexical_only
+        return min(self.cost_ms[kind] / 1000, item.deadline_s / 4)
+
+    def _backlog(self) -> float:
+        return sum(self._cost(w) for w in self._waiting) / self.workers
+
+    def _admit(self, budget_s: float) -> None:
+        """Make the waiting work fit in `budget_s` (lock held): the oldest become lexical-only,
+        then the oldest are shed (see the module docstring)."""
+        if self._backlog() <= budget_s or len(self._waiting) <= _FLOOR_PER_WORKER * self.workers:
+            return
+        oldest_first = sorted(self._waiting, key=lambda w: w.deadline)
+        if self.lexical_fallback:
+            for item in oldest_first:
+                if self._backlog() <= budget_s:
+                    return
+                self._downgrade(item)
+        for item in oldest_first:
+            if self._backlog() <= budget_s or len(self._waiting) <= _FLOOR_PER_WORKER * self.workers:
+                return
+            self._shed(item, "over capacity")
+
+    def _downgrade(self, item: Waiting) -> None:
+        if not item.lexical_only:
+            item.lexical_only = True
+            self.lexical_only += 1
 
     def _shed(self, item: Waiting, why: str) -> None:
         """Drop a waiting recall (lock held): its caller goes on without memories at once."""
@@ -120,27 +151,38 @@ class RecallBatcher:
             item.future.set_exception(RecallOverloaded(f"recall shed: {why}"))
 
     def _take(self) -> list[Waiting] | None:
-        """The next batch (None once closed): the earliest deadlines that can still be met."""
+        """The next batch (None once closed): the earliest deadlines that can still be met, all of
+        one kind (full or lexical-only)."""
         with self._cond:
             while True:
                 if self._closed:
                     return None
                 now = self._now()
                 for item in list(self._waiting):
+                    left = item.deadline - now
                     if item.future.cancelled() or item.future.done():
                         self._waiting.remove(item)
-                    elif item.deadline - now < self._estimate(item.deadline_s):
-                        self._shed(item, "cannot finish before its deadline")
+                    elif left < self._cost(item):
+                        if self.lexical_fallback and left >= self._cost(item, lexical_only=True):
+                            self._downgrade(item)
+                        else:
+                            self._shed(item, "cannot finish before its deadline")
                 if self._waiting:
                     break
                 self._cond.wait()
             self._waiting.sort(key=lambda w: w.deadline)
+            kind = self._waiting[0].lexical_only
             batch: list[Waiting] = []
-            for item in self._waiting[: self.max_batch]:
-                if batch and (len(batch) + 1) * self._estimate(item.deadline_s) > batch[0].deadline - now:
+            for item in self._waiting:
+                if item.lexical_only != kind:
+                    continue
+                if len(batch) == self.max_batch or (
+                    batch and (len(batch) + 1) * self._cost(item) > batch[0].deadline - now
+                ):
                     break  # a bigger batch would make the earliest of it miss its deadline
                 batch.append(item)
-            del self._waiting[: len(batch)]
+            chosen = {id(item) for item in batch}
+            self._waiting = [w for w in self._waiting if id(w) not in chosen]
             return batch
 
     def _work(self) -> None:
@@ -160,8 +202,9 @@ class RecallBatcher:
                     if not item.future.done():
                         item.future.set_exception(exc)
             elapsed_ms = (self._now() - began) * 1000
+            kind = started[0].lexical_only
             with self._cond:
-                self.item_ms += _SMOOTHING * (elapsed_ms / len(started) - self.item_ms)
+                self.cost_ms[kind] += _SMOOTHING * (elapsed_ms / len(started) - self.cost_ms[kind])
                 self.batches += 1
                 self.served += len(started)
 
@@ -173,7 +216,9 @@ class RecallBatcher:
                 "served": self.served,
                 "batches": self.batches,
                 "shed": self.shed,
-                "ms_per_recall": round(self.item_ms, 2),
+                "lexical_only": self.lexical_only,
+                "ms_per_recall": round(self.cost_ms[False], 2),
+                "ms_per_lexical_recall": round(self.cost_ms[True], 2),
             }
 
     def close(self) -> None:

@@ -178,3 +178,14 @@ async def test_concurrent_recalls_each_get_their_own_block(engine: RecallEngine)
     )
     assert all(r.memories[0].memory.id == cello for r in results[0::2])
     assert all(r.memories[0].memory.id == tea for r in results[1::2])
+
+
+def test_a_lexical_only_recall_finds_by_words_alone(engine: RecallEngine) -> None:
+    from tap.query import reduce_query
+
+    cello = _put(engine, "Ann plays the cello")
+    by_meaning = reduce_query("which string instrument does she practise?")
+    assert [m.id for m, _ in engine._ranked([by_meaning], "ann")[0]] == [cello]
+    assert engine._ranked([by_meaning], "ann", lexical_only=True) == [[]]
+    by_word = reduce_query("the cello")
+    assert [m.id for m, _ in engine._ranked([by_word], "ann", lexical_only=True)[0]] == [cello]

@@ -18,11 +18,13 @@ class Gate:
 
     def __init__(self) -> None:
         self.batches: list[list[Any]] = []
+        self.kinds: list[list[str]] = []
         self.entered = threading.Semaphore(0)
         self.release = threading.Event()
 
     def __call__(self, batch: Sequence[Waiting]) -> None:
         self.batches.append([item.payload for item in batch])
+        self.kinds.append(["lexical" if item.lexical_only else "full" for item in batch])
         self.entered.release()
         assert self.release.wait(10)
         for item in batch:
@@ -53,18 +55,33 @@ def test_waiting_recalls_run_as_one_batch(gate: Gate) -> None:
 
 
 def test_over_capacity_the_oldest_waiting_recall_is_shed(gate: Gate) -> None:
-    batcher = _batcher(gate)
-    batcher.item_ms = 5000.0  # taken as a quarter of the deadline: the room holds 8 per worker
+    batcher = _batcher(gate, lexical_fallback=False)
+    batcher.cost_ms[False] = 5000.0  # taken as a quarter of the deadline: 4 fit in it
     busy = batcher.submit("busy", deadline_s=10)
     assert gate.entered.acquire(timeout=10)
-    waiting = [batcher.submit(f"w{n}", deadline_s=10) for n in range(9)]
+    waiting = [batcher.submit(f"w{n}", deadline_s=10) for n in range(5)]
     with pytest.raises(RecallOverloaded):
         waiting[0].result(1)  # shed at once, not after its deadline
     assert not any(f.done() for f in waiting[1:])
     gate.release.set()
     assert busy.result(10) == "done busy"
-    assert [f.result(10) for f in waiting[1:]] == [f"done w{n}" for n in range(1, 9)]
+    assert [f.result(10) for f in waiting[1:]] == [f"done w{n}" for n in range(1, 5)]
     assert batcher.status()["shed"] == 1
+    batcher.close()
+
+
+def test_over_capacity_the_oldest_become_lexical_only_before_any_is_shed(gate: Gate) -> None:
+    batcher = _batcher(gate)
+    batcher.cost_ms[False], batcher.cost_ms[True] = 5000.0, 1000.0  # 2.5 s (a quarter) and 1 s
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    waiting = [batcher.submit(f"w{n}", deadline_s=10) for n in range(5)]
+    gate.release.set()
+    assert busy.result(10) == "done busy"
+    assert [f.result(10) for f in waiting] == [f"done w{n}" for n in range(5)]
+    assert gate.batches[1:] == [["w0", "w1"], ["w2", "w3", "w4"]]  # one kind per batch, oldest first
+    assert gate.kinds[1:] == [["lexical", "lexical"], ["full"] * 3]
+    assert batcher.status()["shed"] == 0 and batcher.status()["lexical_only"] == 2
     batcher.close()
 
 
@@ -74,14 +91,29 @@ def test_a_recall_whose_deadline_cannot_be_met_is_never_started(gate: Gate) -> N
     busy = batcher.submit("busy", deadline_s=10)
     assert gate.entered.acquire(timeout=10)
     late = batcher.submit("late", deadline_s=0.2)
+    short = batcher.submit("short", deadline_s=0.2)
     fine = batcher.submit("fine", deadline_s=10)
-    now[0] += 0.19  # "late" has 10 ms left: less than a recall takes
+    now[0] += 0.198  # 2 ms left: less than any recall takes
     gate.release.set()
     assert busy.result(10) == "done busy"
-    with pytest.raises(RecallOverloaded):
-        late.result(10)
+    for future in (late, short):
+        with pytest.raises(RecallOverloaded):
+            future.result(10)
     assert fine.result(10) == "done fine"
-    assert ["late"] not in gate.batches and all("late" not in batch for batch in gate.batches)
+    assert all("late" not in batch and "short" not in batch for batch in gate.batches)
+    batcher.close()
+
+
+def test_a_recall_with_time_for_bm25_alone_is_made_lexical_only(gate: Gate) -> None:
+    now = [100.0]
+    batcher = RecallBatcher(gate, workers=1, now=lambda: now[0])
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    tight = batcher.submit("tight", deadline_s=0.2)
+    now[0] += 0.192  # 8 ms left: not enough for a full recall (10 ms), enough for BM25 alone (3 ms)
+    gate.release.set()
+    assert busy.result(10) == "done busy" and tight.result(10) == "done tight"
+    assert gate.kinds[1] == ["lexical"]
     batcher.close()
 
 
@@ -100,7 +132,7 @@ def test_a_recall_whose_caller_gave_up_is_never_started(gate: Gate) -> None:
 
 def test_a_slow_spell_never_makes_the_room_shed_everything(gate: Gate) -> None:
     batcher = _batcher(gate)
-    batcher.item_ms = 5000.0  # one very slow batch measured
+    batcher.cost_ms[False] = batcher.cost_ms[True] = 5000.0  # very slow batches measured
     gate.release.set()
     futures = [batcher.submit(f"r{n}", deadline_s=0.15) for n in range(4)]
     assert [f.result(10) for f in futures] == [f"done r{n}" for n in range(4)]
