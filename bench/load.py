@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import random
 import sys
 import tempfile
@@ -285,6 +286,7 @@ def verdict(levels: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="tap-bench-load-") as tmp:
         home = Path(tmp) / "home"
         upstream = bp.Upstream(Path(tmp), args.events, args.gap_ms)
@@ -307,6 +309,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "load",
         "machine": benchutil.machine(),
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "method": {
             "processes": "fake Anthropic upstream (own process), real `tap serve` subprocess, load generator (this "
             "process, aiohttp), all on the same cores",

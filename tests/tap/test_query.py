@@ -11,12 +11,19 @@ def test_a_short_question_is_searched_as_it_is() -> None:
 
 
 def test_a_long_turn_is_embedded_by_its_start_and_its_end() -> None:
-    turn = "Here is my week. " + " ".join(f"filler{n}" for n in range(2000)) + " so should I take the Berlin job?"
+    turn = "Here is my week. " + "meetings and chores " * 700 + "so should I take the Berlin job?"
     query = reduce_query(turn)
     words = query.text.split()
     assert len(words) == EMBED_HEAD_WORDS + EMBED_TAIL_WORDS + 1
-    assert query.text.startswith("Here is my week.") and query.text.endswith("should I take the Berlin job?")
-    assert len(query.lexical) <= LEXICAL_CHARS
+    assert query.text.startswith("Here is my week") and query.text.endswith("should I take the Berlin job")
+    assert len(query.lexical) <= LEXICAL_CHARS + 1 and query.lexical.endswith("Berlin job?")
+
+
+def test_a_long_paste_is_embedded_by_its_words_not_its_numbers_and_symbols() -> None:
+    log = "\n".join(f"2025-03-{n % 28:02d} 12:00:{n % 60:02d} ERROR worker-{n} request {n} failed" for n in range(200))
+    query = reduce_query(f"why does the nightly import fail?\n{log}\nany idea?")
+    assert query.text.startswith("why does the nightly import fail ERROR request failed ERROR")
+    assert not any(ch.isdigit() for ch in query.text)
 
 
 def test_fenced_code_is_left_out_unless_it_is_all_there_is() -> None:
