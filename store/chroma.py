@@ -368,9 +368,10 @@ class ChromaStore:
             return 0
         room = self._small.max_total
         loaded = 0
+        total = self._collection_size()
         for scope, size in sorted(self._lexical.scope_sizes().items(), key=lambda pair: -pair[1]):
-            if size > self._small.max_scope or size > room:
-                continue
+            if size > self._small.max_scope or size > room or size >= total:
+                continue  # too big, or the whole collection (searched unfiltered: see vector_search_many)
             if self._small.cached(scope) or self._load_scope(scope):
                 loaded += 1
                 room -= size

@@ -280,3 +280,18 @@ def test_only_an_unclean_close_makes_the_next_open_compare_the_index(isolated_ho
         assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
     finally:
         reopened.close()
+
+
+def test_warming_loads_the_scopes_searched_in_memory(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    for scope, count in (("ann", 5), ("bob", 30)):
+        memories = [make_memory(scope=scope, content=f"{scope} note {n}") for n in range(count)]
+        store.add(memories, embedder.embed_documents([m.content for m in memories]))
+    store.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        assert not reopened._small.cached("ann")
+        assert reopened.warm_vectors() == 2
+        assert reopened._small.cached("ann") and reopened._small.cached("bob")
+    finally:
+        reopened.close()
