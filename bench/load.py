@@ -34,6 +34,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -48,9 +49,8 @@ from typing import Any
 import aiohttp
 import benchutil
 import corpus
+import tapserve
 from fake_upstream import stream_events
-
-from tests.serve_process import ServeProcess
 
 TARGETS = {"share_with_memories_at_64": 0.95, "share_with_memories_at_128": 0.80, "added_ttfb_p99_ratio_at_64": 3.0}
 
@@ -208,12 +208,18 @@ def side_report(samples: Sequence[Sample], seconds: float, expected: bytes) -> d
     }
 
 
-def level_report(direct: dict[str, Any], tap: dict[str, Any]) -> dict[str, Any]:
-    """Both sides of a level, and the time to first byte tap added (same level, same run)."""
-    out: dict[str, Any] = {"direct": direct, "tap": tap}
-    for pct in ("p50", "p99"):
-        if tap["ttfb_ms"].get("n") and direct["ttfb_ms"].get("n"):
-            out[f"added_ttfb_{pct}_ms"] = round(tap["ttfb_ms"][pct] - direct["ttfb_ms"][pct], 2)
+def level_report(sides: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every side of a level, and the time to first byte each tap added over direct (same level,
+    same run): `added_ttfb_p50_ms` for tap, `baseline.added_ttfb_p50_ms` for the baseline."""
+    out: dict[str, Any] = dict(sides)
+    direct = sides["direct"]
+    for name in ("tap", "baseline"):
+        if name not in sides:
+            continue
+        into = out if name == "tap" else out[name]
+        for pct in ("p50", "p99"):
+            if sides[name]["ttfb_ms"].get("n") and direct["ttfb_ms"].get("n"):
+                into[f"added_ttfb_{pct}_ms"] = round(sides[name]["ttfb_ms"][pct] - direct["ttfb_ms"][pct], 2)
     return out
 
 
@@ -225,46 +231,52 @@ def tap_status(url: str, token: str) -> dict[str, Any]:
     return status
 
 
-async def measure(direct_url: str, tap_url: str, args: argparse.Namespace, expected: bytes) -> dict[str, Any]:
-    """Every level (closed loop), then every burst level, direct and through tap."""
-    questions = Questions((sum(args.levels) + 8) * args.rounds + sum(args.bursts) * args.waves + 16)
+async def measure(urls: dict[str, str], args: argparse.Namespace, expected: bytes) -> dict[str, Any]:
+    """Every level (closed loop), then every burst level: direct, through tap, and through the
+    baseline tap when there is one, the order rotating from level to level."""
+    questions = Questions((sum(args.levels) + 8) * args.rounds * len(urls) + sum(args.bursts) * args.waves * 3 + 64)
     timeout = aiohttp.ClientTimeout(total=300)
     out: dict[str, Any] = {"levels": {}, "bursts": {}}
-    async with (
-        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as s1,
-        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as s2,
-    ):
-        clients = {"direct": Client(s1, direct_url), "tap": Client(s2, tap_url)}
+    sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) for _ in urls]
+    try:
+        clients = {name: Client(session, url) for (name, url), session in zip(urls.items(), sessions, strict=True)}
         for name, client in clients.items():  # connections, caches, the first recalls
             await closed_loop(client, questions, 4, 2, 0.2, f"warm-{name}")
-        for level in args.levels:
+        names = list(clients)
+        for turn, level in enumerate(args.levels):
             sides: dict[str, dict[str, Any]] = {}
-            for name in ("direct", "tap") if level % 2 else ("tap", "direct"):
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 samples, seconds = await closed_loop(
                     clients[name], questions, level, args.rounds, args.ramp_s, f"l{level}-{name}"
                 )
                 sides[name] = side_report(samples, seconds, expected)
-            out["levels"][str(level)] = level_report(sides["direct"], sides["tap"])
+            out["levels"][str(level)] = level_report(sides)
             _progress(f"{level} streams", out["levels"][str(level)])
         for level in args.bursts:
             sides = {}
-            for name in ("direct", "tap"):
+            for name in names:
                 samples, seconds = await waves(clients[name], questions, level, args.waves, f"b{level}-{name}")
                 sides[name] = side_report(samples, seconds, expected)
-            out["bursts"][str(level)] = level_report(sides["direct"], sides["tap"])
+            out["bursts"][str(level)] = level_report(sides)
             _progress(f"{level} at once x{args.waves}", out["bursts"][str(level)])
+    finally:
+        for session in sessions:
+            await session.close()
     return out
 
 
 def _progress(label: str, entry: dict[str, Any]) -> None:
-    tap, direct = entry["tap"], entry["direct"]
-    print(
-        f"{label}: with memories {100 * tap['share_with_memories']:.1f}%, TTFB p50/p99 tap "
-        f"{tap['ttfb_ms'].get('p50')}/{tap['ttfb_ms'].get('p99')} ms, direct {direct['ttfb_ms'].get('p50')}/"
-        f"{direct['ttfb_ms'].get('p99')} ms, errors {tap['errors']}, degraded {tap['degraded']}",
-        file=sys.stderr,
-        flush=True,
-    )
+    direct = entry["direct"]
+    for name in ("tap", "baseline"):
+        if name in entry:
+            side = entry[name]
+            print(
+                f"{label} {name}: with memories {100 * side['share_with_memories']:.1f}%, TTFB p50/p99 "
+                f"{side['ttfb_ms'].get('p50')}/{side['ttfb_ms'].get('p99')} ms, direct {direct['ttfb_ms'].get('p50')}/"
+                f"{direct['ttfb_ms'].get('p99')} ms, errors {side['errors']}, degraded {side['degraded']}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def verdict(levels: dict[str, Any]) -> dict[str, Any]:
@@ -287,24 +299,26 @@ def verdict(levels: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
+    servers: dict[str, tapserve.Server] = {}
     with tempfile.TemporaryDirectory(prefix="tap-bench-load-") as tmp:
-        home = Path(tmp) / "home"
         upstream = bp.Upstream(Path(tmp), args.events, args.gap_ms)
         try:
-            store = bp.build_store(home, args.memories)
-            config = Path(tmp) / "tap.toml"
-            config.write_text(f'[upstream]\nanthropic = "{upstream.url}"\n' + args.tap_config)
-            tap = ServeProcess(home, config=config)
-            try:
-                tap.start(timeout=180)
-                expected = b"".join(stream_events(args.events))
-                measured = asyncio.run(measure(upstream.url, tap.url, args, expected))
-                status = tap_status(tap.url, tap.token)
-                assert tap.proc is not None
-                rss = benchutil.rss_mb(tap.proc.pid)
-            finally:
-                tap.stop()
+            store = bp.build_store(Path(tmp) / "tap", args.memories)
+            config = f'[upstream]\nanthropic = "{upstream.url}"\n' + args.tap_config
+            trees = {"tap": benchutil.ROOT}
+            if args.baseline_tree:
+                shutil.copytree(Path(tmp) / "tap", Path(tmp) / "baseline")  # the same store, its own copy
+                trees["baseline"] = args.baseline_tree.resolve()
+            for name, tree in trees.items():
+                servers[name] = tapserve.Server(Path(tmp) / name, config, code=tree).start()
+            expected = b"".join(stream_events(args.events))
+            urls = {"direct": upstream.url, **{name: server.url for name, server in servers.items()}}
+            measured = asyncio.run(measure(urls, args, expected))
+            status = tap_status(servers["tap"].url, servers["tap"].token)
+            rss = benchutil.rss_mb(servers["tap"].pid)
         finally:
+            for server in servers.values():
+                server.stop()
             upstream.stop()
     return {
         "benchmark": "load",
@@ -314,7 +328,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "processes": "fake Anthropic upstream (own process), real `tap serve` subprocess, load generator (this "
             "process, aiohttp), all on the same cores",
             "closed_loop": f"L clients, each starting within {args.ramp_s} s, then {args.rounds} streams back to back; "
-            "direct and through tap at each level (order alternating)",
+            "direct and through tap at each level (order rotating)"
+            + (
+                f"; and through a baseline tap serve run from {args.baseline_tree} on a copy of the same store"
+                if args.baseline_tree
+                else ""
+            ),
             "bursts": f"{args.waves} waves of L simultaneous streams",
             "requests": "Anthropic /v1/messages, stream: true, system prompt + 4 history turns + a new question "
             "(~3 KB); every question distinct, every request its own conversation",
@@ -334,29 +353,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    headers = ["streams", "with memories", "degraded", "TTFB tap p50", "p99", "direct p50", "p99", "added p50"]
-    headers += ["added p99", "gap p99 tap", "direct", "errors", "req/s"]
+    headers = ["streams", "server", "with memories", "degraded", "TTFB p50", "p99", "direct p50", "p99"]
+    headers += ["added p50", "added p99", "gap p99", "direct", "errors", "req/s"]
     for title, entries in (("closed loop", result["levels"]), ("bursts", result["bursts"])):
         rows = []
         for level, entry in entries.items():
-            tap, direct = entry["tap"], entry["direct"]
-            rows.append(
-                [
-                    level,
-                    f"{100 * tap['share_with_memories']:.1f}%",
-                    sum(tap["degraded"].values()),
-                    tap["ttfb_ms"].get("p50"),
-                    tap["ttfb_ms"].get("p99"),
-                    direct["ttfb_ms"].get("p50"),
-                    direct["ttfb_ms"].get("p99"),
-                    entry.get("added_ttfb_p50_ms"),
-                    entry.get("added_ttfb_p99_ms"),
-                    tap["inter_chunk_gap_ms"].get("p99"),
-                    direct["inter_chunk_gap_ms"].get("p99"),
-                    tap["errors"],
-                    tap["requests_per_s"],
-                ]
-            )
+            direct = entry["direct"]
+            for name in ("tap", "baseline"):
+                if name not in entry:
+                    continue
+                side = entry[name]
+                added = entry if name == "tap" else side
+                rows.append(
+                    [
+                        level,
+                        name,
+                        f"{100 * side['share_with_memories']:.1f}%",
+                        sum(side["degraded"].values()),
+                        side["ttfb_ms"].get("p50"),
+                        side["ttfb_ms"].get("p99"),
+                        direct["ttfb_ms"].get("p50"),
+                        direct["ttfb_ms"].get("p99"),
+                        added.get("added_ttfb_p50_ms"),
+                        added.get("added_ttfb_p99_ms"),
+                        side["inter_chunk_gap_ms"].get("p99"),
+                        direct["inter_chunk_gap_ms"].get("p99"),
+                        side["errors"],
+                        side["requests_per_s"],
+                    ]
+                )
         if rows:
             print(f"{title} ({result['store']['memories']} memories; ms)")
             print(benchutil.table(headers, rows))
@@ -374,6 +399,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=40, help="text deltas per stream")
     parser.add_argument("--gap-ms", type=float, default=15.0, help="upstream delay between SSE events")
     parser.add_argument("--tap-config", default="", help="extra TOML appended to tap serve's config")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        default=None,
+        help="also measure a tap serve run from this source tree (e.g. `git archive` of an older commit), "
+        "on a copy of the same store, in the same run",
+    )
     parser.add_argument("--quick", action="store_true", help="200 memories, levels 1 and 4 (smoke run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

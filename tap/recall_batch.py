@@ -69,7 +69,7 @@ class RecallBatcher:
         run: Callable[[Sequence[Waiting]], None],
         *,
         workers: int = 2,
-        max_batch: int = 16,
+        max_batch: int = 8,
         lexical_fallback: bool = True,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
