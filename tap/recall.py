@@ -44,7 +44,7 @@ from tap.validate import safe_day
 RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
 CACHE_TTL_S = 30.0
-CACHE_SIZE = 2048
+CACHE_SIZE = 256  # each entry holds up to 2 x candidates decoded memories (~100 KB)
 Candidates = tuple[list[Hit], list[Hit]]
 """The vector hits and the lexical hits of one query."""
 Ranked = list[tuple[Memory, float]]
