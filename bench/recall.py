@@ -240,6 +240,28 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
     }
 
 
+def shared_lag(rt: Runtime, toml: str, other_home: Path, pool: corpus.Corpus, writes: int = 20) -> dict[str, Any]:
+    """Seconds from a memory written through one process's store until another process's lexical
+    index finds it (the change feed, store/changes.py): a second runtime on the same server."""
+    other = open_runtime(LoadedConfig(config=parse_config(toml), path=None, data_dir=other_home))
+    lags: list[float] = []
+    try:
+        for n in range(writes):
+            memories, vectors = pool.memories(1, scope=SCOPE)
+            word = f"zq{n}marker"
+            memories[0].content += f" ({word})"
+            started = time.perf_counter()
+            rt.store.add(memories, vectors)
+            while not other.store.text_search(word, scope=SCOPE, k=1):
+                if time.perf_counter() - started > 30:
+                    break
+                time.sleep(0.01)
+            lags.append(time.perf_counter() - started)
+    finally:
+        other.close()
+    return {"writes": writes, "seconds": benchutil.summary_ms(lags, digits=3)}
+
+
 def run_server_mode(size: int, n_queries: int, pool: int, idle_s: float) -> dict[str, Any]:
     """The same measurement with ``[store] url`` = a `chroma run` server started here, at one size.
 
@@ -260,6 +282,7 @@ def run_server_mode(size: int, n_queries: int, pool: int, idle_s: float) -> dict
                 point: dict[str, Any] = {"memories": size, "build_s": round(build_s, 1)}
                 point["writes_per_s"] = round(size / build_s)
                 point |= measure(rt, queries)
+                point["shared_store_lag"] = shared_lag(rt, toml, Path(tmp) / "other", pool_corpus)
             finally:
                 rt.close()
             point["serve"] = serve_rss(home, queries[:20], idle_s, toml)
