@@ -578,7 +578,7 @@ class ChromaStore:
             with contextlib.suppress(StoreError):
                 self._save_cursor(force=True)
         if self._exclusive:  # every write reached both: the next open need not compare them
-            with contextlib.suppress(StoreError):
+            with contextlib.suppress(Exception):  # closing never fails (a broken index is compared at open)
                 self._lexical.set_clean_total(self._collection_size())
         self._lexical.close()
         self._release_lock()
