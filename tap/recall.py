@@ -208,7 +208,13 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]
 
 
 def _default_workers() -> int:
-    """One recall batch per core (2-4): more threads only queue for the cores and the GIL."""
+    """One recall batch per core (2-4): more threads only queue for the cores and the GIL.
+
+    Measured with bench/load.py against the earlier code (a 4-thread pool) in the same run, on the
+    shared 2-core host: 2 workers with batches of up to 8 carried memories on 46 % of requests at
+    64 streams (earlier code 15 %) and 13 % at 128 (6 %), but 84 % at 32 (100 %); 4 workers with
+    batches of 8 did worse at 32 and 64, and 4 workers one recall at a time matched the earlier
+    code (bench/results/load*.json). The host's load differed between those runs."""
     return max(2, min(4, os.cpu_count() or 2))
 
 
