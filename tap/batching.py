@@ -142,6 +142,14 @@ class WriteBuffer:
         ]
         return (found + fresh)[:k] if len(found) < k else found
 
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
+        """`text_search` for each query."""
+        return [self.text_search(query, scope=scope, k=k) for query in queries]
+
+    def revision(self, scope: str) -> int:
+        """The store's revision (the buffer is read-your-writes for its one user only)."""
+        return self.store.revision(scope)
+
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """The store's slot mates as the buffer changed them, plus buffered new ones."""
         stored = [self._buffered(m.id) or m for m in self.store.active_in_slot(scope=scope, slot=slot)]

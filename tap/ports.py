@@ -78,6 +78,15 @@ class MemoryStore(Protocol):
         `prefix`: a query word also matches the words it starts ('vim' finds 'vimrc')."""
         ...
 
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
+        """`text_search` for each query of one scope, in their order (one lookup for all of them)."""
+        ...
+
+    def revision(self, scope: str) -> int:
+        """A number that changes whenever the scope's memories may have changed (writes of this
+        process, and of others sharing the store once this one has seen them); for caches."""
+        ...
+
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """Active memories of a scope that fill the slot ("user|residence"), any part and value."""
         ...
