@@ -429,9 +429,7 @@ class ChromaStore:
         """Active memories of the scope by BM25 over their content."""
         return self.text_search_many([query], scope=scope, k=k, prefix=prefix)[0]
 
-    def text_search_many(
-        self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False
-    ) -> list[list[Hit]]:
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
         """`text_search` for each query: one index lookup and one read of the records for all."""
         if not queries:
             return []
