@@ -102,7 +102,9 @@ def live(memories: Sequence[Memory], fetch: Callable[[Sequence[str]], list[Memor
     out: list[Memory] = []
     for memory in memories:
         partners = [i for i in memory.conflicts_with if i in active] if memory.active else []
-        out.append(memory if partners == memory.conflicts_with else msgspec.structs.replace(memory, conflicts_with=partners))
+        out.append(
+            memory if partners == memory.conflicts_with else msgspec.structs.replace(memory, conflicts_with=partners)
+        )
     return out
 
 

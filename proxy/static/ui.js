@@ -372,7 +372,7 @@ function version(m) {
       : null,
     turns.length
       ? el("ol", {class: "turns", "aria-label": "Source turns"}, turns.map((t) => el("li", {},
-          el("time", {class: "muted", text: moment(t.at)}), " ", el("span", {text: `${t.role}: ${t.text}`}))))
+          t.at ? el("time", {class: "muted", text: moment(t.at)}) : null, el("span", {text: `${t.role}: ${t.text}`}))))
       : null);
 }
 
@@ -473,10 +473,22 @@ function reason(c) {
   return c.superseded_by ? `${words}, replaced by ${c.superseded_by}` : words;
 }
 
+// no final score: below the relevance floor, or looked up when the record was viewed
+const UNSCORED = new Set(["below-threshold", "superseded", "archived"]);
+
+const COLUMNS = [
+  ["outcome", null], ["memory", null],
+  ["score", "the final rank score (relevance weighed by recency and importance)"],
+  ["vector", "cosine similarity of the memory to the query"],
+  ["lexical", "BM25 score of the query's words in the memory"],
+  ["recency", "recency weight"],
+  ["importance", "importance weight"],
+];
+
 const num = (value, digits) => (value === null || value === undefined ? "–" : value.toFixed(digits));
 
 function candidateRow(c) {
-  const scored = c.outcome !== "superseded" && c.outcome !== "archived"; // looked up afterwards: no final score
+  const scored = !UNSCORED.has(c.outcome);
   return el("tr", {"data-id": c.id},
     el("td", {}, el("span", {class: "badge " + ((OUTCOMES[c.outcome] || [""])[0]), text: c.outcome})),
     el("td", {},
@@ -513,8 +525,8 @@ async function whyDetail(id, row) {
       d.candidates.length
         ? el("div", {class: "table-wrap"}, el("table", {class: "candidates"},
             el("caption", {class: "sr-only", text: "Candidate memories"}),
-            el("thead", {}, el("tr", {}, ["outcome", "memory", "score", "vector", "lexical", "recency", "importance"].map(
-              (h, i) => el("th", {scope: "col", class: i > 1 ? "num" : null, text: h})))),
+            el("thead", {}, el("tr", {}, COLUMNS.map(
+              ([h, title], i) => el("th", {scope: "col", class: i > 1 ? "num" : null, title, text: h})))),
             el("tbody", {}, d.candidates.map(candidateRow))))
         : el("p", {class: "muted", text: "No candidates: recall did not run for this request, or found nothing."}));
   } catch (err) {

@@ -43,7 +43,9 @@ async def test_archive_restore_and_listing_by_archived(isolated_home: Path) -> N
         status, body = await call(s, "POST", f"{tap.url}/tap/memories/m_nope/archive")
         assert status == 404 and "error" in body
         await call(s, "POST", f"{tap.url}/tap/memories/{bees}/archive")
-        status, edited = await call(s, "PATCH", f"{tap.url}/tap/memories/{bees}", {"content": "Ann keeps bees in Mafra"})
+        status, edited = await call(
+            s, "PATCH", f"{tap.url}/tap/memories/{bees}", {"content": "Ann keeps bees in Mafra"}
+        )
         assert status == 200 and edited["archived"] is True  # a corrected archived memory stays set aside
         _, active = await call(s, "GET", f"{tap.url}/tap/memories?scope=ann&archived=0")
         assert [m["id"] for m in active["memories"]] == [tea]
@@ -88,7 +90,9 @@ async def test_a_conflict_ends_while_one_side_is_archived(isolated_home: Path) -
         tap.rt.memories.write(
             [
                 Memory(id="m_g", scope="ann", content="Ann works at Google", created_at=now, conflicts_with=["m_s"]),
-                Memory(id="m_s", scope="ann", content="Ann works at Stripe", created_at=now + 1, conflicts_with=["m_g"]),
+                Memory(
+                    id="m_s", scope="ann", content="Ann works at Stripe", created_at=now + 1, conflicts_with=["m_g"]
+                ),
             ]
         )
 
@@ -97,7 +101,9 @@ async def test_a_conflict_ends_while_one_side_is_archived(isolated_home: Path) -
             _, found = await call(s, "GET", f"{tap.url}/tap/memories/search?scope=ann&q=works")
             _, shown = await call(s, "GET", f"{tap.url}/tap/memories/m_s")
             marked = {m["id"]: m["conflicts_with"] for m in listed["memories"]}
-            assert found["results"] and all(r["memory"]["conflicts_with"] == marked[r["memory"]["id"]] for r in found["results"])
+            assert found["results"] and all(
+                r["memory"]["conflicts_with"] == marked[r["memory"]["id"]] for r in found["results"]
+            )
             assert shown["memory"]["conflicts_with"] == shown["history"][-1]["conflicts_with"] == marked["m_s"]
             return marked
 
