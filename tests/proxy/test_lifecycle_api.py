@@ -137,3 +137,17 @@ async def test_consolidate_and_why_shapes(isolated_home: Path) -> None:
         assert (await call(s, "GET", f"{tap.url}/tap/why/r_unknown"))[0] == 404
         async with s.get(f"{tap.url}/tap/why") as unauthorised:
             assert unauthorised.status == 401
+
+
+async def test_why_says_when_the_server_keeps_no_records(isolated_home: Path) -> None:
+    async with (
+        FakeAnthropic() as up,
+        TapProxy(isolated_home, extra_toml="[why]\nkeep = 0", anthropic=up.url) as tap,
+        aiohttp.ClientSession() as s,
+    ):
+        headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+        payload = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello there"}]}
+        async with s.post(f"{tap.url}/v1/messages", json=payload, headers=headers) as response:
+            assert response.status == 200 and response.headers["x-tap-request-id"].startswith("r_")
+        status, body = await call(s, "GET", f"{tap.url}/tap/why")
+        assert status == 200 and body["requests"] == [] and body["keep"] == 0  # the page says why the list is empty
