@@ -55,8 +55,10 @@ class Server:
                 raise RuntimeError(f"tap serve exited early:\n{self.log.read_text(errors='replace')}")
             if info.exists():
                 try:
-                    self.url = json.loads(info.read_text())["url"]
-                except (ValueError, KeyError):
+                    started = json.loads(info.read_text())
+                    # a server.json left by a server that was killed names another process
+                    self.url = started["url"] if started.get("pid") == self.proc.pid else ""
+                except (ValueError, KeyError, AttributeError):
                     self.url = ""
                 if self.url:
                     return self

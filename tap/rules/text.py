@@ -119,8 +119,6 @@ _CHAT_WORDS = {
     "atm": "at the moment",
     "idk": "I don't know",
     "imo": "in my opinion",
-    "gf": "girlfriend",
-    "bf": "boyfriend",
     "w/": "with",
     "w/o": "without",
     "i": "I",
@@ -133,6 +131,10 @@ _CHAT_WORD = re.compile(
     r"(?<![\w'’/])(?:" + "|".join(re.escape(w) for w in sorted(_CHAT_WORDS, key=len, reverse=True)) + r")(?![\w'’/])",
     re.IGNORECASE,
 )
+# 'gf' and 'bf' name a partner only after a possessive ('my gf'); elsewhere 'gf' is as likely
+# 'gluten-free' ('food needs to be gf'), so it stays as written.
+_PARTNER = re.compile(r"\b(my|his|her|their|your|our)\s+(gf|bf)\b", re.IGNORECASE)
+_PARTNER_WORDS = {"gf": "girlfriend", "bf": "boyfriend"}
 _SHOUTED = re.compile(r"\b[A-Z]+(?:[\s,'’!.-]+[A-Z]+){2,}\b")
 _CLAUSE_CUT = re.compile(r",\s+|;\s+|\s+[-–—]+\s+|:\s+(?=\S)")
 _QUESTION_CLAUSE = re.compile(
@@ -178,6 +180,7 @@ def normalise_chat(text: str) -> str:
     """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please';
     a sentence shouted in capitals is read in lower case ("WE CLOSED ON THE HOUSE")."""
     text = _SHOUTED.sub(lambda m: m.group(0).lower(), text)
+    text = _PARTNER.sub(lambda m: f"{m.group(1)} {_PARTNER_WORDS[m.group(2).lower()]}", text)
     return _CHAT_WORD.sub(lambda m: _CHAT_WORDS[m.group(0).lower()], text)
 
 
@@ -245,7 +248,11 @@ def restore_subject(sentence: str) -> str:
     if word in _ADVERB_OPENERS and not _verb_follows(sentence[match.end() :]):
         return sentence  # 'finally some sci fi', 'finally off nights': no verb, no dropped 'I'
 
-    prefix = "I've " if word == "been" else "I'm " if word.endswith(("ing", "gonna")) else "I "
+    verb = word
+    if word in _ADVERB_OPENERS:  # 'currently fighting with…' → "I'm currently fighting with…"
+        following = re.match(r"\s*([a-z]+)", sentence[match.end() :], re.IGNORECASE)
+        verb = following.group(1).lower() if following else word
+    prefix = "I've " if verb == "been" else "I'm " if verb.endswith(("ing", "gonna")) else "I "
     return prefix + word + sentence[match.end() :]
 
 

@@ -70,6 +70,17 @@ def contents(*turns: Turn) -> list[str]:
         ("also killed jenkins, CI is github actions now.", "CI is github actions now", "fact"),
         ("quick reminder: membership is £20 for the year", "Membership is £20 for the year", "fact"),
         ("I bought a Tesla and I love it", "The user bought a Tesla and they love it", "preference"),
+        (
+            "currently fighting with the tax office website for my ID number",
+            "The user is currently fighting with the tax office website for their ID number",
+            "fact",
+        ),
+        ("my gf Dana loves sushi", "The user's girlfriend Dana loves sushi", "preference"),
+        (
+            "my partner Dana is off gluten now, so dinner needs to be gf",
+            "The user's partner Dana is off gluten now, so dinner needs to be gf",
+            "fact",
+        ),
     ],
 )
 def test_key_examples(text: str, content: str, kind: str) -> None:
