@@ -164,6 +164,17 @@ _OWN_SUBJECT = re.compile(
 )
 
 
+# A reason clause cut from its main clause states what the speaker takes as given: "Since I've
+# been thinking about my trip to Paris, I was wondering…" → "I've been thinking about my trip to
+# Paris"; "As I'm vegetarian now, can you…" → "I'm vegetarian now" ("as I said" is no premise).
+_PREMISE = re.compile(
+    r"^(?:since|because|as|now that|given that|seeing as)\s+"
+    r"(?=(?:I|I'm|I’m|I've|I’ve|I'd|I’d|we|we're|we’re|we've|we’ve|my|our)\b)"
+    r"(?!I\s+(?:said|say|mentioned|mention|noted|told|explained|wrote)\b)",
+    re.IGNORECASE,
+)
+
+
 def _statements(sentence: str, names: Sequence[str]) -> list[str]:
     """The sentence's statements: its clauses without questions and requests, a clause with a
     subject of its own starting a new statement ("Atlas is a django app on sqlite, Beacon is a node
@@ -173,6 +184,8 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
         return []
     groups: list[list[str]] = []
     for clause in clauses(sentence):
+        if clause != sentence.strip():  # cut from a longer sentence: a reason clause is the user's premise
+            clause = _PREMISE.sub("", clause)
         if groups and not _OWN_SUBJECT.match(clause):
             groups[-1].append(clause)
         else:

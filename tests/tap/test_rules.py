@@ -76,6 +76,12 @@ def contents(*turns: Turn) -> list[str]:
             "fact",
         ),
         ("my gf Dana loves sushi", "The user's girlfriend Dana loves sushi", "preference"),
+        ("As I'm vegetarian now, can you suggest some recipes?", "The user is vegetarian now", "preference"),
+        (
+            "Since I've been thinking about my trip to Paris, I was wondering if you could help me plan another.",
+            "The user has been thinking about their trip to Paris",
+            "fact",
+        ),
         (
             "my partner Dana is off gluten now, so dinner needs to be gf",
             "The user's partner Dana is off gluten now, so dinner needs to be gf",
