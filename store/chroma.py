@@ -435,8 +435,8 @@ class ChromaStore:
         yield from sorted(self._all(where), key=lambda m: (m.created_at, m.id))
 
     def delete(self, ids: Sequence[str]) -> int:
-        """Remove memories for good."""
-        existing = [m.id for m in self.get(ids)]
+        """Remove memories for good (an id named twice counts once)."""
+        existing = [m.id for m in self.get(list(dict.fromkeys(ids)))]
         if existing:
             with _translated("delete", self.where):
                 self._col.delete(ids=existing)

@@ -51,6 +51,7 @@ class WriteBuffer:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self.embedder_id = store.embedder_id
+        self.where = store.where
         self._added: dict[str, tuple[Memory, Vector]] = {}
         self._updated: dict[str, Memory] = {}
 
@@ -211,6 +212,20 @@ class WriteBuffer:
             self._added.pop(i, None)
             self._updated.pop(i, None)
         return self.store.delete(ids)
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Vectors of buffered additions, else the store's."""
+        found = {i: self._added[i][1].tolist() for i in ids if i in self._added}
+        rest = [i for i in ids if i not in found]
+        return {**found, **(self.store.get_vectors(rest) if rest else {})}
+
+    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """The store's inactive memories (buffered writes are not searched: explaining only)."""
+        return self.store.inactive_search(vector, scope=scope, k=k)
+
+    def purge(self) -> None:
+        """The store's purge."""
+        self.store.purge()
 
     def stats(self) -> StoreStats:
         """The store's counts."""

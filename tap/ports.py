@@ -44,9 +44,15 @@ class StoreStats(msgspec.Struct, kw_only=True):
 
 
 class MemoryStore(Protocol):
-    """Persistent memories with vectors, plus a lexical index kept in step."""
+    """Persistent memories with vectors, plus a lexical index kept in step.
+
+    Adapters: store.chroma.ChromaStore; the tests' InMemoryStore (tests/fakes.py) passes the same
+    contract tests (tests/store/test_store_contract.py).
+    """
 
     embedder_id: str
+    where: str
+    """Where the memories live, for messages ("/home/me/.local/share/tap/chroma", a server URL)."""
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert new memories (or replace same-id ones) with their vectors."""
@@ -122,6 +128,19 @@ class MemoryStore(Protocol):
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove memories for good; returns how many existed."""
+        ...
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these memories (those that exist), by id."""
+        ...
+
+    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """The scope's superseded and archived memories nearest to the vector (for explaining a
+        recall afterwards, never on the hot path)."""
+        ...
+
+    def purge(self) -> None:
+        """Leave no trace of deleted memories in the store's files (after a forget)."""
         ...
 
     def stats(self) -> StoreStats:

@@ -29,6 +29,7 @@ from tap.config import LoadedConfig, parse_config
 from tap.server import build_context
 from tap.tasks import running_tasks
 from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
+from tests.fakes import fake_adapters
 from tests.fuzzer import Route, routes_of
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 
@@ -93,7 +94,7 @@ class FuzzTarget:
             )
         )
         loaded = LoadedConfig(config=config, path=None, data_dir=self.home)
-        self.rt = await asyncio.to_thread(open_runtime, loaded)
+        self.rt = await asyncio.to_thread(open_runtime, loaded, adapters=fake_adapters)
         self._turn_log = TurnLog(self.home / "turnlog.db")
         ctx = build_context(self.rt, ADMIN_TOKEN, Capture(self._turn_log, self.rt.ingestor.ingest_async))
         app = make_app(ctx)

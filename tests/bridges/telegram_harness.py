@@ -26,13 +26,14 @@ from aiohttp import web
 
 from bridges.telegram import TelegramBridge, TelegramDeps, add_telegram
 from proxy.app import make_app
-from tap.app import Runtime, open_runtime
+from tap.app import Runtime, configured_adapters, open_runtime
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
 from tap.server import build_context
 from tap.tasks import running_tasks
 from tests.bridges.fake_telegram import BOT, TOKEN
+from tests.fakes import fake_adapters
 
 SECRET = "test-webhook-secret_42"
 ANTHROPIC_KEY = "sk-ant-telegram-test"
@@ -112,7 +113,9 @@ class TapTelegram:
         allowed: tuple[int, ...] = (111, 222),
         extra: str = "",
         typing_interval_s: float = 4.0,
+        real_store: bool = False,
     ) -> None:
+        self.adapters = configured_adapters if real_store else fake_adapters  # fakes keep nothing across a restart
         model = MODEL if provider == "anthropic" else "llama3.2"
         self.config = parse_config(
             "\n".join(
@@ -144,7 +147,8 @@ class TapTelegram:
         return await self.rt.ingestor.ingest_async(event)
 
     async def __aenter__(self) -> Self:
-        self.rt = await asyncio.to_thread(open_runtime, LoadedConfig(config=self.config, path=None, data_dir=self.home))
+        loaded = LoadedConfig(config=self.config, path=None, data_dir=self.home)
+        self.rt = await asyncio.to_thread(open_runtime, loaded, adapters=self.adapters)
         self._turn_log = TurnLog(self.home / "turnlog.db")
         try:
             await self._start(self.rt, self._turn_log)

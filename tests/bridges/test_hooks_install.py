@@ -195,6 +195,7 @@ def test_only_taps_own_commands_are_recognised() -> None:
     assert not is_tap_hook({"type": "http", "url": "https://example.org/hooks/stop"})
 
 
+@pytest.mark.slow
 def test_the_installed_command_runs_and_status_shows_it(home: Path, tmp_path: Path, isolated_home: Path) -> None:
     assert tap("hooks", "install").exit_code == 0
     settings = json.loads((home / ".claude" / "settings.json").read_text())

@@ -24,12 +24,13 @@ from tap.config import LoadedConfig, parse_config
 from tap.hooks_wiring import Pipeline, RuntimeBackend, TranscriptReader
 from tap.tokens import count_tokens
 from tests.bridges.hooks_fixtures import Transcript, payload
+from tests.fakes import fake_adapters
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     home = tmp_path_factory.mktemp("hooks-runtime")
-    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home))
+    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home), adapters=fake_adapters)
     yield rt
     rt.close()
 

@@ -12,7 +12,10 @@ import pytest
 from tests.browser import CHROMIUM, launch
 from tests.proxy.lifecycle_api import TOKEN, LifecycleApi
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it with apt-get)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it with apt-get)"),
+]
 
 
 @pytest.fixture

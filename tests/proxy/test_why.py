@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from click.testing import CliRunner
 
 from tap.cli import main
@@ -56,6 +57,7 @@ def why(*args: str) -> Any:
     return result.stdout
 
 
+@pytest.mark.slow
 async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
     isolated_home: Path, tmp_path: Path
 ) -> None:

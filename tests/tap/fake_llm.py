@@ -45,6 +45,8 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    hold: asyncio.Event | None = None
+    """The answer waits until this is set (a model that is slow for exactly as long as a test needs)."""
 
 
 class FakeLLM:
@@ -82,9 +84,10 @@ class FakeLLM:
         body: Any = None,
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
+        hold: asyncio.Event | None = None,
     ) -> None:
-        """Queue the answer to the next request."""
-        self._replies.append(Reply(status=status, body=body, headers=headers or {}, delay=delay))
+        """Queue the answer to the next request (after `delay` seconds, or once `hold` is set)."""
+        self._replies.append(Reply(status=status, body=body, headers=headers or {}, delay=delay, hold=hold))
 
     def check(self, request: web.Request, body: Any) -> Reply | None:
         """A rejection for a request the real server would refuse, else None."""
@@ -105,11 +108,13 @@ class FakeLLM:
         reply = self.check(request, body) or (
             self._replies.popleft() if self._replies else Reply(500, {"error": "no reply scripted"})
         )
-        if reply.delay:
-            try:
-                await asyncio.wait_for(self._closing.wait(), reply.delay)
-            except TimeoutError:
-                pass
+        if reply.delay or reply.hold is not None:
+            waits = [asyncio.ensure_future(self._closing.wait())]
+            if reply.hold is not None:
+                waits.append(asyncio.ensure_future(reply.hold.wait()))
+            _, pending = await asyncio.wait(waits, timeout=reply.delay or None, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in pending:
+                waiting.cancel()
         payload = self.finish(reply, body)
         text = payload if isinstance(payload, str) else json.dumps(payload)
         return web.Response(status=reply.status, text=text, content_type="application/json", headers=reply.headers)

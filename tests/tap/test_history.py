@@ -23,7 +23,7 @@ T0 = 1_700_000_000.0
 
 
 def test_show_gives_each_version_and_the_turns_it_came_from(isolated_home: Path) -> None:
-    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))
+    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))  # the CLI reads it
     messages = [
         Message(role="user", content="I moved to Lisbon last month, the light here is unreal.", id="t1", timestamp=T0),
         Message(role="assistant", content="Lisbon is lovely!", id="t2", timestamp=T0 + 5),

@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from tap.cli import main
 from tests.serve_process import ServeProcess
 
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
+
 
 @pytest.fixture
 def served(isolated_home: Path) -> Iterator[ServeProcess]:

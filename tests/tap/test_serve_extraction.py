@@ -11,8 +11,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.serve_process import ServeProcess
 from tests.tap.fake_llm import FakeOllamaAPI
+
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
 CONVERSATION = {
     "scope": "ana",
