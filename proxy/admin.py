@@ -1,5 +1,5 @@
-"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, scopes, export/import, stats,
-status; the web page's routes are in proxy.ui.
+"""The admin API on tap's port (docs/architecture.md, Interfaces): health, recall, memories, scopes,
+export/import, stats, status; the web page's routes are in proxy.ui.
 
 Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
 Blocking store work runs in a worker thread so the proxy's event loop never stalls.

@@ -1,6 +1,6 @@
 """tap's configuration: `config.toml` decoded into frozen msgspec Structs, one per table.
 
-Rules (DESIGN.md §8): every field has a default, so an empty or missing file is valid; unknown keys
+Rules (docs/architecture.md, Interfaces): every field has a default, so an empty or missing file is valid; unknown keys
 are errors (typos fail loudly); limits live in `Meta`; secrets are never values in the file, only
 the *names* of environment variables (`*_env` fields).
 

@@ -1,6 +1,6 @@
 """Recall: query text → hybrid search → rank → pack into one block of at most N tokens.
 
-Pipeline (DESIGN.md §5):
+Pipeline (docs/architecture.md, Recall):
 1. embed the query once; ask the store for the nearest active memories of the scope (vector) and
    the best BM25 matches (lexical);
 2. drop candidates below the relevance threshold (cosine < min_similarity for vector-only hits,

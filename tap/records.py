@@ -34,7 +34,7 @@ def new_id() -> str:
 
 
 class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
-    """One long-term memory (DESIGN.md §4)."""
+    """One long-term memory (docs/architecture.md, Memory records)."""
 
     id: str
     scope: str

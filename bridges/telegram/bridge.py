@@ -7,7 +7,7 @@ aiohttp app is being built (routes cannot be added once it is frozen), it:
 - registers `POST [telegram] path` (bridges.telegram.webhook) and the bridge's lifecycle in
   `app.cleanup_ctx`, so the bridge starts with the server and stops before it is torn down.
 
-Lifecycle (PROTOCOLS.md (e): PTB embedded in tap's loop, `.updater(None)`, never `run_polling`):
+Lifecycle (docs/protocols.md, Telegram Bot API: PTB embedded in tap's loop, `.updater(None)`, never `run_polling`):
 start opens `<data dir>/telegram.db`, builds the PTB `Application` against `[telegram] api_url`,
 calls `initialize()` (getMe) and `start()`. A rejected token stops `tap serve` with a ConfigError;
 an unreachable Bot API, or one whose answer PTB cannot use (e.g. `{"ok": true}` without
