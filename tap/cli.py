@@ -97,7 +97,7 @@ class TapGroup(click.Group):
     "config_path",
     type=click.Path(dir_okay=False),
     envvar=None,
-    help="Config file (default: $TAP_CONFIG, ./config.toml, ~/.config/tap/config.toml).",
+    help="Config file (default: $TAP_CONFIG, ./config.toml, the user config folder's config.toml).",
 )
 @click.version_option(package_name="tap-memory", prog_name="tap")
 @click.pass_context

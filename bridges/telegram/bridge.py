@@ -27,7 +27,7 @@ from pathlib import Path
 from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import ApplicationBuilder
+from telegram.ext import AIORateLimiter, ApplicationBuilder
 
 from bridges.telegram.commands import Commands
 from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations
@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 15.0
 MAX_BACKOFF_S = 60.0
 CONCURRENT_UPDATES = 64
+FLOOD_RETRIES = 3  # a 429 is waited out (as long as Telegram asks) and the call tried again, three times
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def build_application(cfg: TelegramConfig, token: str) -> TelegramApp:
         .updater(None)
         .job_queue(None)
         .concurrent_updates(ChatOrderedProcessor(CONCURRENT_UPDATES))
+        .rate_limiter(AIORateLimiter(max_retries=FLOOD_RETRIES))
         .build()
     )
 
