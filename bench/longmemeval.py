@@ -27,8 +27,10 @@ Method (../shared/data/longmemeval/README.md):
   (measured: extraction fell from ~45 to ~16 chunks/s), which measures that backlog, not tap;
 - then one ``POST /tap/recall`` per question (the question as ``text``, its scope, ``--budget``),
   sequentially on an idle server: the first recall of each scope ("cold": the store may have to
-  load the scope's vectors, as for a user who was away), then the same request again at once
-  ("warm"). Latency: the server's ``elapsed_ms`` and the client's wall time. ER uses the cold blocks;
+  load the scope's vectors, as for a user who was away), then the question's words in reverse order
+  ("warm": another query, so the recall cache misses, on a loaded scope), then the first request
+  again at once ("cached": served from the recall cache). Latency: the server's ``elapsed_ms`` and
+  the client's wall time. ER uses the cold blocks;
 - ``--home DIR`` keeps the data dir; a later run with the same questions and config reuses its
   ingestion (recall and scoring only: for working on recall without 20 minutes of ingestion);
 - ER_frac = share of a question's evidence turns (``has_answer``) cited by a memory of the block
@@ -439,10 +441,18 @@ def run_bm25(question: Question, budget: int) -> dict[str, Any]:
 # --- one question after ingestion ------------------------------------------------------------
 
 
-def recall(api: Api, question: Question, budget: int) -> tuple[dict[str, Any], float]:
+def recall(api: Api, question: Question, budget: int, text: str | None = None) -> tuple[dict[str, Any], float]:
     return api.call(
-        "POST", "/tap/recall", {"text": question.question, "scope": question.scope, "budget_tokens": budget}
+        "POST",
+        "/tap/recall",
+        {"text": question.question if text is None else text, "scope": question.scope, "budget_tokens": budget},
     )
+
+
+def reworded(question: Question) -> str:
+    """The question's words in reverse order: another query (the recall cache misses it) of the
+    same length and words, for the warm latency of a loaded scope."""
+    return " ".join(reversed(question.question.split()))
 
 
 def repack(ranking: Sequence[dict[str, Any]], budget: int, keep: Callable[[dict[str, Any]], bool]) -> list[str]:
@@ -549,6 +559,8 @@ class Row:
     wall_ms: float = 0.0
     warm_elapsed_ms: float = 0.0
     warm_wall_ms: float = 0.0
+    cached_elapsed_ms: float = 0.0
+    cached_wall_ms: float = 0.0
     repack_matches: bool = False
     repacked_cited: set[str] = field(default_factory=set)
     no_episode_cited: set[str] = field(default_factory=set)
@@ -728,6 +740,10 @@ def latency(rows: Sequence[Row]) -> dict[str, Any]:
             "server_ms": benchutil.summary_ms([r.warm_elapsed_ms for r in rows]),
             "wall_ms": benchutil.summary_ms([r.warm_wall_ms for r in rows]),
         },
+        "cached": {
+            "server_ms": benchutil.summary_ms([r.cached_elapsed_ms for r in rows]),
+            "wall_ms": benchutil.summary_ms([r.cached_wall_ms for r in rows]),
+        },
     }
 
 
@@ -791,19 +807,23 @@ def run(
             else:
                 ingestion = {**previous, "reused": str(home)}
                 progress(f"reusing the ingestion in {home} ({previous.get('code')})")
-            blocks, warm = [], []
+            blocks, warm, cached = [], [], []
             for question in questions:  # one at a time on an idle server: clean latencies
                 blocks.append(recall(api, question, budget))  # cold: the scope's first recall
-                warm.append(recall(api, question, budget))  # warm: the same request again at once
+                warm.append(recall(api, question, budget, reworded(question)))  # warm: another query, loaded scope
+                cached.append(recall(api, question, budget))  # cached: the first request again at once
             with ThreadPoolExecutor(max(1, workers), thread_name_prefix="lme-score") as pool:
                 rows = list(
                     pool.map(
                         lambda qb: score_question(api, qb[0], qb[1][0], budget), zip(questions, blocks, strict=True)
                     )
                 )
-            for row, (block, wall), (warm_block, warm_wall) in zip(rows, blocks, warm, strict=True):
+            for row, (block, wall), (warm_block, warm_wall), (again, again_wall) in zip(
+                rows, blocks, warm, cached, strict=True
+            ):
                 row.elapsed_ms, row.wall_ms = float(block["elapsed_ms"]), wall
                 row.warm_elapsed_ms, row.warm_wall_ms = float(warm_block["elapsed_ms"]), warm_wall
+                row.cached_elapsed_ms, row.cached_wall_ms = float(again["elapsed_ms"]), again_wall
             status = api.get("/tap/status")
             stats = api.get("/tap/stats")
             rss = benchutil.rss_mb(server.pid)
@@ -826,7 +846,8 @@ def run(
             "order; round r posts every question's r-th session, then waits for turns_waiting = 0; finally "
             "waits for an empty queue (queued = running = turns_waiting = 0)",
             "recall": "POST /tap/recall {text: question, scope, budget_tokens}, sequential on the idle server: "
-            "cold (first recall of each scope), then warm (the same request again at once); ER uses the cold blocks",
+            "cold (first recall of each scope), warm (the words reversed: another query on a loaded scope), "
+            "cached (the first request again at once); ER uses the cold blocks",
             "bm25": "SQLite FTS5 BM25 (k1=1.2, b=0.75, porter unicode61) over the haystack's raw turns "
             "'[<session date>] <role>: <text>', query words OR-ed without stop words, packed greedily into the "
             "budget with tap's token counter (no header)",
@@ -921,7 +942,7 @@ def print_report(result: dict[str, Any]) -> None:
         f"{ing['turns_per_s']} turns/s (extraction included; drained {ing['drain_after_last_post_s']} s "
         "after the last post)"
     )
-    for kind in ("cold", "warm"):
+    for kind in ("cold", "warm", "cached"):
         server, wall = lat[kind]["server_ms"], lat[kind]["wall_ms"]
         print(
             f"recall {kind}: server p50 {server.get('p50')} ms, p95 {server.get('p95')} ms; "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -50,7 +51,7 @@ def open_rt(home: Path) -> Runtime:
 def measure(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
     """Per query: the end-to-end recall, then each stage alone (same query, interleaved)."""
     k = rt.loaded.config.recall.candidates
-    for query in queries[:10]:  # warm-up: caches, HNSW pages, SQLite pages
+    for query in corpus.queries(10, seed=4242):  # warm-up (other questions: recall caches identical ones)
         rt.recall.recall(query, scope=SCOPE)
     e2e: list[float] = []
     embed: list[float] = []
@@ -88,7 +89,57 @@ def measure(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
         ),
         "memories_per_block_mean": round(statistics.fmean(recalled), 1),
         "block_tokens_mean": round(statistics.fmean(tokens), 1),
+        "turn_length": turn_lengths(rt, queries),
     }
+
+
+def pasted(rng: random.Random, chars: int) -> str:
+    """A pasted log/code block of about `chars` characters (seeded, never twice the same)."""
+    lines: list[str] = []
+    while sum(len(line) + 1 for line in lines) < chars:
+        n = rng.randint(1, 99999)
+        lines.append(
+            rng.choice(
+                (
+                    f"2025-03-{n % 28 + 1:02d} 12:{n % 60:02d}:07 ERROR worker-{n % 7} request {n} failed: timeout",
+                    f"    at com.example.service.Handler.process(Handler.java:{n % 400})",
+                    f"def step_{n}(payload):\n    return transform(payload, retries={n % 5})",
+                    f"GET /api/v2/items/{n}?expand=owner 200 {n % 900}ms",
+                )
+            )
+        )
+    return "\n".join(lines)
+
+
+def turn_lengths(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
+    """Recall of ~100-character turns against ~4,000-character ones (a question with a pasted log or
+    code block, half of them in a ``` fence), interleaved, each turn distinct: the bounded query
+    (tap/query.py) keeps the second within 1.5x of the first (issue target, p99)."""
+    rng = random.Random(7)
+    short_ms: list[float] = []
+    long_ms: list[float] = []
+    for index, query in enumerate(queries):
+        short = f"{query} (#{index})".ljust(100, ".")[:100]
+        fence = "```" if index % 4 < 2 else ""  # half of the pastes fenced, half not
+        long = f"{query} (#{index})\n{fence}\n{pasted(rng, 3900)}\n{fence}\nwhat do you make of it?"
+        for text, into in ((short, short_ms), (long, long_ms)) if index % 2 else ((long, long_ms), (short, short_ms)):
+            started = time.perf_counter()
+            rt.recall.recall(text, scope=SCOPE)
+            into.append((time.perf_counter() - started) * 1000)
+    short_s, long_s = benchutil.summary_ms(short_ms), benchutil.summary_ms(long_ms)
+    return {
+        "short_100_chars_ms": short_s,
+        "long_4000_chars_ms": long_s,
+        "ratio_p50": round(long_s["p50"] / short_s["p50"], 2),
+        "ratio_p99": round(long_s["p99"] / short_s["p99"], 2),
+    }
+
+
+def disk_mb(home: Path) -> dict[str, float]:
+    """MB on disk: the embedded Chroma directory and the lexical index (with its WAL)."""
+    chroma = sum(p.stat().st_size for p in (home / "chroma").rglob("*") if p.is_file())
+    lexical = sum(p.stat().st_size for p in home.glob("lexical-*") if p.is_file())
+    return {"chroma": round(chroma / 2**20, 1), "lexical": round(lexical / 2**20, 1)}
 
 
 def serve_rss(home: Path, queries: Sequence[str], idle_s: float, config_text: str = CONFIG) -> dict[str, Any]:
@@ -150,6 +201,7 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
                 point: dict[str, Any] = {
                     "memories": size,
                     "build_s": round(build_s, 1),
+                    "disk_mb": disk_mb(home),
                     "writes_per_s": round(written / build_s),
                 }
                 point |= measure(rt, queries)
@@ -184,6 +236,28 @@ def run(sizes: Sequence[int], n_queries: int, pool: int, idle_s: float, rss_at: 
     }
 
 
+def shared_lag(rt: Runtime, toml: str, other_home: Path, pool: corpus.Corpus, writes: int = 20) -> dict[str, Any]:
+    """Seconds from a memory written through one process's store until another process's lexical
+    index finds it (the change feed, store/changes.py): a second runtime on the same server."""
+    other = open_runtime(LoadedConfig(config=parse_config(toml), path=None, data_dir=other_home))
+    lags: list[float] = []
+    try:
+        for n in range(writes):
+            memories, vectors = pool.memories(1, scope=SCOPE)
+            word = f"zq{n}marker"
+            memories[0].content += f" ({word})"
+            started = time.perf_counter()
+            rt.store.add(memories, vectors)
+            while not other.store.text_search(word, scope=SCOPE, k=1):
+                if time.perf_counter() - started > 30:
+                    break
+                time.sleep(0.01)
+            lags.append(time.perf_counter() - started)
+    finally:
+        other.close()
+    return {"writes": writes, "seconds": benchutil.summary_ms(lags, digits=3)}
+
+
 def run_server_mode(size: int, n_queries: int, pool: int, idle_s: float) -> dict[str, Any]:
     """The same measurement with ``[store] url`` = a `chroma run` server started here, at one size.
 
@@ -204,6 +278,7 @@ def run_server_mode(size: int, n_queries: int, pool: int, idle_s: float) -> dict
                 point: dict[str, Any] = {"memories": size, "build_s": round(build_s, 1)}
                 point["writes_per_s"] = round(size / build_s)
                 point |= measure(rt, queries)
+                point["shared_store_lag"] = shared_lag(rt, toml, Path(tmp) / "other", pool_corpus)
             finally:
                 rt.close()
             point["serve"] = serve_rss(home, queries[:20], idle_s, toml)

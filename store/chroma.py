@@ -11,18 +11,25 @@ Invariants:
   asks Chroma for the nearest ids *without* a metadata filter (Chroma's `where` scans the metadata:
   ~50 ms at 10k memories vs ~2 ms unfiltered), over-fetching by the scope's share of the collection,
   keeps the ids that are active in the scope, and falls back to the filtered query when too few
-  survive. A scope that is a small share of the collection (at most 4,096 active memories) is
-  searched exactly in memory instead (store.scope_vectors), loaded once and kept in step by this
-  store's writes. With a Chroma server (possibly shared with other machines) both read from Chroma;
+  survive. A scope that is a share of the collection, of at most 16,384 active memories, is
+  searched exactly in memory instead (store.scope_vectors: a matrix product, no Chroma call),
+  loaded from the float16 vectors the lexical index keeps (milliseconds) and kept in step by this
+  store's writes; `warm_vectors`
+  loads the largest scopes at start. With a Chroma server (possibly shared with other machines)
+  both read from Chroma;
 - every chromadb/httpx error is translated into StoreError here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,8 +38,10 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import chromadb  # noqa: E402
 import msgspec  # noqa: E402
+import numpy as np  # noqa: E402
 from chromadb.config import Settings  # noqa: E402
 
+from store.changes import OVERLAP_S, RETAIN_S, ChangeFeed  # noqa: E402
 from store.codec import from_metadata, to_metadata  # noqa: E402
 from store.lexical import LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
@@ -41,7 +50,13 @@ from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
 
+log = logging.getLogger(__name__)
+
 _PAGE = 1000
+FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
+_PRUNE_EVERY_S = 300.0
+_SAVE_CURSOR_EVERY_S = 10.0
+VECTOR_CACHE_BYTES = 192 * 1024 * 1024  # in-memory scope vectors (float32), all scopes together
 _OVERFETCH = 2.0  # unfiltered vector query: fetch this many times the scope's expected share
 _MAX_FAST_FETCH = 1000  # beyond this, the filtered Chroma query is the cheaper one
 _decode = msgspec.json.Decoder(Memory).decode
@@ -78,6 +93,11 @@ def _translated(action: str, where: str) -> Iterator[None]:
         raise StoreError(f"memory store {where}: {action} failed: {exc}") from exc
 
 
+def _pack(vector: Sequence[float]) -> bytes:
+    """A vector as float16 bytes (the lexical index keeps it for in-memory search)."""
+    return np.asarray(vector, dtype=np.float16).tobytes()
+
+
 def _dir_size(path: Path) -> int:
     """Bytes used by the files under path."""
     if path.is_file():
@@ -96,7 +116,8 @@ class ChromaStore:
         collection: str,
         embedder_id: str,
         dimensions: int,
-        exact_scope_max: int = 4096,
+        exact_scope_max: int = 16384,
+        vector_cache_bytes: int = VECTOR_CACHE_BYTES,
     ) -> None:
         self.embedder_id = embedder_id
         self.url = url
@@ -104,7 +125,17 @@ class ChromaStore:
         self._data_dir = data_dir
         self._exclusive = not url  # embedded: this process is the only writer
         self._total: int | None = None  # cached collection size, reset by every write
-        self._small = ScopeVectors(max_scope=exact_scope_max)  # small scopes' vectors (embedded mode only)
+        # scopes' vectors for exact in-memory search (embedded mode only)
+        self._small = ScopeVectors(max_scope=exact_scope_max, max_total=max(1, vector_cache_bytes // (4 * dimensions)))
+        self._revisions: Counter[str] = Counter()  # per scope, bumped by every change seen (recall cache)
+        self._epoch = 0  # bumped when the lexical index is rebuilt: every scope may have changed
+        self._revision_lock = threading.Lock()
+        self._feed: ChangeFeed | None = None  # a Chroma server is shared: follow the others' writes
+        self._cursor = 0.0
+        self._cursor_saved = 0.0
+        self._follow_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
         self._lock: DataDirLock | None = None
         if not url:
             self._lock = DataDirLock(data_dir)
@@ -112,11 +143,17 @@ class ChromaStore:
         try:
             self._client = self._connect(data_dir, url)
             self._col = self._open_collection(collection, embedder_id, dimensions)
+            if url:
+                with _translated("open the change feed", self.where):
+                    self._feed = ChangeFeed(self._client, collection)
             self._lexical = LexicalIndex(data_dir / f"lexical-{collection}.db")
             self._sync_lexical()
         except BaseException:
             self._release_lock()
             raise
+        if self._feed is not None:
+            self._follower = threading.Thread(target=self._follow_loop, name="tap-store-follow", daemon=True)
+            self._follower.start()
 
     def _connect(self, data_dir: Path, url: str) -> Any:
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
@@ -151,15 +188,41 @@ class ChromaStore:
         return col
 
     def _sync_lexical(self) -> None:
-        """Rebuild the lexical index from Chroma when the two disagree."""
+        """Bring the lexical index in step with Chroma: embedded, rebuild it when the counts
+        disagree (read only after a crash: a clean close records the collection's size, which
+        grew linearly as a read of every active id at each start, seconds at 1M memories); on a
+        shared server, catch up through the change feed when this index followed
+        it recently, else rebuild it (equal counts prove nothing there)."""
+        if self._feed is not None:
+            cursor = self._lexical.cursor()
+            if cursor is not None and cursor > time.time() - RETAIN_S + 2 * OVERLAP_S:
+                self._cursor = self._cursor_saved = cursor
+                self.follow()
+                return
+            started = time.time()
+            self._rebuild()
+            self._cursor = started
+            self._save_cursor(force=True)
+            return
+        clean = self._lexical.clean_total()
+        self._lexical.set_clean_total(None)  # until this process closes cleanly
+        if clean is not None and clean == self._collection_size():
+            return  # the only writer closed cleanly and nothing wrote since: no need to read every id
         with _translated("read", self.where):
             active = self._col.get(where={"active": True}, include=[])["ids"]
-        if len(active) == self._lexical.count():
-            return
+        if len(active) != self._lexical.count():
+            self._rebuild(active)
+
+    def _rebuild(self, active: list[str] | None = None) -> None:
+        """Index every active memory of the collection again."""
+        if active is None:
+            with _translated("read", self.where):
+                active = self._col.get(where={"active": True}, include=[])["ids"]
         self._lexical.clear()
+        self._changed_all()
         for start in range(0, len(active), _PAGE):
             memories = self.get(active[start : start + _PAGE])
-            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories)
+            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m), None) for m in memories)
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert or replace memories with their vectors, and index the active ones."""
@@ -174,7 +237,7 @@ class ChromaStore:
                 documents=[m.content for m in memories],
                 metadatas=[to_metadata(m) for m in memories],
             )
-        self._index(memories)
+        self._index(memories, vectors)
         for memory, vector in zip(memories, vectors, strict=True):
             if memory.active:
                 self._small.put(memory.scope, memory.id, vector)
@@ -197,9 +260,28 @@ class ChromaStore:
             elif self._small.cached(memory.scope):
                 self._small.drop(memory.scope)  # active again: its vector is not here, reload when searched
 
-    def _index(self, memories: Sequence[Memory]) -> None:
+    def revision(self, scope: str) -> int:
+        """Changes whenever a memory of the scope was written, updated or deleted (see ports)."""
+        with self._revision_lock:
+            return self._epoch + self._revisions[scope]
+
+    def _changed(self, scopes: Iterable[str]) -> None:
+        with self._revision_lock:
+            for scope in set(scopes):
+                self._revisions[scope] += 1
+
+    def _changed_all(self) -> None:
+        with self._revision_lock:
+            self._epoch += 1
+
+    def _index(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]] | None = None) -> None:
+        self._changed(m.scope for m in memories)
+        self._announce([(m.id, m.scope) for m in memories])
         self._total = None
-        self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m)) for m in memories if m.active)
+        packed: Sequence[bytes | None] = [_pack(v) for v in vectors] if vectors is not None else [None] * len(memories)
+        self._lexical.upsert(
+            (m.id, m.scope, m.index_text, _encode(m), v) for m, v in zip(memories, packed, strict=True) if m.active
+        )
         self._lexical.remove([m.id for m in memories if not m.active])
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
@@ -263,25 +345,56 @@ class ChromaStore:
         return out
 
     def _small_scope_search(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]] | None:
-        """Exact search over a small scope's vectors held in memory (store.scope_vectors); None when
+        """Exact search over a scope's vectors held in memory (store.scope_vectors); None when
         they could not be cached (a write raced the load, or the scope is over the bounds)."""
         ranked = self._small.search(scope, vectors, k)
         if ranked is None:
-            version = self._small.version
-            ids = self._lexical.ids_in_scope(scope)
-            found: dict[str, Any] = {}
-            for start in range(0, len(ids), _PAGE):
-                with _translated("read", self.where):
-                    got = self._col.get(ids=ids[start : start + _PAGE], include=["embeddings"])
-                found.update(zip(got["ids"], got["embeddings"] if got["embeddings"] is not None else [], strict=False))
-            present = [i for i in ids if i in found]
-            if not self._small.load(scope, present, [found[i] for i in present], version=version):
+            if not self._load_scope(scope):
                 return None
             ranked = self._small.search(scope, vectors, k)
             if ranked is None:
                 return None
         records = self._lexical.records(list({i for hits in ranked for i, _ in hits}))
         return [[Hit(memory=_decode(records[i]), score=s) for i, s in hits if i in records] for hits in ranked]
+
+    def _load_scope(self, scope: str) -> bool:
+        """Cache a scope's vectors: from the lexical index (float16 beside each record), the ones it
+        lacks (an index from before that column) from Chroma, kept there for next time."""
+        version = self._small.version
+        rows = self._lexical.vectors(scope)
+        if len(rows) > self._small.max_scope:
+            return False
+        missing = [i for i, v in rows if v is None]
+        fetched: dict[str, bytes] = {}
+        for start in range(0, len(missing), _PAGE):
+            with _translated("read", self.where):
+                got = self._col.get(ids=missing[start : start + _PAGE], include=["embeddings"])
+            found = got["embeddings"] if got["embeddings"] is not None else []
+            fetched.update((i, _pack(v)) for i, v in zip(got["ids"], found, strict=False))
+        if fetched:
+            self._lexical.set_vectors(list(fetched.items()))
+        present = [(i, v if v is not None else fetched.get(i)) for i, v in rows]
+        ids = [i for i, v in present if v is not None]
+        if not ids:
+            return self._small.load(scope, [], np.zeros((0, 0), np.float32), version=version)
+        matrix = np.frombuffer(b"".join(v for _, v in present if v is not None), dtype=np.float16)
+        return self._small.load(scope, ids, matrix.reshape(len(ids), -1).astype(np.float32), version=version)
+
+    def warm_vectors(self) -> int:
+        """Load the largest scopes' vectors that fit the cache (at start, in the background, so the
+        first recall of a scope finds them); returns how many scopes were loaded."""
+        if not self._exclusive:
+            return 0
+        room = self._small.max_total
+        loaded = 0
+        total = self._collection_size()
+        for scope, size in sorted(self._lexical.scope_sizes().items(), key=lambda pair: -pair[1]):
+            if size > self._small.max_scope or size > room or size >= total:
+                continue  # too big, or the whole collection (searched unfiltered: see vector_search_many)
+            if self._small.cached(scope) or self._load_scope(scope):
+                loaded += 1
+                room -= size
+        return loaded
 
     def _collection_size(self) -> int:
         """Items in the collection (superseded versions included), cached until the next write."""
@@ -314,12 +427,19 @@ class ChromaStore:
 
     def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
         """Active memories of the scope by BM25 over their content."""
-        ranked = self._lexical.search(query, scope=scope, k=k, prefix=prefix)
+        return self.text_search_many([query], scope=scope, k=k, prefix=prefix)[0]
+
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """`text_search` for each query: one index lookup and one read of the records for all."""
+        if not queries:
+            return []
+        ranked = self._lexical.search_many(queries, scope=scope, k=k, prefix=prefix)
+        ids = list({i for hits in ranked for i, _ in hits})
         if self._exclusive:
-            records = self._lexical.records([i for i, _ in ranked])
-            return [Hit(memory=_decode(records[i]), score=s) for i, s in ranked if i in records]
-        by_id = {m.id: m for m in self.get([i for i, _ in ranked])}
-        return [Hit(memory=by_id[i], score=s) for i, s in ranked if i in by_id and by_id[i].active]
+            records = self._lexical.records(ids)
+            return [[Hit(memory=_decode(records[i]), score=s) for i, s in hits if i in records] for hits in ranked]
+        by_id = {m.id: m for m in self.get(ids)}
+        return [[Hit(memory=by_id[i], score=s) for i, s in hits if i in by_id and by_id[i].active] for hits in ranked]
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """Active memories of the scope filling the slot (an indexed metadata filter in Chroma)."""
@@ -436,15 +556,79 @@ class ChromaStore:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove memories for good (an id named twice counts once)."""
-        existing = [m.id for m in self.get(list(dict.fromkeys(ids)))]
+        found = self.get(list(dict.fromkeys(ids)))
+        existing = [m.id for m in found]
         if existing:
+            self._changed(m.scope for m in found)
             with _translated("delete", self.where):
                 self._col.delete(ids=existing)
             self._total = None
             self._lexical.remove(existing)
             for memory_id in existing:
                 self._small.remove(memory_id)
+            self._announce([(m.id, m.scope) for m in found])
         return len(existing)
+
+    # -- several processes on one Chroma server (store.changes) -------------------------------------
+
+    def _announce(self, changed: list[tuple[str, str]]) -> None:
+        if self._feed is not None and changed:
+            with _translated("write the change feed", self.where):
+                self._feed.announce(changed)
+
+    def follow(self) -> int:
+        """Apply the changes other processes announced since the last call (shared server only):
+        their memories are read again, active ones indexed, the rest dropped; how many."""
+        if self._feed is None:
+            return 0
+        with self._follow_lock:
+            polled = time.time()
+            with _translated("read the change feed", self.where):
+                changes = self._feed.since(self._cursor)
+            ids = list(dict.fromkeys(c.memory for c in changes if c.memory))
+            current: dict[str, Memory] = {}
+            for start in range(0, len(ids), _PAGE):
+                current.update((m.id, m) for m in self.get(ids[start : start + _PAGE]))
+            active = [m for m in current.values() if m.active]
+            self._lexical.upsert((m.id, m.scope, m.index_text, _encode(m), None) for m in active)
+            self._lexical.remove([i for i in ids if i not in current or not current[i].active])
+            if changes:
+                self._changed({c.scope for c in changes} | {m.scope for m in current.values()})
+                self._total = None
+            self._cursor = max([self._cursor, polled - OVERLAP_S, *(c.at for c in changes)])
+            self._save_cursor()
+            return len(ids)
+
+    def status(self) -> dict[str, Any]:
+        """For /tap/status: where the store is, what the lexical index holds, and on a shared
+        server how far behind the others' changes this process may be (seconds)."""
+        out: dict[str, Any] = {"shared": self._feed is not None, "indexed": self._lexical.count()}
+        out["indexed_by_scope"] = dict(sorted(self._lexical.scope_sizes().items())[:50])
+        if self._feed is not None:
+            out["behind_s"] = round(max(0.0, time.time() - self._cursor - OVERLAP_S), 1)
+        return out
+
+    def _save_cursor(self, *, force: bool = False) -> None:
+        if force or self._cursor - self._cursor_saved >= _SAVE_CURSOR_EVERY_S:
+            self._lexical.set_cursor(self._cursor)
+            self._cursor_saved = self._cursor
+
+    def _follow_loop(self) -> None:
+        """Every FOLLOW_S: follow the change feed; now and then prune it. Failures are logged."""
+        pruned = 0.0
+        failing = False
+        while not self._stop.wait(FOLLOW_S):
+            try:
+                self.follow()
+                if time.time() - pruned > _PRUNE_EVERY_S and self._feed is not None:
+                    with _translated("prune the change feed", self.where):
+                        self._feed.prune()
+                    pruned = time.time()
+                failing = False
+            except Exception as exc:  # a store outage: keep trying, say so once
+                if not failing:
+                    log.warning("cannot follow the shared store's changes (will retry): %s", exc)
+                failing = True
 
     def purge(self) -> None:
         """Leave no trace of deleted memories in the lexical index file (see LexicalIndex.purge)."""
@@ -476,7 +660,17 @@ class ChromaStore:
         )
 
     def close(self) -> None:
-        """Close the lexical index and release the data-dir lock."""
+        """Stop following the change feed, close the lexical index and release the data-dir lock."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._follower is not None:
+            self._follower.join(timeout=10)
+            with contextlib.suppress(StoreError):
+                self._save_cursor(force=True)
+        if self._exclusive:  # every write reached both: the next open need not compare them
+            with contextlib.suppress(Exception):  # closing never fails (a broken index is compared at open)
+                self._lexical.set_clean_total(self._collection_size())
         self._lexical.close()
         self._release_lock()
 

@@ -12,9 +12,12 @@ index from before this column is dropped at open and rebuilt from Chroma by the 
 
 Beside the FTS5 table, `entries` maps each id to its FTS5 rowid (so replacing or removing a memory
 is an indexed lookup, not a scan of the FTS table: writes stay O(log n) at 100k memories), its
-scope, and the encoded record the store hands back on the recall hot path (reading records from
-embedded Chroma costs ~7 ms per call; from here well under 1 ms). Both tables change in one
-transaction.
+scope, the encoded record the store hands back on the recall hot path (reading records from
+embedded Chroma costs ~7 ms per call; from here well under 1 ms), and the memory's vector as
+float16 (768 bytes at 384 dimensions), from which the store loads a scope's vectors for exact
+in-memory search (store.scope_vectors) in milliseconds where reading them from Chroma took ~0.4 s
+per 10k. An index from before this column gets the vectors as its scopes are first loaded. Both
+tables change in one transaction.
 """
 
 from __future__ import annotations
@@ -35,16 +38,39 @@ _STOP = frozenset(
     "it its me my of on or our she so that the their them then there these they this to was we were "
     "what when where which who whom why will with would you your".split()
 )
-_MAX_TERMS = 32
+_MAX_CANDIDATES = 64
+MAX_TERMS = 16
+POSTINGS_BUDGET = 20_000
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct, lower-cased, non-stop-word terms of a query, in order."""
+def query_terms(text: str, limit: int = _MAX_CANDIDATES) -> list[str]:
+    """The distinct, lower-cased, non-stop-word terms of a query, in order (at most `limit`)."""
     seen: dict[str, None] = {}
     for word in _WORD.findall(text.lower()):
         if word not in _STOP and word not in seen:
             seen[word] = None
-    return list(seen)[:_MAX_TERMS]
+            if len(seen) == limit:
+                break
+    return list(seen)
+
+
+def informative(terms: Sequence[str], df: Sequence[int]) -> list[str]:
+    """The terms worth a BM25 query, in their order: the rarest ones, at most MAX_TERMS, while the
+    documents they match (their postings: what FTS5 reads and scores) stay within POSTINGS_BUDGET;
+    the rarest term is always kept, terms matching nothing are left out (they cannot score). The
+    terms left out are the commonest, whose IDF is the lowest (FTS5 gives a term in more than half
+    of the documents ~1e-6), so the cost of a search follows the budget, not the store: at 100k
+    memories an OR of every word of a question read ~50k postings (14.7 ms p50, 57 ms p99). Below
+    POSTINGS_BUDGET memories in all nothing is left out but past the 16th term."""
+    ranked = sorted((n, i) for i, n in enumerate(df) if n > 0)
+    kept: list[int] = []
+    postings = 0
+    for n, i in ranked:
+        if kept and (len(kept) == MAX_TERMS or postings + n > POSTINGS_BUDGET):
+            break
+        kept.append(i)
+        postings += n
+    return [terms[i] for i in sorted(kept)]
 
 
 def scope_key(scope: str) -> str:
@@ -52,15 +78,24 @@ def scope_key(scope: str) -> str:
     return "s" + hashlib.sha256(scope.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
-IndexRow = tuple[str, str, str, bytes]
-"""(id, scope, content, encoded record) of one active memory."""
+IndexRow = tuple[str, str, str, bytes, bytes | None]
+"""(id, scope, content, encoded record, vector as float16 bytes or None to keep the indexed one)
+of one active memory."""
 
 _SCHEMA = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories USING fts5("
     "id UNINDEXED, scopekey, content, tokenize='porter unicode61')",
     "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, fts_row INTEGER NOT NULL, scope TEXT NOT NULL, "
-    "record BLOB NOT NULL)",
+    "record BLOB NOT NULL, vector BLOB)",
     "CREATE INDEX IF NOT EXISTS entries_scope ON entries (scope)",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+_TEMP_SCHEMA = (
+    # document frequencies of the index's (stemmed) terms: an indexed lookup per term
+    "CREATE VIRTUAL TABLE temp.memories_vocab USING fts5vocab(main, memories, 'row')",
+    # the query's words through the index's own tokenizer, so they are stemmed exactly as FTS5 does
+    "CREATE VIRTUAL TABLE temp.query_words USING fts5(word, tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE temp.query_words_vocab USING fts5vocab(temp, query_words, 'instance')",
 )
 _IN_BATCH = 500
 
@@ -77,41 +112,104 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self._db = connect(path)
         self._db.execute("PRAGMA secure_delete=ON")  # a deleted memory's text is overwritten, not left in free pages
-        self._upgrade()
-        for statement in _SCHEMA:
+        fresh = not self._upgrade()
+        for statement in (*_SCHEMA, *_TEMP_SCHEMA):
             self._db.execute(statement)
+        if fresh:  # what the store recorded about an index that is gone no longer holds
+            self._db.execute("DELETE FROM meta")
+        if "vector" not in [row[1] for row in self._db.execute("PRAGMA table_info(entries)")]:
+            self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
         self._counts: Counter[str] = Counter()
         self._load_counts()
 
-    def _upgrade(self) -> None:
+    def _upgrade(self) -> bool:
         """An index written before scopes were searchable is dropped; the store rebuilds it from
-        Chroma (its count no longer agrees)."""
+        Chroma (its count no longer agrees). Whether a current index was found."""
         columns = [row[1] for row in self._db.execute("PRAGMA table_info(memories)")]
         if columns and "scopekey" not in columns:
             self._db.execute("DROP TABLE memories")
             self._db.execute("DROP TABLE IF EXISTS entries")
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {"memories", "entries"} <= tables
 
     def _load_counts(self) -> None:
         rows = self._db.execute("SELECT scope, count(*) FROM entries GROUP BY scope").fetchall()
         self._counts = Counter({str(scope): int(n) for scope, n in rows})
 
     def upsert(self, rows: Iterable[IndexRow]) -> None:
-        """Index (id, scope, content, record) rows, replacing same-id rows."""
+        """Index (id, scope, content, record, vector) rows, replacing same-id rows (a row without
+        a vector keeps the one indexed before, if any)."""
         rows = list(rows)
         if not rows:
             return
         with self._lock, self._transaction() as delta:
-            for memory_id, scope, content, record in rows:
-                self._delete(memory_id, delta)
+            for memory_id, scope, content, record, vector in rows:
+                kept = self._delete(memory_id, delta)
                 cursor = self._db.execute(
                     "INSERT INTO memories (id, scopekey, content) VALUES (?, ?, ?)",
                     (memory_id, scope_key(scope), content),
                 )
                 self._db.execute(
-                    "INSERT INTO entries (id, fts_row, scope, record) VALUES (?, ?, ?, ?)",
-                    (memory_id, cursor.lastrowid, scope, record),
+                    "INSERT INTO entries (id, fts_row, scope, record, vector) VALUES (?, ?, ?, ?, ?)",
+                    (memory_id, cursor.lastrowid, scope, record, vector if vector is not None else kept),
                 )
                 delta[scope] += 1
+
+    def vectors(self, scope: str) -> list[tuple[str, bytes | None]]:
+        """(id, float16 vector bytes or None when not indexed yet) of every active memory of the scope."""
+        with self._lock:
+            return [
+                (row[0], row[1]) for row in self._db.execute("SELECT id, vector FROM entries WHERE scope = ?", (scope,))
+            ]
+
+    def set_vectors(self, pairs: Sequence[tuple[str, bytes]]) -> None:
+        """Store the vectors of indexed memories (read from the store for an index that lacked them)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("UPDATE entries SET vector = ? WHERE id = ?", [(v, i) for i, v in pairs])
+            self._db.execute("COMMIT")
+
+    def clean_total(self) -> int | None:
+        """The collection's size recorded when its only writer closed cleanly (and since not
+        reopened), else None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'clean_total'").fetchone()
+        return int(row[0]) if row else None
+
+    def set_clean_total(self, total: int | None) -> None:
+        """Record (at a clean close) or forget (at open, before any write) the collection's size."""
+        with self._lock:
+            if total is None:
+                self._db.execute("DELETE FROM meta WHERE key = 'clean_total'")
+            else:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('clean_total', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(total),),
+                )
+
+    def cursor(self) -> float | None:
+        """Where this index stands in a shared store's change feed (store.changes), if it follows one."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'feed_cursor'").fetchone()
+        return float(row[0]) if row else None
+
+    def set_cursor(self, cursor: float | None) -> None:
+        """Record (or, with None, forget) where this index stands in the change feed."""
+        with self._lock:
+            if cursor is None:
+                self._db.execute("DELETE FROM meta WHERE key = 'feed_cursor'")
+            else:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('feed_cursor', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (repr(cursor),),
+                )
+
+    def scope_sizes(self) -> dict[str, int]:
+        """Active memories per scope."""
+        with self._lock:
+            return dict(self._counts)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Drop these ids from the index (superseded or deleted memories)."""
@@ -144,37 +242,79 @@ class LexicalIndex:
             if self._counts[scope] <= 0:
                 del self._counts[scope]
 
-    def _delete(self, memory_id: str, delta: Counter[str]) -> None:
-        row = self._db.execute("SELECT fts_row, scope FROM entries WHERE id = ?", (memory_id,)).fetchone()
-        if row is not None:
-            self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
-            self._db.execute("DELETE FROM entries WHERE id = ?", (memory_id,))
-            delta[row[1]] -= 1
+    def _delete(self, memory_id: str, delta: Counter[str]) -> bytes | None:
+        """Remove one id; its vector, if it had one."""
+        row = self._db.execute("SELECT fts_row, scope, vector FROM entries WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            return None
+        self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
+        self._db.execute("DELETE FROM entries WHERE id = ?", (memory_id,))
+        delta[row[1]] -= 1
+        return None if row[2] is None else bytes(row[2])
 
     def search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[tuple[str, float]]:
         """(id, score) pairs best first; score is -bm25, so higher is better. `prefix`: each term
         also matches the words it starts ('vim' finds 'vimrc')."""
-        terms = query_terms(query)
-        if not terms:
-            return []
-        star = "*" if prefix else ""
-        words = " OR ".join('"' + t.replace('"', '""') + '"' + star for t in terms)
+        return self.search_many([query], scope=scope, k=k, prefix=prefix)[0]
+
+    def search_many(
+        self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False
+    ) -> list[list[tuple[str, float]]]:
+        """`search` for several queries of one scope (one lock for all of them), in their order."""
+        candidates = [query_terms(query) for query in queries]
         with self._lock:
             if self._counts.get(scope, 0) == 0:
+                return [[] for _ in queries]
+            return [self._search(terms, scope, k, prefix) if terms else [] for terms in candidates]
+
+    def _search(self, candidates: list[str], scope: str, k: int, prefix: bool = False) -> list[tuple[str, float]]:
+        if prefix:  # word starts (reconcile's retraction lookup, off the hot path): every term, every row
+            terms, first_row = candidates, 0
+        else:
+            df = self._frequencies(candidates)
+            terms = informative(candidates, df)
+            if not terms:
                 return []
-            # one scope holds everything: filtering on it would only cost time; else the scope's
-            # key token is matched inside FTS5, so only the scope's postings are ranked
-            match = (
-                f"content : ({words})"
-                if len(self._counts) == 1
-                else f"scopekey : {scope_key(scope)} AND content : ({words})"
-            )
-            rows = self._db.execute(
-                "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? "
-                "ORDER BY rank LIMIT ?",
-                (match, k),
-            ).fetchall()
+            first_row = self._newest_rows(min(n for t, n in zip(candidates, df, strict=True) if t in terms))
+        star = "*" if prefix else ""
+        words = " OR ".join('"' + t.replace('"', '""') + '"' + star for t in terms)
+        # one scope holds everything: filtering on it would only cost time; else the scope's key
+        # token is matched inside FTS5, so only the scope's postings are ranked
+        match = (
+            f"content : ({words})"
+            if len(self._counts) == 1
+            else f"scopekey : {scope_key(scope)} AND content : ({words})"
+        )
+        rows = self._db.execute(
+            "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
+            "ORDER BY rank LIMIT ?",
+            (match, first_row, k),
+        ).fetchall()
         return [(row[0], -float(row[1])) for row in rows]
+
+    def _newest_rows(self, rarest: int) -> int:
+        """The first rowid to search: 0 (all) unless even the rarest term kept is in more than
+        POSTINGS_BUDGET memories; then only the newest rows that hold about that many of its
+        postings (rowids grow with every write, so the newest memories win). Without this a
+        query of common words alone cost 54 ms p50 at 1M memories (one term with ~40k postings)."""
+        if rarest <= POSTINGS_BUDGET:
+            return 0
+        top = int(self._db.execute("SELECT max(rowid) FROM memories").fetchone()[0] or 0)
+        return max(0, top - top * POSTINGS_BUDGET // rarest)
+
+    def _frequencies(self, words: Sequence[str]) -> list[int]:
+        """How many indexed memories hold each word (as FTS5 stems it; a word FTS5 splits in two
+        counts as its rarer part)."""
+        self._db.execute("DELETE FROM temp.query_words")
+        self._db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(words, 1))
+        stems: dict[int, list[str]] = {}
+        for term, row in self._db.execute("SELECT term, doc FROM temp.query_words_vocab"):
+            stems.setdefault(int(row), []).append(str(term))
+        df: dict[str, int] = {}
+        for term in {t for found in stems.values() for t in found}:
+            got = self._db.execute("SELECT doc FROM temp.memories_vocab WHERE term = ?", (term,)).fetchone()
+            df[term] = int(got[0]) if got else 0
+        return [min((df[t] for t in stems.get(i, [])), default=0) for i in range(1, len(words) + 1)]
 
     def in_scope(self, ids: Sequence[str], scope: str) -> set[str]:
         """Which of these ids are active memories of the scope."""
@@ -218,6 +358,7 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             self._db.execute("DELETE FROM memories")
             self._db.execute("DELETE FROM entries")
+            self._db.execute("DELETE FROM meta")
             self._db.execute("COMMIT")
             self._counts = Counter()
 

@@ -81,6 +81,10 @@ class OllamaEmbedder:
         """The vector for one query, sent with the ``search_query: `` prefix."""
         return self._embed([QUERY_PREFIX + text])[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for several queries in one request (the recall batch), in order."""
+        return self._embed([QUERY_PREFIX + text for text in texts]) if texts else []
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for texts, in order, sent with the ``search_document: `` prefix in batches."""
         vectors: list[list[float]] = []

@@ -1,4 +1,4 @@
-"""Exact in-memory vectors of the active memories of small scopes (embedded store only).
+"""Exact in-memory vectors of the active memories of scopes (embedded store only).
 
 Embedded Chroma has one collection for every scope, and filtering it by scope scans metadata. For
 a scope that is a small share of a large collection the unfiltered search must over-fetch a lot
@@ -10,7 +10,9 @@ writes (it is the only writer in embedded mode; with a Chroma server this cache 
 
 Bounds: a scope is cached only while it has at most `max_scope` active memories, and all cached
 scopes together hold at most `max_total` vectors (least recently searched scopes are dropped
-first): 32,768 vectors of 384 float32 are 48 MB.
+first). The store sizes `max_total` by bytes (store.chroma.VECTOR_CACHE_BYTES, 192 MB: 131k
+vectors of 384 float32) and loads a scope from the float16 copies in its lexical index, so a
+dropped scope comes back in milliseconds.
 
 Thread-safe: recall threads search while the extraction worker writes; one lock guards it all
 (a search holds it for a sub-millisecond matrix product).
@@ -113,7 +115,9 @@ class ScopeVectors:
         with self._lock:
             return scope in self._scopes
 
-    def load(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]], *, version: int) -> bool:
+    def load(
+        self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]] | Matrix, *, version: int
+    ) -> bool:
         """Cache a scope from its complete list of active ids and their vectors, read after
         `version` was taken; False (nothing cached) when a write happened since, or it is too big."""
         if len(ids) > self.max_scope:

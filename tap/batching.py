@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -143,6 +144,14 @@ class WriteBuffer:
         ]
         return (found + fresh)[:k] if len(found) < k else found
 
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
+        """`text_search` for each query."""
+        return [self.text_search(query, scope=scope, k=k) for query in queries]
+
+    def revision(self, scope: str) -> int:
+        """The store's revision (the buffer is read-your-writes for its one user only)."""
+        return self.store.revision(scope)
+
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """The store's slot mates as the buffer changed them, plus buffered new ones."""
         stored = [self._buffered(m.id) or m for m in self.store.active_in_slot(scope=scope, slot=slot)]
@@ -226,6 +235,14 @@ class WriteBuffer:
     def purge(self) -> None:
         """The store's purge."""
         self.store.purge()
+
+    def warm_vectors(self) -> int:
+        """The store's warm-up."""
+        return self.store.warm_vectors()
+
+    def status(self) -> dict[str, Any]:
+        """The store's status."""
+        return self.store.status()
 
     def stats(self) -> StoreStats:
         """The store's counts."""

@@ -64,6 +64,19 @@ def render_status(doc: dict[str, Any]) -> str:
     scopes = doc.get("scopes")
     if scopes:
         lines.append(f"scopes: {scopes['rule']}")
+    recall = doc.get("recall")
+    if recall:
+        lines.append(
+            f"recall batches: {recall['served']} recalls in {recall['batches']} batches, "
+            f"{recall['lexical_only']} BM25-only and {recall['shed']} shed under load, "
+            f"{recall['cache_hits']} from the cache, ~{recall['ms_per_recall']} ms each"
+        )
+    store = doc.get("store")
+    if store and store.get("shared"):
+        lines.append(
+            f"store: shared Chroma server; lexical index {store['indexed']} memories, "
+            f"at most {store.get('behind_s', 0)} s behind the other processes' writes"
+        )
     ex = doc.get("extraction") or {}
     if ex:
         q = ex["queue"]

@@ -78,6 +78,7 @@ class RecallConfig(Section, frozen=True):
     candidates: Annotated[int, msgspec.Meta(ge=1, le=500)] = 80
     min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 180.0
+    overload_lexical: bool = True
 
 
 class StoreConfig(Section, frozen=True):

@@ -5,6 +5,7 @@ TapError
  ├── ModelError           embedded model missing or corrupted (names the package to reinstall)
  ├── StoreError           memory store unreachable, locked, or opened with another embedder
  ├── EmbedderError        embedder failed (Ollama down, bad response)
+ ├── RecallOverloaded     a recall was shed to keep the others within their deadline (also a TimeoutError)
  ├── UpstreamError        an LLM API upstream failed (proxy side)
  └── ProviderError        a gate/extractor provider failed; ``retryable`` says whether to retry
 """
@@ -30,6 +31,10 @@ class StoreError(TapError):
 
 class EmbedderError(TapError):
     """The embedder cannot turn text into vectors."""
+
+
+class RecallOverloaded(TapError, TimeoutError):
+    """Recall was shed: too many were waiting for it to finish before its deadline."""
 
 
 class UpstreamError(TapError):

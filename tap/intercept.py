@@ -15,10 +15,11 @@ before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a de
      request are left out (tap.repeats.VisibleInRequest); a timeout or any store/embedder error
      forwards without memories and says why (`x-tap-degraded`), never failing the request;
   5. inject it through the dialect (cache-safe placement: see each dialect's docstring);
-  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`, and on every request
-     `x-tap-request-id`: each request gets a note (tap.why) whose recall is traced when a WhyLog
-     keeps records; `finish` (called by `after`, or by the transport when there is no after-step)
-     writes the request's one log line and keeps its record for `tap why`.
+  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`,
+     `x-tap-recall-mode: lexical-only` when recall fell back to BM25 alone under overload, and on
+     every request `x-tap-request-id`: each request gets a note (tap.why) whose recall is traced
+     when a WhyLog keeps records; `finish` (called by `after`, or by the transport when there is
+     no after-step) writes the request's one log line and keeps its record for `tap why`.
 
 after:
   - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
@@ -48,7 +49,8 @@ from typing import Protocol
 
 from tap.capture import Capture, Exchange
 from tap.config import Config
-from tap.dialects import Dialect, HumanTurn, JsonObject, Reply, Said, find_human_turn
+from tap.dialects import ClientIds, Dialect, HumanTurn, JsonObject, Reply, Said, find_human_turn
+from tap.errors import RecallOverloaded
 from tap.identity import CONVERSATION_HEADER, Conversations, Resolved, reply_key, turn_key
 from tap.lru import LRU
 from tap.metrics import Metrics
@@ -63,10 +65,13 @@ log = logging.getLogger(__name__)
 NO_MEMORY_HEADER = "x-tap-no-memory"
 RECALLED_HEADER = "x-tap-recalled"
 RECALL_MS_HEADER = "x-tap-recall-ms"
+RECALL_MODE_HEADER = "x-tap-recall-mode"
 DEGRADED_HEADER = "x-tap-degraded"
 TRUE = ("1", "true", "yes", "on")
 BLOCK_TTL_S = 3600.0
 MAX_BLOCKS = 4096
+LARGE_BODY_BYTES = 256 * 1024
+"""Bodies above this are parsed (and re-encoded) in a worker thread, off the event loop."""
 
 
 class BadRequest(ValueError):
@@ -141,6 +146,8 @@ class Interception:
     identity: Resolved | None = None
     recalled: tuple[str, ...] = ()
     degraded: str = ""
+    lexical_only: bool = False
+    """The block came from BM25 alone (recall's fallback under overload)."""
     settled: bool = False
     continuity_key: str = ""
     length: int = 0
@@ -175,6 +182,7 @@ class Prepared:
 class _Counters:
     recalls: int = 0
     blocks_reused: int = 0
+    lexical_only: int = 0
 
 
 class Interceptor:
@@ -227,6 +235,45 @@ class Interceptor:
         unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         if headers.get(NO_MEMORY_HEADER, "").lower() in TRUE:
             return Before(None, unchanged, note=note)
+        large = len(body) > LARGE_BODY_BYTES
+        # A large body is read in a worker thread: parsing, the transcript and the conversation's
+        # fingerprints of a 10 MB request took ~60 ms, during which every other stream would stall.
+        read = (
+            await asyncio.to_thread(self._read, dialect, headers, body, note)
+            if large
+            else self._read(dialect, headers, body, note)
+        )
+        if isinstance(read, Before):
+            return read
+        req, scope, said, client, upstream, identity = read
+        proxy = self.config.proxy
+        prepared = await self.prepare(
+            dialect,
+            req,
+            scope=scope,
+            conversation=identity.conversation,
+            source=source,
+            said=said,
+            identity=identity,
+            inject=proxy.inject,
+            capture=proxy.capture,
+            upstream=upstream,
+            thread=client.thread,
+            note=note,
+        )
+        body_out = None
+        if prepared.request is not req:
+            body_out = (
+                await asyncio.to_thread(dialect.encode, prepared.request) if large else dialect.encode(prepared.request)
+            )
+        return Before(body_out, prepared.headers, prepared.context, note)
+
+    def _read(
+        self, dialect: Dialect, headers: Mapping[str, str], body: bytes, note: RequestNote
+    ) -> Before | tuple[JsonObject, str, Sequence[Said], ClientIds, Upstream | None, Resolved]:
+        """Parse a request and resolve its scope and conversation; a `Before` when it goes out as
+        it came (unparsable, nothing to do). Raises `BadRequest` for a malformed `x-tap-scope`."""
+        unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         try:
             req = dialect.parse_request(body)
         except ValueError as exc:
@@ -254,22 +301,7 @@ class Interceptor:
         )
         if upstream is not None and not headers.get(CONVERSATION_HEADER, "").strip():
             identity = Resolved(upstream.conversation, "upstream", scope, client.discriminator)
-        prepared = await self.prepare(
-            dialect,
-            req,
-            scope=scope,
-            conversation=identity.conversation,
-            source=source,
-            said=said,
-            identity=identity,
-            inject=proxy.inject,
-            capture=proxy.capture,
-            upstream=upstream,
-            thread=client.thread,
-            note=note,
-        )
-        body_out = dialect.encode(prepared.request) if prepared.request is not req else None
-        return Before(body_out, prepared.headers, prepared.context, note)
+        return req, scope, said, client, upstream, identity
 
     async def prepare(
         self,
@@ -339,6 +371,8 @@ class Interceptor:
             headers[DEGRADED_HEADER] = note.degraded = ctx.degraded
             return Prepared(req, headers, ctx, note)
         headers[RECALL_MS_HEADER] = f"{note.recall_ms:.1f}"
+        if ctx.lexical_only:
+            headers[RECALL_MODE_HEADER] = "lexical-only"
         if block is None or not block.text:
             return Prepared(req, headers, ctx, note)
         try:
@@ -371,6 +405,10 @@ class Interceptor:
             result = await self.recall.recall_async(
                 ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible, **traced
             )
+        except RecallOverloaded as exc:
+            ctx.degraded = "recall-overloaded"
+            self._degrade("overloaded", f"{exc} (more recalls waiting than finish within {deadline} ms)")
+            return None
         except TimeoutError:
             ctx.degraded = f"recall-deadline-{deadline}ms"
             self._degrade("deadline", f"recall took longer than {deadline} ms")
@@ -380,6 +418,9 @@ class Interceptor:
             self._degrade("recall-error", f"{type(exc).__name__}: {exc}")
             return None
         self._counters.recalls += 1
+        if result.lexical_only:
+            self._counters.lexical_only += 1
+            ctx.lexical_only = True
         self.metrics.recall_done(result.elapsed_ms, len(result.memories))
         block = Block(result.block, tuple(r.memory.id for r in result.memories), note.request_id if note else "")
         self._blocks.put(key, block)
@@ -517,4 +558,8 @@ class Interceptor:
 
     def status(self) -> dict[str, int]:
         """Counters for /tap/status: recalls run, blocks reused by later requests of a turn."""
-        return {"recalls": self._counters.recalls, "blocks_reused": self._counters.blocks_reused}
+        return {
+            "recalls": self._counters.recalls,
+            "blocks_reused": self._counters.blocks_reused,
+            "lexical_only": self._counters.lexical_only,
+        }

@@ -8,7 +8,7 @@ async callers run them in a worker thread (see tap.recall.RecallEngine.recall_as
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -84,6 +84,15 @@ class MemoryStore(Protocol):
         `prefix`: a query word also matches the words it starts ('vim' finds 'vimrc')."""
         ...
 
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
+        """`text_search` for each query of one scope, in their order (one lookup for all of them)."""
+        ...
+
+    def revision(self, scope: str) -> int:
+        """A number that changes whenever the scope's memories may have changed (writes of this
+        process, and of others sharing the store once this one has seen them); for caches."""
+        ...
+
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """Active memories of a scope that fill the slot ("user|residence"), any part and value."""
         ...
@@ -141,6 +150,15 @@ class MemoryStore(Protocol):
 
     def purge(self) -> None:
         """Leave no trace of deleted memories in the store's files (after a forget)."""
+        ...
+
+    def warm_vectors(self) -> int:
+        """Load what makes a scope's first search fast, at start in the background; how many
+        scopes were loaded (0 when the store has nothing to warm)."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """What `/tap/status` shows about the store (what it indexes, how far behind it may be)."""
         ...
 
     def stats(self) -> StoreStats:

@@ -1,8 +1,13 @@
 """Recall: query text → hybrid search → rank → pack into one block of at most N tokens.
 
-Pipeline (docs/architecture.md, Recall):
-1. embed the query once; ask the store for the nearest active memories of the scope (vector) and
-   the best BM25 matches (lexical);
+Pipeline (docs/architecture.md, Recall), in stages — query → candidates → scored → packed:
+0. the query is the turn reduced to what the embedder and BM25 can use (tap.query); an identical
+   query in the same scope within `CACHE_TTL_S`, with the scope unchanged since (the store's
+   `revision`), reuses the scored candidates (retries, the same question asked again);
+1. candidates: embed the query; ask the store for the nearest active memories of the scope
+   (vector) and the best BM25 matches (lexical). Concurrent recalls are run as batches
+   (tap.recall_batch: admission under the deadline, earliest deadline first): every query of a
+   batch is embedded in one call and each scope is searched once for all of its queries;
 2. drop candidates below the relevance threshold (cosine < min_similarity for vector-only hits,
    BM25 under a third of the best lexical score for lexical-only hits);
 3. fuse the two rankings by reciprocal rank, then weigh by importance and recency
@@ -26,16 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import os
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tap.config import RecallConfig
 from tap.conflicts import with_partners
+from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
+from tap.query import RecallQuery, reduce_query
+from tap.recall_batch import RecallBatcher, Waiting
 from tap.records import Hit, Memory, Recalled, RecallResult
 from tap.tokens import count_tokens
 from tap.validate import safe_day
@@ -45,7 +54,11 @@ if TYPE_CHECKING:
 
 RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
-_MAX_QUERY_CHARS = 4000
+CACHE_TTL_S = 30.0
+CACHE_SIZE = 256  # each entry holds up to 2 x candidates decoded memories (~100 KB)
+Candidates = tuple[list[Hit], list[Hit]]
+"""The vector hits and the lexical hits of one query."""
+Ranked = list[tuple[Memory, float]]
 
 HEADER = (
     "<recalled-memories>\n"
@@ -270,6 +283,39 @@ def rank_order(chosen: Sequence[Recalled]) -> list[Recalled]:
     return sorted(chosen, key=lambda r: -key(r))
 
 
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors for several queries in one call: the embedder's `embed_queries` when it has one
+    (an optional capability: the ONNX and Ollama embedders do), else one `embed_query` each."""
+    many = getattr(embedder, "embed_queries", None)
+    if callable(many):
+        vectors: list[list[float]] = many(texts)
+        return vectors
+    return [embedder.embed_query(text) for text in texts]
+
+
+def _default_workers() -> int:
+    """One recall batch per core (2-4): more threads only queue for the cores and the GIL.
+
+    Measured with bench/load.py against the earlier code (a 4-thread pool) in the same run, on the
+    shared 2-core host: 2 workers with batches of up to 8 carried memories on 46 % of requests at
+    64 streams (earlier code 15 %) and 13 % at 128 (6 %), but 84 % at 32 (100 %); 4 workers with
+    batches of 8 did worse at 32 and 64, and 4 workers one recall at a time matched the earlier
+    code (bench/results/load*.json). The host's load differed between those runs."""
+    return max(2, min(4, os.cpu_count() or 2))
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """A recall waiting in the batcher."""
+
+    query: RecallQuery
+    scope: str
+    skip: Callable[[Memory], bool] | None
+    budget: int
+    started: float
+    trace: RecallTrace | None = None
+
+
 class RecallEngine:
     """Finds and packs the memories relevant to a query; thread-safe."""
 
@@ -280,6 +326,7 @@ class RecallEngine:
         config: RecallConfig,
         *,
         now: Callable[[], float] = time.time,
+        workers: int | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -287,7 +334,13 @@ class RecallEngine:
         self._now = now
         self._accessed: dict[str, tuple[int, float]] = {}
         self._accessed_lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="tap-recall")
+        self._cache: LRU[tuple[str, RecallQuery], tuple[int, Ranked]] = LRU(
+            CACHE_SIZE, ttl_s=CACHE_TTL_S, refresh=False
+        )
+        self._cache_hits = 0
+        self._batcher = RecallBatcher(
+            self._run_batch, workers=workers or _default_workers(), lexical_fallback=config.overload_lexical
+        )
 
     def recall(
         self,
@@ -301,19 +354,11 @@ class RecallEngine:
         """The block to inject for `query` in `scope` (empty when nothing is relevant). `trace`, when
         given, is told what each step did with each candidate (tap.why)."""
         started = time.perf_counter()
-        query = query.strip()[:_MAX_QUERY_CHARS]
-        if not query:
+        reduced = reduce_query(query)
+        if reduced.empty:
             return empty_result()
-        ranked = self._rank(query, scope, trace)
-        if skip is not None:
-            ranked = [(m, s) for m, s in ranked if not skip(m)]
-        ranked = with_partners(ranked, self.store.get)
-        result = self._pack(ranked, budget_tokens or self.config.budget_tokens)
-        self._note_access([r.memory.id for r in result.memories])
-        result.elapsed_ms = (time.perf_counter() - started) * 1000
-        if trace is not None:
-            trace.packed(ranked, result)
-        return result
+        ranked = self._traced(reduced, scope, trace) if trace is not None else self._ranked([reduced], scope)[0]
+        return self._packed(ranked, skip, budget_tokens or self.config.budget_tokens, started, trace)
 
     async def recall_async(
         self,
@@ -322,47 +367,132 @@ class RecallEngine:
         scope: str,
         deadline_ms: int | None = None,
         skip: Callable[[Memory], bool] | None = None,
+        budget_tokens: int | None = None,
         trace: RecallTrace | None = None,
     ) -> RecallResult:
-        """recall() in a worker thread under the hard deadline; raises TimeoutError past it."""
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self._pool,
-            lambda: self.recall(query, scope=scope, skip=skip, trace=trace),
-        )
+        """recall() through the batcher under the hard deadline; raises TimeoutError past it
+        (RecallOverloaded, a TimeoutError, when it was shed to keep the others in time)."""
+        started = time.perf_counter()
+        reduced = reduce_query(query)  # bounded work: the turn is cut to tap.query.MAX_INPUT_CHARS first
+        if reduced.empty:
+            return empty_result()
         timeout = (deadline_ms or self.config.deadline_ms) / 1000
-        return await asyncio.wait_for(future, timeout)
+        ask = _Ask(reduced, scope, skip, budget_tokens or self.config.budget_tokens, started, trace)
+        future = self._batcher.submit(ask, deadline_s=timeout)
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
 
     def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
         """Ranked relevant memories without packing (for `tap memories search`)."""
-        query = query.strip()[:_MAX_QUERY_CHARS]
-        return self._rank(query, scope)[:limit] if query else []
+        reduced = reduce_query(query)
+        return [] if reduced.empty else self._ranked([reduced], scope)[0][:limit]
 
     def search_scopes(self, query: str, scopes: Sequence[str], *, limit: int = 20) -> list[tuple[Memory, float]]:
         """`search` in each scope, merged by score: the fused scores are rank-based, so the best of
-        every scope compete on equal terms. The query is embedded once."""
-        query = query.strip()[:_MAX_QUERY_CHARS]
-        if not query:
+        every scope compete on equal terms."""
+        reduced = reduce_query(query)
+        if reduced.empty:
             return []
-        vector = self.embedder.embed_query(query)
-        merged = [pair for scope in scopes for pair in self._rank(query, scope, vector=vector)]
+        merged = [pair for scope in scopes for pair in self._ranked([reduced], scope)[0]]
         return sorted(merged, key=lambda pair: (-pair[1], pair[0].id))[:limit]
 
-    def _rank(
-        self, query: str, scope: str, trace: RecallTrace | None = None, *, vector: list[float] | None = None
-    ) -> list[tuple[Memory, float]]:
+    def _run_batch(self, batch: Sequence[Waiting]) -> None:
+        """Run a batch of waiting recalls: per scope, candidates for all queries at once, then each
+        one scored and packed; each future gets its result or its error. A traced recall (kept for
+        `tap why`) is searched on its own, so its trace sees every candidate."""
+        by_scope: dict[tuple[str, bool], list[Waiting]] = {}
+        for item in batch:
+            by_scope.setdefault((item.payload.scope, item.lexical_only), []).append(item)
+        for (scope, lexical_only), group in by_scope.items():
+            plain = [item for item in group if item.payload.trace is None or lexical_only]
+            try:
+                ranked = self._ranked([item.payload.query for item in plain], scope, lexical_only=lexical_only)
+            except Exception as exc:  # a store or embedder failure: every caller degrades on its own
+                for item in group:
+                    item.future.set_exception(exc)
+                continue
+            found = dict(zip((id(item) for item in plain), ranked, strict=True))
+            for item in group:
+                ask: _Ask = item.payload
+                try:
+                    traced = ask.trace if id(item) not in found else None
+                    ranking = found[id(item)] if traced is None else self._traced(ask.query, scope, traced)
+                    result = self._packed(ranking, ask.skip, ask.budget, ask.started, traced)
+                    result.lexical_only = lexical_only
+                    item.future.set_result(result)
+                except Exception as exc:
+                    item.future.set_exception(exc)
+
+    def _ranked(self, queries: Sequence[RecallQuery], scope: str, *, lexical_only: bool = False) -> list[Ranked]:
+        """Scored candidates for each query of one scope: from the cache where the scope has not
+        changed since, else searched for all the others at once. Lexical-only (the batcher's
+        fallback under overload) neither reads nor fills the cache."""
+        if not queries:
+            return []
+        if lexical_only:
+            found_lexical = self._candidates(queries, scope, vectors=False)
+            return [self._rank(q.lexical, scope, c) for q, c in zip(queries, found_lexical, strict=True)]
+        revision = self.store.revision(scope)
+        found: dict[RecallQuery, Ranked] = {}
+        for query in queries:
+            cached = self._cache.get((scope, query))
+            if cached is not None and cached[0] == revision:
+                found[query] = cached[1]
+                self._cache_hits += 1
+        todo = [query for query in dict.fromkeys(queries) if query not in found]
+        if todo:
+            for query, candidates in zip(todo, self._candidates(todo, scope), strict=True):
+                found[query] = self._rank(query.lexical, scope, candidates)
+                self._cache.put((scope, query), (revision, found[query]))
+        return [found[query] for query in queries]
+
+    def _traced(self, query: RecallQuery, scope: str, trace: RecallTrace) -> Ranked:
+        """One query searched afresh (no cache), its candidates and scores told to the trace."""
+        [vector] = embed_queries(self.embedder, [query.text])
         k = self.config.candidates
-        vector = self.embedder.embed_query(query) if vector is None else vector
-        vector_hits = self.store.vector_search(vector, scope=scope, k=k)
-        lexical_hits = self.store.text_search(query, scope=scope, k=k)
+        vector_hits = self.store.vector_search_many([vector], scope=scope, k=k)[0]
+        lexical_hits = self.store.text_search_many([query.lexical], scope=scope, k=k)[0]
+        scored = self._rank(query.lexical, scope, (vector_hits, lexical_hits))
+        now = self._now()
+        trace.retrieved(query.lexical, vector, vector_hits, lexical_hits, scored, lambda m: self.weights(m, now))
+        return scored
+
+    def _candidates(self, queries: Sequence[RecallQuery], scope: str, *, vectors: bool = True) -> list[Candidates]:
+        """Vector and lexical hits of each query: one embedding call, one lookup of each kind
+        (without `vectors`, lexical hits only)."""
+        k = self.config.candidates
+        vector_hits: list[list[Hit]] = [[] for _ in queries]
+        if vectors:
+            embedded = embed_queries(self.embedder, [query.text for query in queries])
+            vector_hits = self.store.vector_search_many(embedded, scope=scope, k=k)
+        lexical_hits = self.store.text_search_many([query.lexical for query in queries], scope=scope, k=k)
+        return list(zip(vector_hits, lexical_hits, strict=True))
+
+    def _packed(
+        self,
+        ranked: Ranked,
+        skip: Callable[[Memory], bool] | None,
+        budget: int,
+        started: float,
+        trace: RecallTrace | None = None,
+    ) -> RecallResult:
+        if skip is not None:
+            ranked = [(m, s) for m, s in ranked if not skip(m)]
+        ranked = with_partners(ranked, self.store.get)
+        result = self._pack(ranked, budget)
+        self._note_access([r.memory.id for r in result.memories])
+        result.elapsed_ms = (time.perf_counter() - started) * 1000
+        if trace is not None:
+            trace.packed(ranked, result)
+        return result
+
+    def _rank(self, query: str, scope: str, found: Candidates | None = None) -> list[tuple[Memory, float]]:
+        vector_hits, lexical_hits = found if found is not None else self._candidates([reduce_query(query)], scope)[0]
         fused = self._fuse(self._relevant_vector(vector_hits), self._relevant_lexical(lexical_hits))
         now = self._now()
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
         floor = current_floor(query)
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
-        if trace is not None:
-            trace.retrieved(query, vector, vector_hits, lexical_hits, scored, lambda m: self.weights(m, now))
         return sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
 
     def _relevant_vector(self, hits: list[Hit]) -> list[Hit]:
@@ -430,6 +560,11 @@ class RecallEngine:
         self.store.update_metadata(memories)
         return len(memories)
 
+    def status(self) -> dict[str, Any]:
+        """Counters for /tap/status: the batcher's (waiting, served, batches, shed, ms per recall)
+        and the cache's hits."""
+        return {**self._batcher.status(), "cache_hits": self._cache_hits}
+
     def close(self) -> None:
-        """Stop the worker threads."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the worker threads (recalls still waiting are shed)."""
+        self._batcher.close()

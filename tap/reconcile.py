@@ -47,6 +47,7 @@ NON_SUPERSEDING = ("event", "episode")
 MAX_CHANGED_WORDS = 2
 CHANGE_SIMILARITY = 0.45  # measured: updates 0.46-0.74 to what they update, unrelated statements 0.17-0.29
 NOW_SIMILARITY = 0.55
+VALUE_CHANGE_SIMILARITY = 0.3  # another weekday, amount or time, with a word in common
 
 
 class Plan(msgspec.Struct, kw_only=True):
@@ -198,16 +199,66 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
     names = _names(candidate.content)
     for hit in similar:
         old = hit.memory
-        if hit.score < floor:
+        if hit.score < VALUE_CHANGE_SIMILARITY:
             break
         if old.kind in NON_SUPERSEDING or old.valid_from > candidate.valid_from or old.kind == "instruction":
             continue
-        old_subject = subject_key(old.content)
         same_family = holder_family(candidate.holder, candidate.content) == holder_family(old.holder, old.content)
-        linked = old_subject == subject or (same_family and bool(names & _names(old.content)))
+        if hit.score >= floor:
+            linked = subject_key(old.content) == subject or (
+                same_family and (bool(names & _names(old.content)) or _value_changed(candidate.content, old.content))
+            )
+        else:  # less alike: another value of the same kind, and a word of what it is about in common
+            linked = same_family and _value_changed(candidate.content, old.content) and _shares_a_word(candidate, old)
         if linked:
             return Plan(action="supersede", target=old)
     return None
+
+
+def _shares_a_word(candidate: CandidateMemory, old: Memory) -> bool:
+    """Whether two statements share a content word besides the subject and typed values."""
+
+    def words(text: str) -> set[str]:
+        return {w for w in _words(text) if len(w) > 2 and w not in _COMMON} | {
+            w for w in _words(text) if w[:1].isdigit()
+        }
+
+    return bool(words(candidate.content) & words(old.content))
+
+
+_COMMON = (
+    frozenset(
+        "the and for with from that this now user user's they their them our are was were has have had will "
+        "same time every each on at in of to".split()
+    )
+    | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
+    | {f"{d}days" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
+)
+
+
+_TYPED_VALUES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b", re.IGNORECASE),  # a weekday
+    re.compile(r"[£$€¥]\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:euros?|dollars?|pounds?|usd|eur|gbp)\b", re.IGNORECASE),  # money
+    re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE),  # a time of day
+)
+
+
+def _value_changed(new: str, old: str) -> bool:
+    """Whether a change statement gives another value of a kind the older one states: another
+    weekday ("moves to wednesdays" after "meets the 2nd thursday"), another amount ("£25 now" after
+    "£20 for the year") or another time of day."""
+    for pattern in _TYPED_VALUES:
+        now = {_typed(v) for v in pattern.findall(new)}
+        before = {_typed(v) for v in pattern.findall(old)}
+        if now and before and not now & before:
+            return True
+    return False
+
+
+def _typed(value: str) -> str:
+    """A typed value as compared: lower case, no spaces, a weekday without its plural."""
+    value = "".join(value.lower().split())
+    return value[:-1] if value.endswith("days") else value
 
 
 _NAME = re.compile(r"(?:^|(?<=\s))[A-Z][a-z]{2,}\b")

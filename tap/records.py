@@ -182,3 +182,5 @@ class RecallResult(msgspec.Struct, kw_only=True):
     tokens: int
     memories: list[Recalled]
     elapsed_ms: float = 0.0
+    lexical_only: bool = False
+    """Recalled by BM25 alone: the recall batcher's fallback under overload (tap.recall_batch)."""

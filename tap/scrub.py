@@ -18,14 +18,21 @@ admin API or by import (tap.memories.MemoryService); the turn log is scrubbed be
 (tap.capture.TurnLog).
 
 Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a private span or a
-secret comes back unchanged. Patterns are anchored on key shapes or on an explicit key name, so
+secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
+process (one, started on first need): each regex pass over it is one C call that holds the GIL for
+its whole length (a 10 MB pasted turn took ~9 s), which stalled the proxy's event loop and made
+every recall of the next seconds miss its deadline; in another process it only takes a core.
+Patterns are anchored on key shapes or on an explicit key name, so
 ordinary prose, commit hashes and UUIDs are left alone. Where a secret follows a label (`password:`,
 `Bearer`, `user:`) the label is kept and only the value is replaced, so the sentence stays readable.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import re
+import threading
+from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "REDACTED",
@@ -147,6 +154,27 @@ def redact_secrets(text: str) -> str:
     return _SPOKEN_PASSWORD.sub(_redact_value, text)
 
 
+LARGE_TEXT = 256 * 1024
+_pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
 def scrub(text: str) -> str:
     """Remove private spans and redact secrets; everything else is returned as it was."""
+    if len(text) > LARGE_TEXT:
+        return _helper().submit(scrub_here, text).result()
+    return scrub_here(text)
+
+
+def scrub_here(text: str) -> str:
+    """`scrub` in the calling thread, whatever the size."""
     return redact_secrets(remove_private(text))
+
+
+def _helper() -> ProcessPoolExecutor:
+    """The process that scrubs large texts ("spawn": no copy of this process's threads and locks)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        return _pool

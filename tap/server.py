@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 
@@ -42,6 +43,7 @@ from tap.why import WhyLog
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
+SWITCH_INTERVAL_S = 0.001
 
 
 def tap_version() -> str:
@@ -72,6 +74,8 @@ def build_context(rt: Runtime, token: str, capture: Capture, background: Executo
     metrics.sections["capture"] = capture.status
     metrics.sections["extraction"] = rt.worker.status
     metrics.sections["intercept"] = interceptor.status
+    metrics.sections["recall"] = rt.recall.status
+    metrics.sections["store"] = rt.store.status
     metrics.sections["scopes"] = lambda: scope_rule(by_api_key=rt.loaded.config.proxy.scope_by_api_key)
     metrics.sections["consolidation"] = consolidation.status
     return ProxyContext(
@@ -129,6 +133,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
+    create_task(_warm_vectors(rt), name="warm-vectors")
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
     if rt.loaded.config.consolidate.enabled and ctx.consolidation is not None:
@@ -155,6 +160,17 @@ async def _stop_background(background: ThreadPoolExecutor) -> None:
         await asyncio.wait_for(asyncio.to_thread(background.shutdown, wait=True, cancel_futures=True), SHUTDOWN_GRACE_S)
     except TimeoutError:
         log.warning("a background step outlived the shutdown grace period; the consolidation journal finishes it")
+
+
+async def _warm_vectors(rt: Runtime) -> None:
+    """Load the largest scopes' vectors into memory in the background (store.chroma.warm_vectors)."""
+    try:
+        loaded = await asyncio.to_thread(rt.store.warm_vectors)
+    except TapError as exc:  # the store is down: scopes load on first use instead
+        log.warning("could not load scope vectors at start: %s", exc)
+        return
+    if loaded:
+        log.info("loaded the vectors of %d scope(s) into memory", loaded)
 
 
 async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:
@@ -217,12 +233,36 @@ def _extraction_line(config: Config) -> str:
 def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | None = None) -> None:
     """Blocking entry point of `tap serve`."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The event loop, the recall threads and the extraction threads share one GIL. A thread that
+    # wants it waits for the holder's switch interval (5 ms by default), and a recall takes it
+    # dozens of times: under load that wait, not the work, pushed recalls past their deadline.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     rt = open_runtime(loaded)
     try:
-        asyncio.run(_main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port))
+        asyncio.run(
+            _main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port),
+            loop_factory=_loop_factory(),
+        )
     finally:
         rt.close()
         print("tap: stopped", file=sys.stderr, flush=True)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (Linux, macOS), else asyncio's own.
+
+    The proxy's event loop relays every chunk of every stream; uvloop's C transports made it
+    cheaper (measured with bench/load.py), leaving more of the cores to recall under load.
+    `TAP_EVENT_LOOP=asyncio` keeps asyncio's loop.
+    """
+    if os.environ.get("TAP_EVENT_LOOP", "").lower() == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 async def _main(rt: Runtime, host: str, port: int) -> None:

@@ -14,12 +14,27 @@ The tests check it against the real tokenizers the environment has and never let
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _PIECE = re.compile(r"[A-Za-z]+|[0-9]+|\n|[ \t\r\f\v]+|[\x00-\x7f]|[^\x00-\x7f]")
 
 
+_CACHED_CHARS = 2000
+
+
 def count_tokens(text: str) -> int:
     """Upper estimate of the model tokens `text` needs."""
+    # Recall counts the line of every candidate memory, and the same memories come back request
+    # after request: short texts are remembered (counting is a Python loop over the pieces).
+    return _count_cached(text) if len(text) <= _CACHED_CHARS else _count(text)
+
+
+@lru_cache(maxsize=32768)
+def _count_cached(text: str) -> int:
+    return _count(text)
+
+
+def _count(text: str) -> int:
     total = 0
     for piece in _PIECE.findall(text):
         first = piece[0]

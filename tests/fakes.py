@@ -16,7 +16,8 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import msgspec
 
@@ -86,6 +87,11 @@ class HashEmbedder:
         self.calls += 1
         return self._vector(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for several queries in one call, each as `embed_query` gives it."""
+        self.calls += 1
+        return [self._vector(t) for t in texts]
+
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Memory).decode
@@ -109,7 +115,16 @@ class InMemoryStore:
         self.url = ""
         self._memories: dict[str, Memory] = {}
         self._vectors: dict[str, list[float]] = {}
+        self._revisions: Counter[str] = Counter()
         self.closed = False
+
+    def _changed(self, scopes: Iterable[str]) -> None:
+        for scope in set(scopes):
+            self._revisions[scope] += 1
+
+    def revision(self, scope: str) -> int:
+        """Changes with every write that touches the scope."""
+        return self._revisions[scope]
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert or replace memories with their vectors."""
@@ -118,12 +133,14 @@ class InMemoryStore:
         for memory, vector in zip(memories, vectors, strict=True):
             self._memories[memory.id] = _copy(memory)
             self._vectors[memory.id] = [float(x) for x in vector]
+        self._changed(m.scope for m in memories)
 
     def update_metadata(self, memories: Sequence[Memory]) -> None:
         """Rewrite the records of existing memories (vectors unchanged; unknown ids ignored)."""
         for memory in memories:
             if memory.id in self._memories:
                 self._memories[memory.id] = _copy(memory)
+        self._changed(m.scope for m in memories)
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         """The memories with these ids that exist, in the order asked."""
@@ -171,6 +188,10 @@ class InMemoryStore:
                 hits.append(Hit(memory=memory, score=score))
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return [Hit(memory=_copy(h.memory), score=h.score) for h in hits[:k]]
+
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
+        """`text_search` for each query, in order."""
+        return [self.text_search(q, scope=scope, k=k) for q in queries]
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """Active memories of the scope that fill the slot."""
@@ -237,6 +258,7 @@ class InMemoryStore:
     def delete(self, ids: Sequence[str]) -> int:
         """Remove memories for good; how many existed."""
         existing = [i for i in dict.fromkeys(ids) if i in self._memories]
+        self._changed(self._memories[i].scope for i in existing)
         for memory_id in existing:
             del self._memories[memory_id]
             del self._vectors[memory_id]
@@ -258,6 +280,14 @@ class InMemoryStore:
 
     def purge(self) -> None:
         """Nothing to erase: deleted memories are gone from the dicts already."""
+
+    def warm_vectors(self) -> int:
+        """Nothing to warm: every vector is in memory."""
+        return 0
+
+    def status(self) -> dict[str, Any]:
+        """What /tap/status shows: the active memories held."""
+        return {"shared": False, "indexed": sum(1 for m in self._memories.values() if m.active)}
 
     def stats(self) -> StoreStats:
         """Counts by scope and kind (active memories); nothing on disk."""

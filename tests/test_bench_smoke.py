@@ -118,3 +118,12 @@ def test_proxy(speed_runs: dict[str, BenchRun]) -> None:
     assert result["streaming"]["errors"] == 0
     assert set(result["throughput"]) == {"1", "4"}
     assert result["throughput"]["4"]["tap"]["errors"] == 0
+
+
+def test_load(tmp_path: Path) -> None:
+    result = run_bench("load", tmp_path / "load.json", "--quick")
+    assert set(result["levels"]) == {"1", "4"} and set(result["bursts"]) == {"4"}
+    for entry in (*result["levels"].values(), *result["bursts"].values()):
+        assert entry["tap"]["errors"] == 0 and entry["direct"]["errors"] == 0
+        assert "added_ttfb_p99_ms" in entry and "p99" in entry["tap"]["inter_chunk_gap_ms"]
+    assert result["levels"]["1"]["tap"]["share_with_memories"] > 0

@@ -184,19 +184,25 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
 
 
 _COMPOUND = re.compile(
-    rf"^(?P<subject>I|we)\b(?P<first>[^,;]{{6,}}?)\s+and\s+(?P<second>(?:also\s+)?(?:{COMMON_VERBS})\b.*)$",
+    rf"^(?P<subject>I|we)\b(?P<first>[^,;]{{4,}}?)\s+and\s+"
+    rf"(?P<second>(?:(?:also|just|recently|finally|now|then)\s+)?(?:(?P<common>{COMMON_VERBS})|[a-z]{{3,}}ed)\b.*)$",
     re.IGNORECASE,
 )
 
 
 def _split_compound(statement: str) -> list[str]:
     """'I live in Berlin and work at Acme' → 'I live in Berlin', 'I work at Acme': one fact each,
-    so each can be updated on its own."""
+    so each can be updated on its own; after a past verb only when the first part fills a slot
+    ("I'm 33 and just picked up knitting": the age can change without taking the knitting with it;
+    "I went to a workshop and loved it" stays whole)."""
     match = _COMPOUND.match(statement)
     if match is None:
         return [statement]
     subject = match.group("subject")
-    return [f"{subject}{match.group('first')}", f"{subject} {match.group('second')}"]
+    first = f"{subject}{match.group('first')}"
+    if match.group("common") is None and not read_slot(first, "user").slot:
+        return [statement]
+    return [first, f"{subject} {match.group('second')}"]
 
 
 def _kept_part(statement: str) -> str:

@@ -37,6 +37,7 @@ _REQUEST = re.compile(
     r"|summari[sz]e|recommend|suggest|create|make|generate|find|compare|translate|fix|review|check|rewrite"
     r"|convert|calculate|describe|outline|provide|send|let me know|remind me|walk me|teach|plan|brainstorm"
     r"|go ahead|continue|proceed|try|look up|search|book|add|update|change|edit|format|shorten|expand)\b"
+    r"(?!\s+[\w'’-]+\s+(?:is|are|was|were)\b)"  # "book club is on …" is no request
     r"|^I(?:'d|’d| would) (?:like|love|appreciate) (?:you|some|any|a few|to (?:know|get|see|hear|learn|find|ask"
     r"|understand|explore|discuss)|help|it if|your|more|information|info|advice|tips|ideas|suggestions)"
     r"|^I(?:'m|’m| am)?\s*(?:looking|searching) for (?:some |any |a few |more )?(?:help|advice|tips|ideas"
@@ -252,12 +253,19 @@ _THING_IS_TOOL = re.compile(
 )
 
 
+_STANDING_CHANGE = re.compile(
+    r"^(?:the\s+|our\s+|my\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}\s+(?:is|are)\s+(?:now\s+)?(?:on|at|in|every)\s+"
+    r"(?:the\s+)?(?=\d|[A-Z]|(?i:(?:mon|tues|wednes|thurs|fri|satur|sun)day))\S.*"
+    r"\b(?:from now on|now|these days|anymore|going forward)\s*[.!]*$",
+)
+
+
 def _setup_statement(sentence: str) -> bool:
     """A statement of the speaker's own setting that names no one: a thing and its amount ("the
     fee is £25 now", "MSRV is 1.80") or the tool something is done with ("CI is github actions
     now", "state management is riverpod") — not a verdict on a tool ("Postgres is great")."""
-    if _VALUE_STATEMENT.match(sentence):
-        return True
+    if _VALUE_STATEMENT.match(sentence) or _STANDING_CHANGE.match(sentence):
+        return True  # "book club is on the 2nd wednesday from now on"
     match = _THING_IS_TOOL.match(sentence)
     if match is None or tool_category_in(match.group("thing")):
         return False

@@ -462,12 +462,14 @@ def read_slot(sentence: str, speaker: str, *, work: bool = False) -> SlotReading
     """The slot a first-person sentence fills, what it retracts and what it corrects."""
     who = speaker.lower()
     correction = _correction(sentence)
-    retracts = _retracted(sentence)
+    retracts, taken_back = _retracted(sentence)
     now = _BUT_NOW.search(sentence)
     present = sentence[now.end() :] if now else sentence  # "I used to … but now I'm on Python": the present part
     slot, part, value = _slot(present, who, work)
     if slot and _PAST_OR_PLAN.search(present) and not _STATES_PRESENT.search(present):
         slot, part, value = "", "", ""
+    if value and (value in retracts or value in {t for t, _ in _tool_terms(taken_back)}):
+        slot, part, value = "", "", ""  # "gave up on vs code" takes the value back: it fills no slot
     change = "update" if _STRONG_CHANGE.search(sentence) else "now" if _WEAK_CHANGE.search(sentence) else ""
     return SlotReading(
         slot=slot, part=part, value=value, retracts=tuple(retracts), correction=correction, change=change
@@ -528,27 +530,30 @@ _REALLOWED = re.compile(
 )
 
 
-def _retracted(sentence: str) -> list[str]:
-    """The words a statement takes back ([] when it takes nothing back): what follows the marker
-    ("I left google in feb" → google; "no more office days" → office, days), or for a marker that
-    ends the clause ("I don't drink coffee anymore") what precedes it; what is allowed again takes
-    back what forbade it ("bullet points are fine again" → bullet, points)."""
+def _retracted(sentence: str) -> tuple[list[str], str]:
+    """The words a statement takes back ([] when it takes nothing back) and the span they come from:
+    what follows the marker ("I left google in feb" → google; "no more office days" → office,
+    days), or for a marker that ends the clause ("I don't drink coffee anymore") what precedes it;
+    what is allowed again takes back what forbade it ("bullet points are fine again" → bullet,
+    points)."""
     switch = _switch(sentence)
     if switch is not None:
-        return _named_words(switch[0])
+        return _named_words(switch[0]), switch[0]
     again = _REALLOWED.search(sentence)
     if again is not None:
         what = re.split(r"[,;:]", again.group("what") or again.group("what2"))[-1]
-        return [w for w in content_words(what) if w not in _RETRACT_NOISE][:3]
+        return [w for w in content_words(what) if w not in _RETRACT_NOISE][:3], what
     marker = _RETRACT.search(sentence)
     if marker is None:
-        return []
+        return [], ""
     after = re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[marker.end() :], maxsplit=1)[0]
+    if _tool_terms(after):  # "gave up on vs code": every word of the tool's name, short ones too
+        return _named_words(after)[:3], after
     words = [w for w in content_words(after) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][:3]
-    if not words:
-        before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
-        words = [w for w in content_words(before) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][-3:]
-    return words
+    if words:
+        return words, after
+    before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
+    return [w for w in content_words(before) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][-3:], before
 
 
 def _correction(sentence: str) -> tuple[str, ...]:

@@ -232,3 +232,35 @@ async def test_large_bodies_pass(isolated_home: Path) -> None:
     assert status == 200 and headers["x-tap-recalled"] == "1"
     sent = up.requests[0].json()
     assert sent["messages"][0]["content"] == big
+
+
+async def test_a_large_body_is_parsed_off_the_event_loop(isolated_home: Path, monkeypatch: Any) -> None:
+    import threading
+
+    from tap.dialects.registry import ANTHROPIC
+    from tap.intercept import LARGE_BODY_BYTES
+
+    threads: list[str] = []
+    parse = ANTHROPIC.parse_request
+
+    def recording(body: bytes) -> Any:
+        threads.append(threading.current_thread().name)
+        return parse(body)
+
+    monkeypatch.setattr(ANTHROPIC, "parse_request", recording)
+    async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
+        tap.remember("The user likes jazz")
+        for text in ("jazz please", "jazz please " + "x" * LARGE_BODY_BYTES):
+            status, _, headers = await post(tap.url + "/v1/messages", ask(text))
+            assert status == 200 and headers["x-tap-recalled"] == "1"
+    loop_thread = threading.current_thread().name
+    assert threads[0] == loop_thread and threads[1] != loop_thread
+    assert [r.json()["messages"][-1]["content"][0]["text"][:11] for r in up.requests] == ["jazz please"] * 2
+
+
+def test_a_large_text_is_scrubbed_in_a_helper_process_with_the_same_result() -> None:
+    from tap.scrub import LARGE_TEXT, scrub, scrub_here
+
+    text = "my password is hunter2 and the key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 ok. " * (LARGE_TEXT // 60)
+    assert len(text) > LARGE_TEXT
+    assert scrub(text) == scrub_here(text) and "hunter2" not in scrub(text)

@@ -96,7 +96,7 @@ async def test_anthropic_tool_steps_carry_identical_blocks_and_keep_the_cache(is
         assert [b["type"] for b in results] == ["tool_result"] and "cache_control" in results[-1]
     second_turn = [last_block(r) for r in requests[STEPS + 1 :]]
     assert all(b == second_turn[0] for b in second_turn)
-    assert status["intercept"] == {"recalls": 2, "blocks_reused": STEPS + 2}  # once per human turn
+    assert status["intercept"] == {"recalls": 2, "blocks_reused": STEPS + 2, "lexical_only": 0}  # once per human turn
     assert status["recall_ms"]["count"] == 2
     assert len({e.conversation for e in logged}) == 1 and len(logged) == STEPS + 1 + 3
     humans = [e.user_text for e in logged if e.user_text]
@@ -160,6 +160,6 @@ async def test_openai_tool_steps_carry_identical_blocks(isolated_home: Path) -> 
         tool, appended = payload["messages"][-2:]
         assert tool["role"] == "tool" and appended == {"role": "user", "content": block}
         assert payload["messages"][:-1] == history[: len(payload["messages"]) - 1]  # the client's own, untouched
-    assert status["intercept"] == {"recalls": 1, "blocks_reused": STEPS}
+    assert status["intercept"] == {"recalls": 1, "blocks_reused": STEPS, "lexical_only": 0}
     assert len({e.conversation for e in logged}) == 1
     assert [e.user_text for e in logged if e.user_text] == ["Please deploy the shop app"]

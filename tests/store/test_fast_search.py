@@ -17,8 +17,8 @@ from store.lexical import LexicalIndex
 from tap.records import Memory, make_memory
 
 
-def _row(memory_id: str, scope: str, content: str) -> tuple[str, str, str, bytes]:
-    return (memory_id, scope, content, f'{{"id": "{memory_id}"}}'.encode())
+def _row(memory_id: str, scope: str, content: str) -> tuple[str, str, str, bytes, bytes | None]:
+    return (memory_id, scope, content, f'{{"id": "{memory_id}"}}'.encode(), None)
 
 
 def test_upsert_replaces_by_id_and_counts_per_scope(tmp_path: Path) -> None:
@@ -196,3 +196,104 @@ def test_batched_search_with_a_floor_returns_a_prefix_of_the_full_search(isolate
         assert any(len(quick) < 8 for quick in floored)  # the window did cut some answers short
     finally:
         store.close()
+
+
+def test_only_the_rarest_terms_within_the_postings_budget_are_searched() -> None:
+    from store.lexical import MAX_TERMS, POSTINGS_BUDGET, informative
+
+    terms = ["common", "rare", "nothing", "middling"]
+    assert informative(terms, [POSTINGS_BUDGET, 3, 0, 500]) == ["rare", "middling"]
+    assert informative(["common"], [10 * POSTINGS_BUDGET]) == ["common"]  # the rarest is always kept
+    many = [f"t{n}" for n in range(40)]
+    assert informative(many, [1] * 40) == many[:MAX_TERMS]
+
+
+def test_a_common_term_is_left_out_when_rare_ones_fill_the_budget(tmp_path: Path, monkeypatch: Any) -> None:
+    import store.lexical
+
+    monkeypatch.setattr(store.lexical, "POSTINGS_BUDGET", 10)
+    index = LexicalIndex(tmp_path / "lex.db")
+    rows = [_row(f"c{n}", "ann", f"Ann walked the dog on day {n}") for n in range(30)]
+    rows.append(_row("rare", "ann", "Ann took the dog to the vet in Porto"))
+    index.upsert(rows)
+    assert [i for i, _ in index.search("did Ann take the dog to Porto?", scope="ann", k=5)] == ["rare"]
+    # alone, a term over the budget is searched among the newest memories holding about that many
+    newest = [i for i, _ in index.search("the dog", scope="ann", k=50)]
+    assert 8 <= len(newest) <= 12 and set(newest) <= {f"c{n}" for n in range(18, 30)} | {"rare"}
+    index.close()
+
+
+def test_a_scope_is_loaded_from_the_vectors_the_index_keeps(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    other = [make_memory(scope="bob", content=f"Bob note {n}") for n in range(20)]
+    store.add(other, embedder.embed_documents([m.content for m in other]))
+    memory = make_memory(scope="ann", content="Ann restores old bikes")
+    vector = embedder.embed_documents([memory.content])[0]
+    store.add([memory], [vector])
+    ((memory_id, packed),) = store._lexical.vectors("ann")
+    assert memory_id == memory.id and packed is not None
+    assert np.allclose(np.frombuffer(packed, np.float16), vector, atol=1e-3)
+    store.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        reopened._collection_size()  # (cached until a write)
+        reopened._col = None  # Chroma is not read to load the scope
+        hits = reopened.vector_search(embedder.embed_query("bicycle repair"), scope="ann", k=3)
+        assert [h.memory.id for h in hits] == [memory.id]
+    finally:
+        reopened.close()
+
+
+def test_an_index_without_vectors_gets_them_from_chroma_once(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    other = [make_memory(scope="bob", content=f"Bob note {n}") for n in range(20)]
+    store.add(other, embedder.embed_documents([m.content for m in other]))
+    memory = make_memory(scope="ann", content="Ann restores old bikes")
+    store.add([memory], embedder.embed_documents([memory.content]))
+    store.close()
+    db = sqlite3.connect(isolated_home / "lexical-fast.db")  # an index from before the vector column
+    db.execute("UPDATE entries SET vector = NULL")
+    db.commit()
+    db.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        hits = reopened.vector_search(embedder.embed_query("bicycle repair"), scope="ann", k=3)
+        assert [h.memory.id for h in hits] == [memory.id]
+        assert reopened._lexical.vectors("ann")[0][1] is not None
+    finally:
+        reopened.close()
+
+
+def test_only_an_unclean_close_makes_the_next_open_compare_the_index(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    memory = make_memory(scope="ann", content="Kubernetes cluster upgrade planned")
+    store.add([memory], embedder.embed_documents([memory.content]))
+    store.close()
+    index = LexicalIndex(isolated_home / "lexical-fast.db")
+    assert index.clean_total() == 1
+    index.close()
+    crashed = _open(isolated_home, embedder)
+    assert crashed._lexical.clean_total() is None  # from now on, until a clean close
+    crashed._lexical.remove([memory.id])  # a write that reached Chroma but not the index, then a crash
+    crashed._lexical.close()
+    crashed._release_lock()
+    reopened = _open(isolated_home, embedder)
+    try:
+        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+    finally:
+        reopened.close()
+
+
+def test_warming_loads_the_scopes_searched_in_memory(isolated_home: Path, embedder: Any) -> None:
+    store = _open(isolated_home, embedder)
+    for scope, count in (("ann", 5), ("bob", 30)):
+        memories = [make_memory(scope=scope, content=f"{scope} note {n}") for n in range(count)]
+        store.add(memories, embedder.embed_documents([m.content for m in memories]))
+    store.close()
+    reopened = _open(isolated_home, embedder)
+    try:
+        assert not reopened._small.cached("ann")
+        assert reopened.warm_vectors() == 2
+        assert reopened._small.cached("ann") and reopened._small.cached("bob")
+    finally:
+        reopened.close()

@@ -195,3 +195,26 @@ def test_the_store_keeps_values_not_the_callers_objects(store: MemoryStore, embe
     got.tags.append("changed")
     assert store.get([memory.id])[0].tags == []
     assert [h.memory.id for h in store.vector_search(embedder.embed_query("Lisbon"), scope="ann", k=3)] == [memory.id]
+
+
+def test_many_queries_search_like_one_each(store: MemoryStore, embedder: Any) -> None:
+    _add(store, embedder, "Ann keeps bees in Sintra", "Ann drinks green tea", "Ann sails on weekends")
+    queries = ["bees", "green tea", "sailing", "nothing matches this"]
+    many = store.text_search_many(queries, scope="ann", k=2)
+    assert [[h.memory.id for h in hits] for hits in many] == [
+        [h.memory.id for h in store.text_search(q, scope="ann", k=2)] for q in queries
+    ]
+    assert many[0] and many[-1] == []
+
+
+def test_the_revision_changes_with_every_write_to_its_scope(store: MemoryStore, embedder: Any) -> None:
+    before, other = store.revision("ann"), store.revision("bob")
+    (memory,) = _add(store, embedder, "Ann keeps bees")
+    added = store.revision("ann")
+    memory.importance = 5
+    store.update_metadata([memory])
+    updated = store.revision("ann")
+    store.delete([memory.id])
+    assert before != added != updated != store.revision("ann")
+    assert store.revision("bob") == other
+    assert isinstance(store.status(), dict) and store.warm_vectors() >= 0

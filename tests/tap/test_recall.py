@@ -117,17 +117,17 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
     _put(engine, "Ann plays the cello")
     result = await engine.recall_async("cello", scope="ann", deadline_ms=5000)
     assert result.memories
-    search = engine.store.vector_search
+    search = engine.store.vector_search_many
     release = threading.Event()
 
     def stuck(*args: Any, **kwargs: Any) -> Any:
         release.wait(30)  # returns only once the caller has given up
         return search(*args, **kwargs)
 
-    engine.store.vector_search = stuck  # type: ignore[method-assign]
+    engine.store.vector_search_many = stuck  # type: ignore[method-assign]
     try:
         with pytest.raises(TimeoutError):
-            await engine.recall_async("cello", scope="ann", deadline_ms=50)
+            await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=50)
     finally:
         release.set()
 
@@ -189,3 +189,44 @@ def test_questions_in_the_present_lean_to_the_newest() -> None:
     assert current_floor("How long have my parents been staying with me?") == 1.0  # the start counts
     assert current_floor("Where do I initially keep my old sneakers?") == 1.0  # history, not now
     assert current_floor("In what order did I visit the museums, earliest to latest?") == 1.0
+
+
+def test_an_identical_query_is_served_from_the_cache_until_the_scope_changes(engine: RecallEngine) -> None:
+    _put(engine, "Ann plays the cello in an orchestra")
+    first = engine.recall("Which instrument does Ann play?", scope="ann")
+    assert engine.status()["cache_hits"] == 0
+    again = engine.recall("Which instrument does Ann play?", scope="ann")
+    assert engine.status()["cache_hits"] == 1
+    assert [r.memory.id for r in again.memories] == [r.memory.id for r in first.memories]
+    engine.recall("Which instrument does Ann play?", scope="bob")  # another scope: its own entry
+    assert engine.status()["cache_hits"] == 1
+    violin = _put(engine, "Ann also plays the violin")  # the scope changed: searched again
+    fresh = engine.recall("Which instrument does Ann play?", scope="ann")
+    assert violin in [r.memory.id for r in fresh.memories]
+    assert engine.status()["cache_hits"] == 1
+
+
+async def test_concurrent_recalls_each_get_their_own_block(engine: RecallEngine) -> None:
+    import asyncio
+
+    cello = _put(engine, "Ann plays the cello")
+    tea = _put(engine, "Ann drinks green tea every morning")
+    results = await asyncio.gather(
+        *(
+            engine.recall_async(query, scope="ann", deadline_ms=10_000)
+            for query in ("who plays the cello?", "what does Ann drink in the morning?") * 4
+        )
+    )
+    assert all(r.memories[0].memory.id == cello for r in results[0::2])
+    assert all(r.memories[0].memory.id == tea for r in results[1::2])
+
+
+def test_a_lexical_only_recall_finds_by_words_alone(engine: RecallEngine) -> None:
+    from tap.query import reduce_query
+
+    cello = _put(engine, "Ann plays the cello")
+    by_meaning = reduce_query("which string instrument does she practise?")
+    assert [m.id for m, _ in engine._ranked([by_meaning], "ann")[0]] == [cello]
+    assert engine._ranked([by_meaning], "ann", lexical_only=True) == [[]]
+    by_word = reduce_query("the cello")
+    assert [m.id for m, _ in engine._ranked([by_word], "ann", lexical_only=True)[0]] == [cello]

@@ -111,6 +111,13 @@ UPDATES = [
     ),
     ("my band The Marmots plays at the Half Moon on the 19th", "we renamed the band to Low Tide", "Marmots", "Low"),
     (
+        "reminder we meet the 2nd thursday of the month, 7:30 at the Crown",
+        "ok done, book club is on the 2nd wednesday from now on",
+        "thursday",
+        "wednesday",
+    ),
+    ("gave up on vs code, I'm on zed now", "I switched from zed to helix last week", "zed now", "helix"),
+    (
         "I run after work most evenings.",
         "These days I run in the mornings instead of evenings.",
         "after work",
@@ -142,6 +149,8 @@ NEAR_MISSES = [
     ("My sister is a nurse.", "I'm a teacher now."),
     ("I love hiking in the Alps.", "I'm learning Spanish now."),
     ("Lucas still uses vim at work every day.", "I switched from vim to helix."),
+    ("I go to yoga on Mondays.", "the team standup is on Tuesdays from now on"),
+    ("gave up on vs code last year", "I'm on zed now"),
 ]
 
 

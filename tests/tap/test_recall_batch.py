@@ -1,0 +1,164 @@
+"""The recall waiting room: batches, admission under the deadline, shedding the oldest first."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from tap.errors import RecallOverloaded
+from tap.recall_batch import RecallBatcher, Waiting
+
+
+class Gate:
+    """The batch function: records each batch, holds it until released, answers each payload."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Any]] = []
+        self.kinds: list[list[str]] = []
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+
+    def __call__(self, batch: Sequence[Waiting]) -> None:
+        self.batches.append([item.payload for item in batch])
+        self.kinds.append(["lexical" if item.lexical_only else "full" for item in batch])
+        self.entered.release()
+        assert self.release.wait(10)
+        for item in batch:
+            item.future.set_result(f"done {item.payload}")
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    found = Gate()
+    yield found
+    found.release.set()
+
+
+def _batcher(gate: Gate, **kwargs: Any) -> RecallBatcher:
+    return RecallBatcher(gate, workers=1, **kwargs)
+
+
+def test_waiting_recalls_run_as_one_batch(gate: Gate) -> None:
+    batcher = _batcher(gate)
+    first = batcher.submit("a", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)  # the worker holds "a"; the next ones wait together
+    rest = [batcher.submit(name, deadline_s=10) for name in ("b", "c", "d")]
+    gate.release.set()
+    assert [f.result(10) for f in (first, *rest)] == ["done a", "done b", "done c", "done d"]
+    assert gate.batches == [["a"], ["b", "c", "d"]]
+    assert batcher.status()["batches"] == 2
+    batcher.close()
+
+
+def test_over_capacity_the_oldest_waiting_recall_is_shed(gate: Gate) -> None:
+    batcher = _batcher(gate, lexical_fallback=False)
+    batcher.cost_ms[False] = 5000.0  # taken as a quarter of the deadline: 4 fit in it
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    waiting = [batcher.submit(f"w{n}", deadline_s=10) for n in range(5)]
+    with pytest.raises(RecallOverloaded):
+        waiting[0].result(1)  # shed at once, not after its deadline
+    assert not any(f.done() for f in waiting[1:])
+    gate.release.set()
+    assert busy.result(10) == "done busy"
+    assert [f.result(10) for f in waiting[1:]] == [f"done w{n}" for n in range(1, 5)]
+    assert batcher.status()["shed"] == 1
+    batcher.close()
+
+
+def test_over_capacity_the_oldest_become_lexical_only_before_any_is_shed(gate: Gate) -> None:
+    batcher = _batcher(gate)
+    batcher.cost_ms[False], batcher.cost_ms[True] = 5000.0, 1000.0  # 2.5 s (a quarter) and 1 s
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    waiting = [batcher.submit(f"w{n}", deadline_s=10) for n in range(5)]
+    gate.release.set()
+    assert busy.result(10) == "done busy"
+    assert [f.result(10) for f in waiting] == [f"done w{n}" for n in range(5)]
+    assert gate.batches[1:] == [["w0", "w1"], ["w2", "w3", "w4"]]  # one kind per batch, oldest first
+    assert gate.kinds[1:] == [["lexical", "lexical"], ["full"] * 3]
+    assert batcher.status()["shed"] == 0 and batcher.status()["lexical_only"] == 2
+    batcher.close()
+
+
+def test_a_recall_whose_deadline_cannot_be_met_is_never_started(gate: Gate) -> None:
+    now = [100.0]
+    batcher = RecallBatcher(gate, workers=1, now=lambda: now[0])
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    late = batcher.submit("late", deadline_s=0.2)
+    short = batcher.submit("short", deadline_s=0.2)
+    fine = batcher.submit("fine", deadline_s=10)
+    now[0] += 0.198  # 2 ms left: less than any recall takes
+    gate.release.set()
+    assert busy.result(10) == "done busy"
+    for future in (late, short):
+        with pytest.raises(RecallOverloaded):
+            future.result(10)
+    assert fine.result(10) == "done fine"
+    assert all("late" not in batch and "short" not in batch for batch in gate.batches)
+    batcher.close()
+
+
+def test_a_recall_with_time_for_bm25_alone_is_made_lexical_only(gate: Gate) -> None:
+    now = [100.0]
+    batcher = RecallBatcher(gate, workers=1, now=lambda: now[0])
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    tight = batcher.submit("tight", deadline_s=0.2)
+    now[0] += 0.192  # 8 ms left: not enough for a full recall (10 ms), enough for BM25 alone (3 ms)
+    gate.release.set()
+    assert busy.result(10) == "done busy" and tight.result(10) == "done tight"
+    assert gate.kinds[1] == ["lexical"]
+    batcher.close()
+
+
+def test_a_recall_whose_caller_gave_up_is_never_started(gate: Gate) -> None:
+    batcher = _batcher(gate)
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    gone = batcher.submit("gone", deadline_s=10)
+    assert gone.cancel()
+    kept = batcher.submit("kept", deadline_s=10)
+    gate.release.set()
+    assert kept.result(10) == "done kept" and busy.result(10) == "done busy"
+    assert all("gone" not in batch for batch in gate.batches)
+    batcher.close()
+
+
+def test_a_slow_spell_never_makes_the_room_shed_everything(gate: Gate) -> None:
+    batcher = _batcher(gate)
+    batcher.cost_ms[False] = batcher.cost_ms[True] = 5000.0  # very slow batches measured
+    gate.release.set()
+    futures = [batcher.submit(f"r{n}", deadline_s=0.15) for n in range(4)]
+    assert [f.result(10) for f in futures] == [f"done r{n}" for n in range(4)]
+    batcher.close()
+
+
+def test_earliest_deadline_first(gate: Gate) -> None:
+    batcher = RecallBatcher(gate, workers=1, max_batch=1)
+    busy = batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    later = batcher.submit("later", deadline_s=9)
+    sooner = batcher.submit("sooner", deadline_s=5)
+    gate.release.set()
+    for future in (busy, later, sooner):
+        future.result(10)
+    assert gate.batches == [["busy"], ["sooner"], ["later"]]
+    batcher.close()
+
+
+def test_close_sheds_what_is_waiting(gate: Gate) -> None:
+    batcher = _batcher(gate)
+    batcher.submit("busy", deadline_s=10)
+    assert gate.entered.acquire(timeout=10)
+    waiting: Future[Any] = batcher.submit("waiting", deadline_s=10)
+    batcher.close()
+    with pytest.raises(RecallOverloaded):
+        waiting.result(1)
+    with pytest.raises(RecallOverloaded):
+        batcher.submit("after", deadline_s=10)
