@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from tests.bridges.mitm_harness import RunningMitm, TestCA
-from tests.proxy.harness import TapProxy
+from tests.proxy.harness import TapProxy, hold_embedder
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
 from tests.waits import until
 
@@ -246,14 +246,8 @@ async def test_inside_tap_serve_mitm_runs_in_its_own_thread_and_calls_the_server
 async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: Path, certs: TestCA) -> None:
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         assert tap.rt is not None
-        embed = tap.rt.embedder.embed_query
         release = threading.Event()
-
-        def stuck(text: str) -> list[float]:
-            release.wait(30)  # returns only after the request has been answered
-            return embed(text)
-
-        tap.rt.embedder.embed_query = stuck  # type: ignore[method-assign]
+        hold_embedder(tap.rt.embedder, release)
         async with RunningMitm(
             interceptor(tap),
             tmp_path / "mitm",

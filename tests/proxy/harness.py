@@ -7,6 +7,7 @@ with `real_store=True` (Chroma and ONNX: restarts, the store's files, recall qua
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -21,6 +22,23 @@ from tap.records import IngestEvent
 from tap.server import build_context
 from tap.tasks import running_tasks
 from tests.fakes import fake_adapters
+
+
+def hold_embedder(embedder: Any, release: threading.Event) -> None:
+    """Make the embedder's query calls wait until `release` is set (or 30 s): a recall that cannot
+    finish before its deadline, for as long as a test needs, without sleeping."""
+    one, many = embedder.embed_query, getattr(embedder, "embed_queries", None)
+
+    def embed_query(text: str) -> list[float]:
+        release.wait(30)
+        return list(one(text))
+
+    def embed_queries(texts: Any) -> list[list[float]]:
+        release.wait(30)
+        return [list(v) for v in many(texts)] if many is not None else [one(t) for t in texts]
+
+    embedder.embed_query = embed_query
+    embedder.embed_queries = embed_queries
 
 
 class TapProxy:

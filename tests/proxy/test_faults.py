@@ -14,7 +14,7 @@ import aiohttp
 
 from tap.tasks import running_tasks
 from tests.chroma_server import free_port
-from tests.proxy.harness import TapProxy
+from tests.proxy.harness import TapProxy, hold_embedder
 from tests.upstreams import FakeAnthropic, FakeOllama, load_transcript
 from tests.waits import until
 
@@ -129,14 +129,8 @@ async def test_store_failure_degrades_but_the_request_succeeds(isolated_home: Pa
 async def test_slow_recall_hits_the_deadline_and_forwards_unchanged(isolated_home: Path) -> None:
     async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
         assert tap.rt is not None
-        embed = tap.rt.embedder.embed_query
         release = threading.Event()
-
-        def stuck(text: str) -> list[float]:
-            release.wait(30)  # returns only after the request has been answered
-            return embed(text)
-
-        tap.rt.embedder.embed_query = stuck  # type: ignore[method-assign]
+        hold_embedder(tap.rt.embedder, release)
         try:
             status, _, headers = await post(tap.url + "/v1/messages", ask("hello"))
         finally:
