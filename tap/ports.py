@@ -1,6 +1,6 @@
 """Small interfaces between the core and its adapters (store/, providers).
 
-The core only ever sees these Protocols; the composition root (tap.app) picks the adapters.
+The core only ever sees these Protocols; the composition root (tap.wiring.runtime) picks the adapters.
 All methods are synchronous: the embedded backends (ONNX, Chroma) are blocking libraries, and
 async callers run them in a worker thread (see tap.recall.RecallEngine.recall_async).
 """

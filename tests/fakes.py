@@ -316,7 +316,7 @@ class InMemoryStore:
 
 
 def fake_adapters(loaded: LoadedConfig) -> tuple[Embedder, MemoryStore]:
-    """A HashEmbedder and an empty InMemoryStore built for it (tap.app.open_runtime's `adapters`)."""
+    """A HashEmbedder and an empty InMemoryStore built for it (tap.wiring.runtime.open_runtime's `adapters`)."""
     embedder = HashEmbedder()
     return embedder, InMemoryStore(embedder_id=embedder.model_id, where=f"memory (for {loaded.data_dir})")
 

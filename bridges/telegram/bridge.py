@@ -33,7 +33,7 @@ from bridges.telegram.commands import Commands
 from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations
 from bridges.telegram.credentials import Credentials, bot_url, file_url, read_credentials
 from bridges.telegram.db import TelegramDB
-from bridges.telegram.handlers import Handlers, TelegramApp
+from bridges.telegram.handlers import BotApplication, Handlers
 from bridges.telegram.model import ReplyModel, make_reply_model
 from bridges.telegram.ordering import ChatOrderedProcessor
 from bridges.telegram.redact import redact
@@ -64,7 +64,7 @@ class TelegramDeps:
     ledger: CostLedger
 
 
-def build_application(cfg: TelegramConfig, token: str) -> TelegramApp:
+def build_application(cfg: TelegramConfig, token: str) -> BotApplication:
     """A PTB Application for `[telegram] api_url` that tap feeds itself (no Updater, no JobQueue)."""
     use_timedelta_periods()
     return (
@@ -91,7 +91,7 @@ class TelegramBridge:
         self._creds = creds
         self.model = model
         self.typing_interval_s = typing_interval_s
-        self.application: TelegramApp | None = None
+        self.application: BotApplication | None = None
         self.db: TelegramDB | None = None
         self.handlers: Handlers | None = None
         self.ready = False
@@ -136,7 +136,7 @@ class TelegramBridge:
             )
             self._connector = create_task(self._keep_connecting(), name="telegram-connect")
 
-    def _wire(self, application: TelegramApp, db: TelegramDB) -> Handlers:
+    def _wire(self, application: BotApplication, db: TelegramDB) -> Handlers:
         sender = Sender(application.bot)
         deps = self.deps
         conversations = Conversations(
@@ -201,7 +201,7 @@ def _why(exc: Exception) -> str:
     return f"unexpected answer: {type(exc).__name__}: {redact(str(exc))}"
 
 
-async def _shutdown(application: TelegramApp) -> None:
+async def _shutdown(application: BotApplication) -> None:
     """Stop and shut down whatever part of PTB got started."""
     try:
         if application.running:

@@ -4,7 +4,7 @@
                TapTelegram(home, api.url, anthropic=llm.url) as tap:
         status, _ = await tap.post(text_update("hello"))
 
-`TapTelegram` wires exactly what `tap serve` wires (tap.server.build_context → proxy.app.make_app
+`TapTelegram` wires exactly what `tap serve` wires (tap.wiring.server.build_context → proxy.web_app.make_web_app
 → bridges.telegram.add_telegram) around a real runtime (Chroma, ONNX embedder, queue, ledger), and
 records every ingestion event on its way into the real ingestor. `set_env` puts the token, the
 secret and the Anthropic key in the environment, where tap reads them.
@@ -25,13 +25,13 @@ import pytest
 from aiohttp import web
 
 from bridges.telegram import TelegramBridge, TelegramDeps, add_telegram
-from proxy.app import make_app
-from tap.app import Runtime, configured_adapters, open_runtime
+from proxy.web_app import make_web_app
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
-from tap.server import build_context
 from tap.tasks import running_tasks
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
+from tap.wiring.server import build_context
 from tests.bridges.fake_telegram import BOT, TOKEN
 from tests.fakes import fake_adapters
 
@@ -158,9 +158,9 @@ class TapTelegram:
         return self
 
     async def _start(self, rt: Runtime, turn_log: TurnLog) -> None:
-        """What tap.server.serve_forever does between opening the runtime and serving."""
+        """What tap.wiring.server.serve_forever does between opening the runtime and serving."""
         ctx = build_context(rt, "admin-token", Capture(turn_log, self._ingest))
-        app = make_app(ctx)
+        app = make_web_app(ctx)
         deps = TelegramDeps(self.config.telegram, self.home, ctx.interceptor, rt.memories, rt.ledger)
         self.bridge = add_telegram(app, deps, typing_interval_s=self.typing_interval_s)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bridges.hooks.install import HookCall, entries, is_tap_hook, tap_command
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.hooks_fixtures import Transcript, payload
 
 CLAUDE_BEFORE: dict[str, Any] = {

@@ -19,10 +19,10 @@ from bridges.hooks.payload import HookInput, parse_input
 from bridges.hooks.service import HookService
 from bridges.hooks.state import STATE_FILE, HookState
 from bridges.logtail import OffsetStore, Tailer
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
-from tap.hooks_wiring import Pipeline, RuntimeBackend, TranscriptReader
 from tap.tokens import count_tokens
+from tap.wiring.hooks import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.runtime import Runtime, open_runtime
 from tests.bridges.hooks_fixtures import Transcript, payload
 from tests.fakes import fake_adapters
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,

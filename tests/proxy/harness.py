@@ -14,13 +14,13 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from proxy.app import make_app
-from tap.app import Runtime, configured_adapters, open_runtime
+from proxy.web_app import make_web_app
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
-from tap.server import build_context
 from tap.tasks import running_tasks
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
+from tap.wiring.server import build_context
 from tests.fakes import fake_adapters
 
 
@@ -82,7 +82,7 @@ class TapProxy:
         self.turn_log = TurnLog(self.turn_log_path)
         ctx = build_context(self.rt, "test-token", Capture(self.turn_log, self._ingest))
         self.ctx = ctx
-        self._runner = web.AppRunner(make_app(ctx), handle_signals=False, shutdown_timeout=2.0)
+        self._runner = web.AppRunner(make_web_app(ctx), handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import parse_config
 from tap.records import Memory, Recalled, RecallResult
 from tap.why import RecallTrace, RequestNote, WhyLog

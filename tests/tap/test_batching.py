@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tap.app import Runtime, open_runtime
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message, make_memory
+from tap.wiring.runtime import Runtime, open_runtime
 from tap.worker import CHUNKS_PER_EMBED
 from tests.fakes import real_embedder_in_memory
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 
 
 def run(*args: str) -> tuple[int, str, str]:

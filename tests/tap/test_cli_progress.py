@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 
 
 def with_terminal_stderr(args: list[str], home: Path) -> tuple[int, str, str]:

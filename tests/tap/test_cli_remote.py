@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tap.admin_token import ServerInfo, write_server_info
-from tap.cli import main
+from tap.cli.main import main
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeAnthropic
 

@@ -24,7 +24,7 @@ EVERY_HEAVY = STORE_AND_MODEL | {"telegram", "aiohttp", "mitmproxy", "rich", "ht
 PROBE = """
 import json, sys
 sys.argv = ["tap", *json.loads(sys.argv[1])]
-from tap.launch import main
+from tap.cli.launch import main
 try:
     main()
 except SystemExit as exc:
@@ -91,17 +91,17 @@ def test_commands_against_a_server_leave_the_store_to_it(isolated_home: Path) ->
 
 @pytest.mark.slow
 def test_commands_load_only_the_modules_they_need(isolated_home: Path) -> None:
-    lazy = {"tap.cli_ingest", "tap.cli_hooks", "tap.cli_mitm", "tap.cli_telegram", "bridges.logtail"}
+    lazy = {"tap.cli.ingest", "tap.cli.hooks", "tap.cli.mitm", "tap.cli.telegram", "bridges.logtail"}
     _, modules = probe("config", "check", home=isolated_home, every=True)
     assert modules & lazy == set()  # the log-tail, hooks, mitm and Telegram commands load when called
     out, modules = probe("ingest", "--help", home=isolated_home, every=True)
-    assert "--follow" in out and {"tap.cli_ingest", "bridges.logtail"} <= modules
+    assert "--follow" in out and {"tap.cli.ingest", "bridges.logtail"} <= modules
 
 
 def test_the_lazy_commands_are_listed_with_their_own_help() -> None:
     import click
 
-    from tap.cli import LAZY_COMMANDS, main
+    from tap.cli.main import LAZY_COMMANDS, main
 
     context = click.Context(main)
     for name, (_, listed) in LAZY_COMMANDS.items():

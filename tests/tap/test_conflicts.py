@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.app import Runtime, configured_adapters, open_runtime
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tests.fakes import real_embedder_in_memory
 
 T0 = 1_700_000_000.0

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.app import Runtime, configured_adapters, open_runtime
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import ConsolidationJob, Consolidator
 from tap.priority import lower_thread_priority, thread_nice
 from tap.records import Memory
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tests.fakes import real_embedder_in_memory
 
 NOW = 1_780_000_000.0
@@ -174,7 +174,7 @@ CRASHER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from tap.app import open_runtime
+    from tap.wiring.runtime import open_runtime
     from tap.config import LoadedConfig, parse_config
     from tap.consolidation import Consolidator
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
+from tap.wiring.runtime import Runtime, open_runtime
 from tests.tap.fake_llm import FakeAnthropicAPI
 
 KEY = "sk-ant-test-key"

@@ -10,12 +10,12 @@ import aiohttp
 import anthropic
 from click.testing import CliRunner
 
-from tap.app import open_runtime
 from tap.capture import Exchange, TurnLog
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.history import order
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import open_runtime
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeAnthropic
 

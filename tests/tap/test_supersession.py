@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import Runtime, open_runtime
 from tests.fakes import real_embedder_in_memory
 
 JAN = datetime(2025, 1, 10, 9, 0, tzinfo=UTC).timestamp()

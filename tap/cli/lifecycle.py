@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli_base import backend, emit_json, state
-from tap.cli_memories import json_option, memories
+from tap.cli.base import backend, emit_json, state
+from tap.cli.memories import json_option, memories
 from tap.render import when
 from tap.views import memory_view
 

@@ -1,6 +1,7 @@
-"""Composition root: config → adapters (embedder, store) → core services.
+"""The runtime: config → adapters (embedder, store) → the core services, opened and closed together.
 
-Only this module and the CLI pick concrete adapters; everything else receives them. Tests hand
+A composition root (it was tap/app.py): only tap.wiring and tap.cli pick concrete adapters;
+everything else receives them. Tests hand
 `open_runtime` other adapters behind the same Protocols (tests/fakes.py: an in-memory store and a
 hashing embedder) through `adapters`.
 """

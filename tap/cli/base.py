@@ -41,7 +41,7 @@ def backend() -> Iterator[Any]:
 
         yield RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         return
-    from tap.app import runtime  # chromadb and the embedder: only when no server holds the store
+    from tap.wiring.runtime import runtime  # chromadb and the embedder: only when no server holds the store
 
     with runtime(loaded) as rt:
         yield rt.memories
