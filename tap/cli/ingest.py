@@ -232,7 +232,7 @@ def _session(
     """Open the offset store and the sink (server if one runs, else the local runtime)."""
     from bridges.logtail import OffsetStore, Tailer
     from bridges.logtail.follow import STATE_FILE
-    from tap.ingest_remote import RemoteIngest
+    from tap.client import INGEST_TIMEOUT_S, AdminClient
     from tap.wiring.runtime import open_runtime
 
     config = loaded.config.logtail
@@ -241,8 +241,10 @@ def _session(
     rt: Runtime | None = None
     try:
         if info is not None:
-            remote = RemoteIngest(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
-            sink: Callable[[Sequence[IngestEvent]], int] = remote.send
+            remote = AdminClient(
+                info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env), timeout=INGEST_TIMEOUT_S
+            )
+            sink: Callable[[Sequence[IngestEvent]], int] = remote.ingest
         else:
             rt = open_runtime(loaded)
             sink = _local_sink(rt)

@@ -40,9 +40,9 @@ def status(as_json: bool) -> None:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import RemoteMemories
+        from tap.client import AdminClient
 
-        remote = RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
+        remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         doc = {"server": info.url, **remote.status()}
     else:
         doc = _local_status()
