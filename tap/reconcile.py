@@ -36,10 +36,11 @@ from collections.abc import Sequence
 
 import msgspec
 
+from tap.candidates import CandidateMemory
 from tap.config import ExtractConfig
 from tap.conflicts import ambiguous_change
 from tap.errors import ProviderError
-from tap.records import CandidateMemory, Hit, Kind, Memory
+from tap.records import Hit, Kind, Memory
 
 Action = str
 _WORD = re.compile(r"[^\W_]+")

@@ -28,6 +28,7 @@ from typing import Any
 import anthropic
 from anthropic.types import Message
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk
 from tap.config import ExtractConfig, read_secret
 from tap.providers.base import Decision, GateVerdict, ProviderCallError, Usage
@@ -48,7 +49,6 @@ from tap.providers.schema import (
     parse_memories,
 )
 from tap.records import Memory
-from tap.rules import CandidateMemory
 
 __all__ = ["AnthropicProvider", "parse_retry_after"]
 

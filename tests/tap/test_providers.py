@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk, Turn, render_chunk
 from tap.config import ExtractConfig, parse_config
 from tap.errors import ProviderError
@@ -30,7 +31,6 @@ from tap.providers import (
 from tap.providers.anthropic import parse_retry_after
 from tap.providers.prices import price_for
 from tap.records import Memory, make_memory
-from tap.rules import CandidateMemory
 from tests.tap.fake_llm import FakeAnthropicAPI, FakeOllamaAPI, credential, message_body
 
 KEY = "sk-ant-test-key-0123456789"
