@@ -28,7 +28,7 @@ from tap.providers import (
     cost_usd,
     make_llm_provider,
 )
-from tap.providers.anthropic import parse_retry_after
+from tap.providers.anthropic_mapping import parse_retry_after
 from tap.providers.prices import price_for
 from tap.records import Memory, make_memory
 from tests.tap.fake_llm import FakeAnthropicAPI, FakeOllamaAPI, credential, message_body
