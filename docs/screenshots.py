@@ -1,5 +1,8 @@
-"""Screenshots of the /ui page for the README: a real `tap serve` on a throw-away data dir with a few
-made-up memories, driven by Playwright on the system's Chromium (tests/browser.py).
+"""Screenshots of the /ui page for the README: a real `tap serve` on a throw-away data dir with made-up
+memories, driven by Playwright on the system's Chromium (tests/browser.py). The server also extracts
+a few made-up conversation turns (POST /tap/ingest: a move, and two employers that become a
+conflict) and proxies one chat request to a fake Anthropic upstream on 127.0.0.1 (tests/upstreams.py)
+for the why-injected view: nothing leaves the machine.
 
     .venv/bin/python docs/screenshots.py        # writes docs/screenshots/*.png
 """
@@ -9,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -18,10 +23,12 @@ sys.path.insert(0, str(ROOT))
 
 from tests.browser import launch  # noqa: E402
 from tests.serve_process import ServeProcess  # noqa: E402
+from tests.threaded import InThread  # noqa: E402
+from tests.upstreams import FakeAnthropic  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
+DAY = 86400.0
 MEMORIES = [
-    ("ana", "Ana moved to Lisbon in May 2024", "fact", 4),
     ("ana", "Ana prefers short answers with code first", "preference", 4),
     ("ana", "Ana keeps two beehives in her garden in Sintra", "fact", 3),
     ("ana", "Ana decided to use PostgreSQL for the booking service", "decision", 4),
@@ -35,50 +42,94 @@ MEMORIES = [
     ("telegram:family", "The family dinner is on the first Sunday of each month", "event", 3),
     ("telegram:family", "Grandma's birthday is on 14 October", "fact", 4),
 ]
+TURNS = [  # (conversation, days ago, what Ana said): the server's rule extractor reads them
+    ("home-1", 150, "I live in Porto, near the old bridge."),
+    ("work-1", 140, "I work at Lumen Labs as a data engineer."),
+    ("home-2", 120, "I moved to Lisbon last May."),  # a change: the Porto statement is superseded
+    ("work-2", 100, "I work at Tidewater Analytics."),  # a second employer, no sign of a change: a conflict
+]
+QUESTION = "Which city did I move to, and where do I work now?"
 
 
-def post(server: ServeProcess, path: str, body: object, method: str = "POST") -> dict[str, object]:
-    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), method=method)
+def call(server: ServeProcess, path: str, body: object = None, method: str = "POST") -> dict[str, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=data, method="GET" if body is None else method)
     req.add_header("Authorization", f"Bearer {server.token}")
     with urllib.request.urlopen(req, timeout=30) as resp:
         return dict(json.loads(resp.read()))
 
 
-def seed(server: ServeProcess) -> str:
+def wait(probe: Any, what: str) -> None:
+    deadline = time.monotonic() + 120
+    while not probe():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def seed(server: ServeProcess) -> None:
     ids = [
-        str(post(server, "/tap/memories", {"scope": s, "content": c, "kind": k, "importance": i})["id"])
+        str(call(server, "/tap/memories", {"scope": s, "content": c, "kind": k, "importance": i})["id"])
         for s, c, k, i in MEMORIES
     ]
-    post(server, f"/tap/memories/{ids[3]}", {"content": "Ana moved the booking service to PostgreSQL 16"}, "PATCH")
-    return ids[0]
+    call(server, f"/tap/memories/{ids[2]}", {"content": "Ana moved the booking service to PostgreSQL 16"}, "PATCH")
+    now = time.time()
+    for conversation, days, text in TURNS:
+        at = now - days * DAY
+        messages = [
+            {"role": "user", "name": "Ana", "content": text, "id": f"{conversation}:0", "timestamp": at},
+            {"role": "assistant", "content": "Noted.", "id": f"{conversation}:1", "timestamp": at + 5},
+        ]
+        event = {"scope": "ana", "conversation": conversation, "source": "hook", "messages": messages}
+        call(server, "/tap/ingest", event)
+    wait(lambda: call(server, "/tap/conflicts?scope=ana")["conflicts"], "the conflict")
+    wait(lambda: call(server, "/tap/memories/search?scope=ana&q=Ana+moved+to+Lisbon")["results"], "the move")
 
 
-def lifecycle_views(browser: Any) -> None:
-    """Conflicts and why-injected, against the stand-in for the lifecycle API (its contract's shapes)
-    until a server with those endpoints is at hand."""
-    from playwright.sync_api import expect
+def ask(server: ServeProcess) -> None:
+    """One chat request through the proxy (to the fake upstream); waits for its why record."""
+    payload = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 300,
+        "messages": [
+            {"role": "user", "content": "I'm training for the Lisbon half marathon in March."},
+            {"role": "assistant", "content": "Good luck with the training!"},
+            {"role": "user", "content": QUESTION},
+        ],
+    }
+    req = urllib.request.Request(server.url + "/v1/messages", data=json.dumps(payload).encode(), method="POST")
+    for name, value in {"x-api-key": "sk-made-up", "anthropic-version": "2023-06-01", "x-tap-scope": "ana"}.items():
+        req.add_header(name, value)
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        resp.read()
+        request_id = resp.headers["x-tap-request-id"]
 
-    from tests.proxy.lifecycle_api import TOKEN, LifecycleApi
+    def recorded() -> bool:  # kept right after the response, on a worker thread
+        try:
+            return bool(call(server, f"/tap/why/{request_id}"))
+        except urllib.error.HTTPError:
+            return False
 
-    with LifecycleApi() as api:
-        page = browser.new_page(viewport={"width": 1200, "height": 560})
-        page.goto(f"{api.url}/ui#token={TOKEN}")
-        page.locator("#list li.card").first.wait_for()
-        page.click("#tab-conflicts")
-        expect(page.locator("#conflicts li.card")).to_have_count(1)
-        page.screenshot(path=OUT / "conflicts.png")
-        page.click("#tab-why")
-        page.locator("#why-rows tr").first.click()
-        expect(page.locator("#why-detail tbody tr")).to_have_count(2)
-        page.screenshot(path=OUT / "why.png", full_page=True)
+    wait(recorded, "the why record")
 
 
 def main() -> None:
     from playwright.sync_api import expect, sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as home, sync_playwright() as playwright:
-        server = ServeProcess(Path(home)).start()
+    with (
+        tempfile.TemporaryDirectory() as home,
+        InThread(FakeAnthropic()) as upstream,
+        sync_playwright() as playwright,
+    ):
+        config = Path(home) / "tap.toml"
+        config.write_text(
+            f'[upstream]\nanthropic = "{upstream.url}"\n'
+            "[extract]\nflush_after_s = 0.0\n"  # the made-up turns are extracted at once
+            "[recall]\nbudget_tokens = 200\n"  # a small block: the why view shows some that miss it
+        )
+        server = ServeProcess(Path(home) / "data", config=config).start()
         try:
             seed(server)
             browser = launch(playwright)
@@ -98,8 +149,8 @@ def main() -> None:
             desk.screenshot(path=OUT / "search.png")
 
             desk.locator("#q").press("Escape")
-            desk.locator("#list li.card", has_text="PostgreSQL 16").get_by_role("button", name="History").click()
-            expect(desk.locator("#history-list > li")).to_have_count(2)
+            desk.locator("#list li.card", has_text="moved to Lisbon").get_by_role("button", name="History").click()
+            expect(desk.locator("#history-list .turns")).to_have_count(2)
             desk.screenshot(path=OUT / "history.png")
             desk.keyboard.press("Escape")
 
@@ -112,12 +163,23 @@ def main() -> None:
             desk.screenshot(path=OUT / "forget.png")
             desk.keyboard.press("Escape")
 
+            desk.click("#tab-conflicts")
+            expect(desk.locator("#conflicts > li")).to_have_count(1)
+            desk.set_viewport_size({"width": 1200, "height": 480})
+            desk.screenshot(path=OUT / "conflicts.png")
+
+            ask(server)
+            desk.set_viewport_size({"width": 1200, "height": 1000})
+            desk.click("#tab-why")
+            desk.locator("#why-rows tr").first.click()
+            expect(desk.locator("#why-detail tbody tr").first).to_be_visible()
+            desk.screenshot(path=OUT / "why.png")
+
             phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
             phone.goto(f"{server.url}/ui#token={server.token}")
             phone.locator('#scope-list button[data-scope="ana"]').click()
             expect(phone.locator("#status")).to_contain_text("scope “ana”")
             phone.screenshot(path=OUT / "phone.png")
-            lifecycle_views(browser)
             browser.close()
         finally:
             server.stop()

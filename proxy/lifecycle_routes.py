@@ -9,7 +9,8 @@ Shapes (the contract the web page builds on; errors are `{"error": ...}`):
 - `POST /tap/consolidate {"scope"?, "dry_run"?}` → `{"merged", "archived", "groups", "dry_run",
   "scopes", "resumed", "archived_memories"}` (on the background executor, after the extraction
   batch in progress);
-- `GET /tap/why?limit=N` → `{"requests": [...]}` newest first; `GET /tap/why/last`,
+- `GET /tap/why?limit=N` → `{"requests": [...], "keep", "keep_minutes"}` newest first (and how many
+  records the server keeps, for how long: `keep` 0 keeps none); `GET /tap/why/last`,
   `GET /tap/why/{request_id}` → the record with its candidates (404 when unknown or expired).
 All under the admin bearer token (proxy.admin.require_token).
 """
@@ -100,14 +101,17 @@ async def consolidate(request: web.Request) -> web.Response:
 
 
 async def why_list(request: web.Request) -> web.Response:
-    """`?limit=N` → the latest requests, newest first."""
+    """`?limit=N` → the latest requests, newest first, and what the server keeps (`[why] keep`,
+    `keep_minutes`)."""
     ctx: ServerContext = request.app[context_key]
     try:
         limit = max(1, min(int(request.query.get("limit", "20")), 10000))
     except ValueError:
         return error(400, "limit must be an integer")
-    records = ctx.why.recent(limit) if ctx.why is not None else []
-    return json_response({"requests": [r.summary() for r in records]})
+    why = ctx.why
+    records = why.recent(limit) if why is not None else []
+    keep, minutes = (why.config.keep, why.config.keep_minutes) if why is not None else (0, 0.0)
+    return json_response({"requests": [r.summary() for r in records], "keep": keep, "keep_minutes": minutes})
 
 
 async def why_last(request: web.Request) -> web.Response:

@@ -89,6 +89,26 @@ def pairs(memories: Sequence[Memory], fetch: Callable[[Sequence[str]], list[Memo
     return sorted(found.values(), key=lambda c: (-c.since, c.a.id))
 
 
+def live(memories: Sequence[Memory], fetch: Callable[[Sequence[str]], list[Memory]]) -> list[Memory]:
+    """The memories as the admin API and the CLI show them: `conflicts_with` names only partners
+    that are still active, and only on an active memory (a conflict ends when either side is settled,
+    superseded, archived or forgotten, as `pairs` reads it; the stored marks stay, so restoring an
+    archived side brings the conflict back). Copies where that changes anything."""
+    named = {i for m in memories for i in m.conflicts_with}
+    if not named:
+        return list(memories)
+    by_id = {m.id: m for m in memories}
+    active = {i for i in named if i in by_id and by_id[i].active}
+    active |= {m.id for m in fetch([i for i in sorted(named) if i not in by_id]) if m.active}
+    out: list[Memory] = []
+    for memory in memories:
+        partners = [i for i in memory.conflicts_with if i in active] if memory.active else []
+        out.append(
+            memory if partners == memory.conflicts_with else msgspec.structs.replace(memory, conflicts_with=partners)
+        )
+    return out
+
+
 class Settled(msgspec.Struct, kw_only=True):
     """What `resolve` did: the memory kept, and the one it superseded (None when both were kept)."""
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from tap.conflicts import Conflict, Settled, pairs, resolve
+from tap.conflicts import Conflict, Settled, live, pairs, resolve
 from tap.consolidation import Consolidator
 from tap.history import SourceTurn, TurnSource, version_turns, versions
 from tap.jsonbody import decode
@@ -168,7 +168,8 @@ class MemoryService:
         importance: int | None = None,
         tags: list[str] | None = None,
     ) -> Memory:
-        """Write a new version of an active memory; the old one is kept, marked superseded."""
+        """Write a new version of a current memory; the old one is kept, marked superseded. An
+        archived memory's new version stays archived (restore it to have it recalled)."""
         old = self.get(memory_id)
         if old is None:
             raise KeyError(memory_id)
@@ -181,6 +182,7 @@ class MemoryService:
             importance=old.importance if importance is None else importance,
             tags=old.tags if tags is None else tags,
             source=old.source,
+            archived_at=old.archived_at,
         )
 
     def supersede(self, old: Memory, *, content: str, **fields: Any) -> Memory:
@@ -191,9 +193,11 @@ class MemoryService:
         now = self._now()
         fields.setdefault("conversation", old.conversation)
         sources = list(dict.fromkeys([*old.sources, *fields.pop("sources", [])]))
+        archived_at = float(fields.pop("archived_at", 0.0))
         new = clean(make_memory(scope=old.scope, content=content, sources=sources, now=now, **fields))
         new.supersedes = old.id
         new.created_at = old.created_at
+        new.archived_at = archived_at
         self.write([new])
         old.superseded_by = new.id
         old.updated_at = now
@@ -300,8 +304,9 @@ class MemoryService:
         archived: bool | None = None,
     ) -> list[Memory]:
         """Memories newest first (`excerpts`: None both layers, False statements, True excerpts;
-        `archived`: None archived ones too, True only them, False none)."""
-        return self.store.list_memories(
+        `archived`: None archived ones too, True only them, False none); `conflicts_with` names only
+        the partners still in conflict (tap.conflicts.live)."""
+        found = self.store.list_memories(
             scope=scope,
             limit=limit,
             offset=offset,
@@ -309,6 +314,7 @@ class MemoryService:
             excerpts=excerpts,
             archived=archived,
         )
+        return live(found, self.store.get)
 
     def count_memories(
         self,
@@ -330,19 +336,24 @@ class MemoryService:
     def search(self, query: str, *, scope: str | None, limit: int = 20) -> list[tuple[Memory, float]]:
         """Hybrid-ranked memories for a query, without the token budget; every scope when scope is None."""
         if scope is not None:
-            return self.recall_engine.search(query, scope=scope, limit=limit)
-        return self.recall_engine.search_scopes(query, list(self.store.scope_counts()), limit=limit)
+            found = self.recall_engine.search(query, scope=scope, limit=limit)
+        else:
+            found = self.recall_engine.search_scopes(query, list(self.store.scope_counts()), limit=limit)
+        shown = live([m for m, _ in found], self.store.get)
+        return [(m, score) for m, (_, score) in zip(shown, found, strict=True)]
 
     def history(self, memory_id: str) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
         """Every version of the memory, oldest first, and for each the source turns still kept
         (the turn log, then the queue); ([], {}) when the id is unknown."""
-        chain = self.chain(memory_id)
+        chain = live(self.chain(memory_id), self.store.get)
         sources: list[TurnSource] = [s for s in (self.turn_log, self.queue) if s is not None]
         return chain, version_turns(chain, sources)
 
     def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
         """Unresolved conflicts (pairs of active memories), newest first."""
-        return pairs(self.store.in_conflict(scope=scope), self.store.get)
+        found = pairs(self.store.in_conflict(scope=scope), self.store.get)
+        sides = live([m for c in found for m in (c.a, c.b)], self.store.get)
+        return [msgspec.structs.replace(c, a=a, b=b) for c, a, b in zip(found, sides[::2], sides[1::2], strict=True)]
 
     def resolve(self, keep: str, drop: str, *, both: bool = False) -> Settled:
         """Settle a conflict: keep one (the other is superseded by it) or, with `both`, both."""

@@ -251,14 +251,37 @@ def _newest_first_weighting(scored: list[tuple[Memory, float]], floor: float) ->
     recent it is relative to the newest candidate (x1 for the newest, halving every
     CURRENT_HALF_LIFE_DAYS, never below `floor`), so the latest mention of a fact outranks
     older ones whatever the wall clock says; the floor keeps the history in the block (LongMemEval
-    knowledge updates count the old mention as evidence too)."""
+    knowledge updates count the old mention as evidence too). When the question says it asks for
+    now (the lower floor), an older excerpt also yields to the best newer statement (measured:
+    doing so for every present-tense question cost LoCoMo 0.7 points)."""
     if not scored:
         return scored
     newest = max(_stamp(m) for m, _ in scored)
     weighted = [
         (m, s * max(floor, 0.5 ** (max(0.0, newest - _stamp(m)) / 86400 / CURRENT_HALF_LIFE_DAYS))) for m, s in scored
     ]
-    return weighted
+    return _after_best_newer_statement(weighted) if floor <= CURRENT_FLOOR else weighted
+
+
+def _after_best_newer_statement(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
+    """Each excerpt's score capped just below the best score of the statements newer than it, so in
+    a tight block the newest statement of a fact is placed before an older verbatim mention of it
+    (an old "I live in Porto" excerpt must not take the room of "moved to Lisbon")."""
+    statements = sorted(((_stamp(m), s) for m, s in scored if not is_excerpt(m)), reverse=True)
+    if not statements:
+        return scored
+    older_first = [-t for t, _ in statements]
+    best_newer: list[float] = []  # best_newer[i]: best score among the i+1 newest statements
+    for _, score in statements:
+        best_newer.append(max(score, best_newer[-1]) if best_newer else score)
+    out = []
+    for memory, score in scored:
+        if is_excerpt(memory):
+            newer = bisect.bisect_left(older_first, -_stamp(memory))  # statements strictly newer
+            if newer:
+                score = min(score, best_newer[newer - 1] * 0.999)
+        out.append((memory, score))
+    return out
 
 
 def rank_order(chosen: Sequence[Recalled]) -> list[Recalled]:

@@ -1,7 +1,7 @@
 // tap's memory browser. Plain DOM, no framework; every text from the server goes in as text (never
 // as markup). The admin token comes from the box or from `#token=` in the link and lives in this
-// tab's sessionStorage only. Views that need endpoints a server may not have (conflicts, why)
-// say "not available on this server" when those answer 404.
+// tab's sessionStorage only. The page is served by the same `tap serve` whose admin API it calls,
+// so the two always match (proxy/admin.py, proxy/lifecycle_routes.py).
 "use strict";
 
 const KINDS = ["fact", "preference", "decision", "event", "instruction", "plan", "episode"];
@@ -15,8 +15,7 @@ const state = {
   offset: 0,
   limit: 50,
   total: 0,
-  archiveAware: false, // the server knows archived memories (the lifecycle API)
-  scopes: [],          // GET /tap/scopes
+  scopes: [],          // GET /tap/scopes (counts of active memories: current and not archived)
 };
 
 class ApiError extends Error {
@@ -50,6 +49,10 @@ function day(stamp) {
 
 function moment(stamp) {
   return stamp ? new Date(stamp * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC" : "-";
+}
+
+function where(none = false) { // "in all scopes", or after a "no": "in any scope"
+  return state.scope !== null ? `in scope “${state.scope}”` : none ? "in any scope" : "in all scopes";
 }
 
 function plural(n, one, many) { return `${n.toLocaleString("en")} ${n === 1 ? one : many}`; }
@@ -112,8 +115,11 @@ async function connect() {
 // ---- scopes ----------------------------------------------------------------------------------
 
 async function loadScopes() {
-  state.scopes = (await api("GET", "/tap/scopes")).scopes;
+  // with the number of unresolved conflicts, shown on the Conflicts tab
+  const [listed, open] = await Promise.all([api("GET", "/tap/scopes"), api("GET", "/tap/conflicts")]);
+  state.scopes = listed.scopes;
   renderScopes();
+  showConflictCount(open.conflicts.length);
 }
 
 function layerCount(s) {
@@ -167,7 +173,7 @@ function listParams() {
   const params = new URLSearchParams({limit: String(state.limit), offset: String(state.offset), layer: $("layer").value});
   if (state.scope !== null) params.set("scope", state.scope);
   if ($("versions").checked) params.set("all", "1");
-  if (state.archiveAware) params.set("archived", $("archived").value);
+  params.set("archived", $("archived").value); // the API lists archived ones too unless told
   return params;
 }
 
@@ -186,11 +192,11 @@ async function loadMemories() {
 async function loadListing(ticket) {
   const data = await api("GET", "/tap/memories?" + listParams());
   if (ticket !== latest) return;
-  noticeArchive(data.memories);
   state.total = data.total ?? data.memories.length;
   render(data.memories.map((m) => ({memory: m})));
-  const where = state.scope === null ? "in all scopes" : `in scope “${state.scope}”`;
-  say("status", state.total ? `${plural(state.total, "memory", "memories")} ${where}` : `No memories ${where} yet.`);
+  const which = {"0": "", "1": "archived ", all: ""}[$("archived").value];
+  say("status", state.total ? `${plural(state.total, which + "memory", which + "memories")} ${where()}`
+                            : which ? `No ${which}memories ${where(true)}.` : `No memories ${where(true)} yet.`);
   pager(data.memories.length, state.total);
 }
 
@@ -202,21 +208,12 @@ async function loadSearch(ticket) {
   const data = await api("GET", "/tap/memories/search?" + params);
   if (ticket !== latest) return;
   const page = data.results.slice(state.offset, state.offset + state.limit);
-  noticeArchive(page.map((r) => r.memory));
   render(page);
-  const where = state.scope === null ? "in all scopes" : `in scope “${state.scope}”`;
   say("status", data.results.length
-    ? `Results for “${state.query}” ${where}, best first`
-    : `Nothing relevant for “${state.query}” ${where}.`);
+    ? `Results for “${state.query}” ${where()}, best first`
+    : `Nothing relevant for “${state.query}” ${where(true)}.`);
   const more = data.results.length === want && want < 500;
   pager(page.length, more ? null : state.offset + page.length);
-}
-
-function noticeArchive(memories) {
-  if (!state.archiveAware && memories.some((m) => "archived" in m)) {
-    state.archiveAware = true;
-    $("archived").hidden = false;
-  }
 }
 
 function pager(shown, total) {
@@ -252,9 +249,8 @@ function card(memory, score) {
   const actions = el("div", {class: "actions", role: "group", "aria-label": "Actions"},
     button("History", () => showHistory(memory)),
     old ? null : button("Edit", () => edit(item, memory)),
-    "archived" in memory && !old
-      ? button(memory.archived ? "Restore" : "Archive", () => archive(memory))
-      : null,
+    old ? null : button(memory.archived ? "Restore" : "Archive", () => archive(memory),
+      {title: memory.archived ? "Recall it again" : "Set it aside: still listed under Archived, never recalled"}),
     button("Forget", () => forget(memory), {class: "danger"}));
   item.append(actions);
   return item;
@@ -332,11 +328,11 @@ async function archive(memory) {
   const action = memory.archived ? "restore" : "archive";
   try {
     await api("POST", `/tap/memories/${enc(memory.id)}/${action}`);
-    await loadMemories();
-    say("status", memory.archived ? "Restored: it is recalled again." : "Archived: it is no longer recalled.", "ok");
-  } catch (err) {
-    say("status", err.status === 404 ? `${action} is not available on this server.` : err.message, "error");
-  }
+    await Promise.all([loadScopes(), loadMemories()]); // the counts are of active memories
+    if (state.offset > 0 && !$("list").children.length) { state.offset = Math.max(0, state.offset - state.limit); await loadMemories(); }
+    say("status", memory.archived ? `Restored “${memory.content}”: it is recalled again.`
+                                  : `Archived “${memory.content}”: it is no longer recalled (listed under Archived).`, "ok");
+  } catch (err) { say("status", err.message, "error"); }
 }
 
 async function showHistory(memory) {
@@ -347,7 +343,7 @@ async function showHistory(memory) {
   $("history-close").focus();
   try {
     const data = await api("GET", `/tap/memories/${enc(memory.id)}`);
-    const versions = data.history || data.chain;
+    const versions = data.history;
     $("history-title").textContent = `History · ${plural(versions.length, "version", "versions")}, oldest first`;
     list.replaceChildren(...versions.map(version));
   } catch (err) {
@@ -356,25 +352,38 @@ async function showHistory(memory) {
 }
 
 function version(m) {
-  const current = "current" in m ? m.current : !m.superseded_by;
-  const turns = m.turns || [];
-  return el("li", {},
+  // one entry of GET /tap/memories/{id} "history": a memory plus `current` and the source `turns` still kept
+  const turns = m.turns;
+  const merged = m.merged_from.length;
+  return el("li", {"data-id": m.id},
     el("div", {class: "meta"},
-      el("span", {class: current ? "badge ok" : "badge old", text: current ? "current" : "superseded"}),
+      el("span", {class: m.current ? "badge ok" : "badge old", text: m.current ? "current" : "superseded"}),
+      m.archived ? el("span", {class: "badge warn", text: "archived"}) : null,
       el("span", {text: `${m.kind} · importance ${m.importance}`}),
+      el("time", {title: "when it was said", text: `said ${day(m.valid_from || m.created_at)}`}),
       el("time", {text: `updated ${moment(m.updated_at)}`}),
       el("span", {text: `source ${m.source}`}),
+      merged ? el("span", {text: `merges ${plural(merged, "earlier memory", "earlier memories")}`}) : null,
       el("span", {class: "id", text: m.id})),
     el("p", {class: "content", text: m.content}),
     m.conversation || m.sources.length
-      ? el("div", {class: "meta", text: `from ${m.conversation || "?"}${m.sources.length ? ": turns " + m.sources.join(", ") : ""}`})
+      ? el("div", {class: "meta", text: `from ${m.conversation || "?"}${m.sources.length ? ": turns " + m.sources.join(", ") : ""}`
+          + (m.sources.length && !turns.length ? " (their text is no longer kept)" : "")})
       : null,
     turns.length
-      ? el("ol", {class: "turns"}, turns.map((t) => el("li", {text: `${t.role}: ${t.text}`})))
+      ? el("ol", {class: "turns", "aria-label": "Source turns"}, turns.map((t) => el("li", {},
+          t.at ? el("time", {class: "muted", text: moment(t.at)}) : null, el("span", {text: `${t.role}: ${t.text}`}))))
       : null);
 }
 
 // ---- conflicts -------------------------------------------------------------------------------
+
+function showConflictCount(n) {
+  const badge = $("conflict-count");
+  badge.textContent = String(n);
+  badge.hidden = !n;
+  $("tab-conflicts").title = n ? `${plural(n, "unresolved conflict", "unresolved conflicts")} in all scopes` : "";
+}
 
 async function loadConflicts() {
   const list = $("conflicts");
@@ -383,30 +392,40 @@ async function loadConflicts() {
   try {
     const data = await api("GET", "/tap/conflicts" + (state.scope === null ? "" : "?scope=" + enc(state.scope)));
     list.replaceChildren(...data.conflicts.map(conflict));
-    say("conflicts-status", data.conflicts.length ? plural(data.conflicts.length, "conflict", "conflicts") : "No conflicts.");
-  } catch (err) {
-    say("conflicts-status", err.status === 404 ? "Conflicts are not available on this server." : err.message,
-        err.status === 404 ? "" : "error");
-  }
+    if (state.scope === null) showConflictCount(data.conflicts.length);
+    say("conflicts-status", data.conflicts.length
+      ? `${plural(data.conflicts.length, "conflict", "conflicts")} ${where()}, newest first.`
+      : `No conflicts ${where(true)}.`);
+  } catch (err) { say("conflicts-status", err.message, "error"); }
 }
 
 function conflict({a, b, since}) {
-  const side = (keep, drop, label) => el("div", {class: "side"},
+  const side = (keep, drop) => el("div", {class: "side", "data-id": keep.id},
     el("p", {class: "content", text: keep.content}),
     el("div", {class: "meta"},
-      el("span", {class: "badge", text: keep.kind}), el("time", {text: day(keep.valid_from || keep.created_at)}),
-      el("span", {text: `scope ${keep.scope}`}), el("span", {class: "id", text: keep.id})),
-    el("div", {class: "actions"}, button(label, () => resolve(keep, drop))));
+      el("span", {class: "badge", text: keep.kind}),
+      el("time", {title: `stored ${moment(keep.created_at)}`, text: `said ${day(keep.valid_from || keep.created_at)}`}),
+      keep.conversation ? el("span", {text: `in ${keep.conversation}`}) : null,
+      state.scope === null ? el("span", {text: `scope ${keep.scope}`}) : null,
+      el("span", {class: "id", text: keep.id})),
+    el("div", {class: "actions"},
+      button("Keep this one", () => resolve(keep, drop), {title: "Keep this one; the other is superseded by it (kept in its history)"}),
+      button("History", () => showHistory(keep))));
   return el("li", {class: "card"},
     el("div", {class: "meta", text: `in conflict since ${moment(since)}`}),
-    el("div", {class: "pair"}, side(a, b, "Keep this one"), side(b, a, "Keep this one")));
+    el("div", {class: "pair"}, side(a, b), side(b, a)),
+    el("div", {class: "actions"},
+      button("Keep both", () => resolve(a, b, true), {title: "Both are true (say, two jobs at once): keep both and drop the mark"})));
 }
 
-async function resolve(keep, drop) {
+async function resolve(keep, drop, both = false) {
   try {
-    await api("POST", "/tap/conflicts/resolve", {keep: keep.id, drop: drop.id});
-    await loadConflicts();
-    say("conflicts-status", `Kept “${keep.content}”; the other is superseded by it.`, "ok");
+    const body = both ? {keep: keep.id, drop: drop.id, both: true} : {keep: keep.id, drop: drop.id};
+    await api("POST", "/tap/conflicts/resolve", body);
+    await Promise.all([loadScopes(), loadConflicts()]);
+    say("conflicts-status", both
+      ? `Kept both “${keep.content}” and “${drop.content}”; they are no longer marked as a conflict.`
+      : `Kept “${keep.content}”; “${drop.content}” is superseded by it (kept in its history).`, "ok");
   } catch (err) { say("conflicts-status", err.message, "error"); }
 }
 
@@ -420,25 +439,70 @@ async function loadWhy() {
     const rows = data.requests.filter((r) => state.scope === null || r.scope === state.scope);
     $("why-rows").replaceChildren(...rows.map(whyRow));
     $("why-table").hidden = !rows.length;
-    say("why-status", rows.length ? `${plural(rows.length, "request", "requests")}, newest first. Select one to see its candidates.`
-                                  : "No proxied requests recorded yet.");
+    if (rows.length) say("why-status", `${plural(rows.length, "request", "requests")} ${where()}, newest first. Select one to see its candidates.`);
+    else if (data.keep === 0) say("why-status", "This server keeps no records of requests ([why] keep = 0 in its config).");
+    else say("why-status", `No proxied requests ${where(true)} in the last ${plural(data.keep_minutes, "minute", "minutes")} (records are kept that long).`);
   } catch (err) {
     $("why-table").hidden = true;
-    say("why-status", err.status === 404 ? "Why-injected is not available on this server." : err.message,
-        err.status === 404 ? "" : "error");
+    say("why-status", err.message, "error");
   }
 }
 
 function whyRow(r) {
   const open = () => whyDetail(r.request_id, row);
-  const row = el("tr", {tabindex: 0, onclick: open, onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } }},
-    el("td", {text: moment(r.at)}), el("td", {text: r.scope}), el("td", {text: `${r.method} ${r.path}`}),
+  const row = el("tr", {tabindex: 0, "data-id": r.request_id, onclick: open, onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } }},
+    el("td", {text: moment(r.at)}), el("td", {text: r.scope || "–"}), el("td", {text: `${r.method} ${r.path}`}),
     el("td", {class: "num", text: String(r.injected)}), el("td", {class: "num", text: `${r.recall_ms.toFixed(1)} ms`}),
     el("td", {text: r.degraded || "–"}));
   return row;
 }
 
-const OUTCOMES = {injected: "ok", "below-threshold": "old", "over-budget": "warn", superseded: "old", visible: "old", archived: "warn", skipped: "old"};
+// each outcome's badge colour and, as `tap why` words it, why the memory was or was not injected
+const OUTCOMES = {
+  injected: ["ok", "in the block"],
+  "over-budget": ["warn", "relevant, but the block was full"],
+  visible: ["old", "left out: the model already sees it in the request"],
+  skipped: ["old", "left out: already given"],
+  "below-threshold": ["old", "below the relevance threshold"],
+  superseded: ["old", "an old version"],
+  archived: ["warn", "archived (restore it to have it recalled)"],
+};
+
+function reason(c) {
+  const [, words] = OUTCOMES[c.outcome] || ["", c.outcome];
+  return c.superseded_by ? `${words}, replaced by ${c.superseded_by}` : words;
+}
+
+// no final score: below the relevance floor, or looked up when the record was viewed
+const UNSCORED = new Set(["below-threshold", "superseded", "archived"]);
+
+const COLUMNS = [
+  ["outcome", null], ["memory", null],
+  ["score", "the final rank score (relevance weighed by recency and importance)"],
+  ["vector", "cosine similarity of the memory to the query"],
+  ["lexical", "BM25 score of the query's words in the memory"],
+  ["recency", "recency weight"],
+  ["importance", "importance weight"],
+];
+
+const num = (value, digits) => (value === null || value === undefined ? "–" : value.toFixed(digits));
+
+function candidateRow(c) {
+  const scored = !UNSCORED.has(c.outcome);
+  return el("tr", {"data-id": c.id},
+    el("td", {}, el("span", {class: "badge " + ((OUTCOMES[c.outcome] || [""])[0]), text: c.outcome})),
+    el("td", {},
+      el("div", {class: "content", text: c.content}),
+      el("div", {class: "meta"},
+        el("span", {class: "reason", text: "→ " + reason(c)}),
+        el("span", {class: "muted", text: c.kind}),
+        button(c.id, () => showHistory(c), {class: "link id", title: "Show this memory's history"}))),
+    el("td", {class: "num", text: scored ? num(c.score, 3) : "–"}),
+    el("td", {class: "num", text: num(c.vector, 3)}),
+    el("td", {class: "num", text: num(c.lexical, 2)}),
+    el("td", {class: "num", text: num(c.recency, 2)}),
+    el("td", {class: "num", text: num(c.importance, 2)}));
+}
 
 async function whyDetail(id, row) {
   for (const r of $("why-rows").children) r.setAttribute("aria-selected", String(r === row));
@@ -447,25 +511,24 @@ async function whyDetail(id, row) {
   box.replaceChildren(el("p", {class: "muted", text: "Loading…"}));
   try {
     const d = await api("GET", `/tap/why/${enc(id)}`);
+    const facts = [
+      ["query", d.query || "–"],
+      ["scope", d.scope || "–"],
+      ["conversation", d.conversation || "–"],
+      ["recall", `${plural(d.injected, "memory", "memories")} injected, in ${d.recall_ms.toFixed(1)} ms` + (d.degraded ? ` · degraded: ${d.degraded}` : "")],
+      d.reused_from ? ["block", `recalled by ${d.reused_from}, an earlier request of this turn: its candidates are shown`] : null,
+      ["upstream", `${d.upstream_status || "no answer"} in ${d.duration_ms.toFixed(0)} ms`],
+    ].filter(Boolean);
     box.replaceChildren(
-      el("h3", {text: `Request ${d.request_id}`}),
-      el("dl", {},
-        el("dt", {text: "query"}), el("dd", {text: d.query || "–"}),
-        el("dt", {text: "scope"}), el("dd", {text: d.scope}),
-        el("dt", {text: "conversation"}), el("dd", {text: d.conversation || "–"}),
-        el("dt", {text: "recall"}), el("dd", {text: `${d.recall_ms.toFixed(1)} ms` + (d.degraded ? ` · degraded: ${d.degraded}` : "")}),
-        el("dt", {text: "upstream"}), el("dd", {text: `${d.upstream_status} in ${d.duration_ms.toFixed(0)} ms`})),
-      el("div", {class: "table-wrap"}, el("table", {class: "candidates"},
-        el("thead", {}, el("tr", {}, ["outcome", "memory", "score", "vector", "lexical", "recency", "importance"].map(
-          (h, i) => el("th", {scope: "col", class: i > 1 ? "num" : null, text: h})))),
-        el("tbody", {}, d.candidates.map((c) => el("tr", {},
-          el("td", {}, el("span", {class: "badge " + (OUTCOMES[c.outcome] || ""), text: c.outcome})),
-          el("td", {text: c.content}),
-          el("td", {class: "num", text: c.score.toFixed(3)}),
-          el("td", {class: "num", text: c.vector === null ? "–" : c.vector.toFixed(3)}),
-          el("td", {class: "num", text: c.lexical === null ? "–" : c.lexical.toFixed(2)}),
-          el("td", {class: "num", text: c.recency.toFixed(2)}),
-          el("td", {class: "num", text: String(c.importance)})))))));
+      el("h3", {text: `Request ${d.request_id} · ${d.method} ${d.path} · ${moment(d.at)}`}),
+      el("dl", {}, facts.flatMap(([term, value]) => [el("dt", {text: term}), el("dd", {text: value})])),
+      d.candidates.length
+        ? el("div", {class: "table-wrap"}, el("table", {class: "candidates"},
+            el("caption", {class: "sr-only", text: "Candidate memories"}),
+            el("thead", {}, el("tr", {}, COLUMNS.map(
+              ([h, title], i) => el("th", {scope: "col", class: i > 1 ? "num" : null, title, text: h})))),
+            el("tbody", {}, d.candidates.map(candidateRow))))
+        : el("p", {class: "muted", text: "No candidates: recall did not run for this request, or found nothing."}));
   } catch (err) {
     box.replaceChildren(el("p", {class: "status error", text: err.status === 404 ? `No record of ${id} (it may have expired).` : err.message}));
   }

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from tap.records import Memory
 from tests.proxy.harness import TapProxy
@@ -41,6 +42,13 @@ async def test_archive_restore_and_listing_by_archived(isolated_home: Path) -> N
         assert recalled["memories"][0]["id"] == tea
         status, body = await call(s, "POST", f"{tap.url}/tap/memories/m_nope/archive")
         assert status == 404 and "error" in body
+        await call(s, "POST", f"{tap.url}/tap/memories/{bees}/archive")
+        status, edited = await call(
+            s, "PATCH", f"{tap.url}/tap/memories/{bees}", {"content": "Ann keeps bees in Mafra"}
+        )
+        assert status == 200 and edited["archived"] is True  # a corrected archived memory stays set aside
+        _, active = await call(s, "GET", f"{tap.url}/tap/memories?scope=ann&archived=0")
+        assert [m["id"] for m in active["memories"]] == [tea]
 
 
 async def test_conflicts_and_resolve(isolated_home: Path) -> None:
@@ -55,7 +63,8 @@ async def test_conflicts_and_resolve(isolated_home: Path) -> None:
         status, body = await call(s, "GET", f"{tap.url}/tap/conflicts?scope=ann")
         (conflict,) = body["conflicts"]
         assert status == 200 and (conflict["a"]["id"], conflict["b"]["id"]) == ("m_g", "m_s")
-        assert conflict["since"] == now + 1 and conflict["a"]["conflicts_with"] == ["m_s"]
+        assert conflict["since"] == pytest.approx(now + 1)  # (the store keeps times to the microsecond)
+        assert conflict["a"]["conflicts_with"] == ["m_s"]
         assert (await call(s, "GET", f"{tap.url}/tap/conflicts?scope=bob"))[1] == {"conflicts": []}
         for bad in (
             {"keep": "m_s"},
@@ -74,6 +83,40 @@ async def test_conflicts_and_resolve(isolated_home: Path) -> None:
         assert status == 400 and "not in conflict" in body["error"]
 
 
+async def test_a_conflict_ends_while_one_side_is_archived(isolated_home: Path) -> None:
+    async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap, aiohttp.ClientSession() as s:
+        assert tap.rt is not None
+        now = time.time()
+        tap.rt.memories.write(
+            [
+                Memory(id="m_g", scope="ann", content="Ann works at Google", created_at=now, conflicts_with=["m_s"]),
+                Memory(
+                    id="m_s", scope="ann", content="Ann works at Stripe", created_at=now + 1, conflicts_with=["m_g"]
+                ),
+            ]
+        )
+
+        async def marks() -> dict[str, list[str]]:
+            _, listed = await call(s, "GET", f"{tap.url}/tap/memories?scope=ann")
+            _, found = await call(s, "GET", f"{tap.url}/tap/memories/search?scope=ann&q=works")
+            _, shown = await call(s, "GET", f"{tap.url}/tap/memories/m_s")
+            marked = {m["id"]: m["conflicts_with"] for m in listed["memories"]}
+            assert found["results"] and all(
+                r["memory"]["conflicts_with"] == marked[r["memory"]["id"]] for r in found["results"]
+            )
+            assert shown["memory"]["conflicts_with"] == shown["history"][-1]["conflicts_with"] == marked["m_s"]
+            return marked
+
+        assert await marks() == {"m_g": ["m_s"], "m_s": ["m_g"]}
+        await call(s, "POST", f"{tap.url}/tap/memories/m_g/archive")
+        assert await marks() == {"m_g": [], "m_s": []}  # as GET /tap/conflicts sees it: no pair left
+        assert (await call(s, "GET", f"{tap.url}/tap/conflicts"))[1] == {"conflicts": []}
+        await call(s, "POST", f"{tap.url}/tap/memories/m_g/restore")
+        assert await marks() == {"m_g": ["m_s"], "m_s": ["m_g"]}  # the mark was kept: the conflict is back
+        (pair,) = (await call(s, "GET", f"{tap.url}/tap/conflicts"))[1]["conflicts"]
+        assert pair["a"]["conflicts_with"] == ["m_s"] and pair["b"]["conflicts_with"] == ["m_g"]
+
+
 async def test_consolidate_and_why_shapes(isolated_home: Path) -> None:
     async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap, aiohttp.ClientSession() as s:
         for text in ("Ann lives in Lisbon", "Ann lives in Lisbon with her partner"):
@@ -88,9 +131,23 @@ async def test_consolidate_and_why_shapes(isolated_home: Path) -> None:
         assert status == 200 and done["merged"] == 2 and not done["dry_run"]
         _, shown = await call(s, "GET", f"{tap.url}/tap/memories/{done['groups'][0]['into']}")
         assert [v["current"] for v in shown["history"]] == [False, False, True]
-        assert await call(s, "GET", f"{tap.url}/tap/why") == (200, {"requests": []})
+        assert await call(s, "GET", f"{tap.url}/tap/why") == (200, {"requests": [], "keep": 200, "keep_minutes": 60.0})
         status, body = await call(s, "GET", f"{tap.url}/tap/why/last")
         assert status == 404 and "error" in body
         assert (await call(s, "GET", f"{tap.url}/tap/why/r_unknown"))[0] == 404
         async with s.get(f"{tap.url}/tap/why") as unauthorised:
             assert unauthorised.status == 401
+
+
+async def test_why_says_when_the_server_keeps_no_records(isolated_home: Path) -> None:
+    async with (
+        FakeAnthropic() as up,
+        TapProxy(isolated_home, extra_toml="[why]\nkeep = 0", anthropic=up.url) as tap,
+        aiohttp.ClientSession() as s,
+    ):
+        headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+        payload = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello there"}]}
+        async with s.post(f"{tap.url}/v1/messages", json=payload, headers=headers) as response:
+            assert response.status == 200 and response.headers["x-tap-request-id"].startswith("r_")
+        status, body = await call(s, "GET", f"{tap.url}/tap/why")
+        assert status == 200 and body["requests"] == [] and body["keep"] == 0  # the page says why the list is empty

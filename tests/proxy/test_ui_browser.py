@@ -1,6 +1,7 @@
 """The /ui page driven in a real headless Chromium (Playwright on Debian's `chromium`) against a real
 `tap serve` process with a real store: sign-in, scopes, paging, search, edit, history, forget with
-confirmation, the views the server does not have yet, the keyboard, a phone-sized window.
+confirmation, the conflicts and why views with nothing to show, the keyboard, a phone-sized window
+(the lifecycle views with something to show: test_ui_lifecycle_views.py).
 
 Skipped only where Chromium is not installed (`.ci/run` installs it). Each test works in scopes of
 its own, so one server serves the module.
@@ -8,7 +9,6 @@ its own, so one server serves the module.
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.error
 import urllib.request
@@ -19,34 +19,13 @@ from typing import Any
 import pytest
 
 from tests.browser import CHROMIUM, launch
+from tests.proxy.ui_pages import Api, card, pick_scope, signed_in
 from tests.serve_process import ServeProcess
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it with apt-get)"),
 ]
-
-
-class Api:
-    """The admin API of the module's server, for setting up and checking what the page did."""
-
-    def __init__(self, server: ServeProcess) -> None:
-        self.url, self.token = server.url, server.token
-
-    def __call__(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
-
-    def add(self, scope: str, content: str, **fields: Any) -> str:
-        status, body = self("POST", "/tap/memories", {"scope": scope, "content": content, **fields})
-        assert status == 201, body
-        return str(body["id"])
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +57,6 @@ def page(browser: Any, server: ServeProcess) -> Iterator[Any]:
     opened.set_default_timeout(15_000)
     yield opened
     context.close()
-
-
-def signed_in(page: Any, server: ServeProcess) -> Any:
-    page.goto(f"{server.url}/ui#token={server.token}")
-    page.locator("#scope-list button").first.wait_for()
-    return page
-
-
-def pick_scope(page: Any, scope: str) -> None:
-    from playwright.sync_api import expect
-
-    page.locator(f'#scope-list button[data-scope="{scope}"]').click()
-    expect(page.locator("#status")).to_contain_text(f"scope “{scope}”")
-
-
-def card(page: Any, text: str) -> Any:
-    return page.locator("#list li.card", has_text=text)
 
 
 def test_without_a_token_the_page_says_where_to_find_it(page: Any, server: ServeProcess) -> None:
@@ -268,24 +230,20 @@ def test_add_puts_a_memory_in_the_chosen_scope(page: Any, server: ServeProcess, 
     assert api("GET", "/tap/memories?scope=adding")[1]["total"] == 2
 
 
-def test_views_the_server_lacks_say_so(page: Any, server: ServeProcess, api: Api) -> None:
+def test_the_lifecycle_views_say_when_there_is_nothing_yet(page: Any, server: ServeProcess) -> None:
     from playwright.sync_api import expect
 
-    has_conflicts = api("GET", "/tap/conflicts")[0] != 404
-    has_why = api("GET", "/tap/why")[0] != 404
     signed_in(page, server)
+    expect(page.locator("#conflict-count")).to_be_hidden()
     page.click("#tab-conflicts")
     expect(page.locator("#view-conflicts")).to_be_visible()
     expect(page.locator("#view-memories")).to_be_hidden()
-    if has_conflicts:
-        expect(page.locator("#conflicts-status")).not_to_have_text("Loading…")
-    else:
-        expect(page.locator("#conflicts-status")).to_have_text("Conflicts are not available on this server.")
+    expect(page.locator("#conflicts-status")).to_have_text("No conflicts in any scope.")
     page.click("#tab-why")
-    if has_why:
-        expect(page.locator("#why-status")).not_to_have_text("Loading…")
-    else:
-        expect(page.locator("#why-status")).to_have_text("Why-injected is not available on this server.")
+    expect(page.locator("#why-status")).to_have_text(
+        "No proxied requests in any scope in the last 60 minutes (records are kept that long)."
+    )
+    expect(page.locator("#why-table")).to_be_hidden()
     page.click("#tab-memories")
     expect(page.locator("#view-memories")).to_be_visible()
 

@@ -177,6 +177,14 @@ def test_an_excerpt_never_outranks_a_newer_statement(engine: RecallEngine) -> No
     assert ids.index(statement) < ids.index(excerpt)
 
 
+def test_a_tight_block_about_now_takes_the_newer_statement_before_an_older_excerpt(engine: RecallEngine) -> None:
+    # a day apart, so recency alone does not part them; the verbatim line matches the question better
+    _put(engine, "User: I live in Porto, where do I live, I live in a small flat", kind="episode", age_days=31)
+    lisbon = _put(engine, "The user moved to Lisbon and lives there now", age_days=30, sources=["t2"])
+    result = engine.recall("where do I live these days?", scope="ann", budget_tokens=90)  # room for one of them
+    assert [r.memory.id for r in result.memories] == [lisbon]
+
+
 def test_questions_in_the_present_lean_to_the_newest() -> None:
     from tap.recall import CURRENT_FLOOR, PRESENT_FLOOR, current_floor
 
