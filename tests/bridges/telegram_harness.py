@@ -1,6 +1,6 @@
 """A real tap app with the Telegram bridge on 127.0.0.1:0, plus real Update JSON builders.
 
-    async with FakeBotAPI() as api, FakeAnthropicAPI(ANTHROPIC_KEY) as llm, \\
+    async with FakeBotAPI() as api, FakeAnthropic(api_key=ANTHROPIC_KEY) as llm, \\
                TapTelegram(home, api.url, anthropic=llm.url) as tap:
         status, _ = await tap.post(text_update("hello"))
 
@@ -34,6 +34,7 @@ from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
 from tests.bridges.fake_telegram import BOT, TOKEN
 from tests.fakes import fake_adapters
+from tests.wire import anthropic_message
 
 SECRET = "test-webhook-secret_42"
 ANTHROPIC_KEY = "sk-ant-telegram-test"
@@ -227,21 +228,9 @@ def last_user_text(request_body: dict[str, Any]) -> str:
 
 def anthropic_text(text: str) -> dict[str, Any]:
     """A non-streamed Messages API answer with one text block."""
-    return {
-        "id": "msg_tg01",
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": 120,
-            "output_tokens": 30,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
-    }
+    content = [{"type": "text", "text": text}]
+    usage = {"input_tokens": 120, "output_tokens": 30}
+    return anthropic_message(content, usage=usage, stop_reason="end_turn", model=MODEL, message_id="msg_tg01")
 
 
 PRIVATE_ANN = "telegram:private:111"

@@ -24,7 +24,7 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.tap.fake_llm import FakeAnthropicAPI
+from tests.upstreams import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def seen_updates(home: Path) -> list[int]:
 async def test_wrong_or_missing_secret_is_401_and_nothing_is_processed(isolated_home: Path, secret: str | None) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         update = text_update("hello")
@@ -70,7 +70,7 @@ async def test_malformed_update_is_400_logged_and_the_server_carries_on(
 ) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         status, text = await tap.post(raw=body)
@@ -84,7 +84,7 @@ async def test_malformed_update_is_400_logged_and_the_server_carries_on(
 
 async def test_a_retried_update_is_processed_once_even_after_a_restart(isolated_home: Path) -> None:
     chat, command = text_update("Only once, please"), text_update("/remember I water the bees daily")
-    async with FakeBotAPI() as api, FakeAnthropicAPI(ANTHROPIC_KEY) as llm:
+    async with FakeBotAPI() as api, FakeAnthropic(api_key=ANTHROPIC_KEY) as llm:
         llm.reply(body=anthropic_text("Once."))
         async with TapTelegram(isolated_home, api.url, anthropic=llm.url, real_store=True) as tap:
             statuses = [(await tap.post(update))[0] for update in (chat, command, chat, command)]
@@ -144,7 +144,7 @@ async def test_update_types_tap_does_not_handle_are_ignored_politely(
 ) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         status, _ = await tap.post({"update_id": 4242, **payload})
@@ -159,7 +159,7 @@ async def test_update_types_tap_does_not_handle_are_ignored_politely(
 async def test_the_webhook_answers_at_once_while_the_model_is_slow(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         thinking = asyncio.Event()
@@ -176,7 +176,7 @@ async def test_the_bot_token_never_reaches_the_logs(isolated_home: Path, caplog:
     caplog.set_level(logging.DEBUG)
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
@@ -226,7 +226,7 @@ def free_port() -> int:
 async def test_an_unreachable_bot_api_does_not_stop_tap_and_the_bridge_reconnects(isolated_home: Path) -> None:
     port = free_port()
     async with (
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, f"http://127.0.0.1:{port}", anthropic=llm.url) as tap,
     ):
         async with aiohttp.ClientSession() as session, session.get(tap.url + "/tap/health") as health:
