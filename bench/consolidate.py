@@ -47,10 +47,10 @@ import benchutil
 import msgspec
 import quality
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import Consolidator
 from tap.records import IngestEvent, Message
+from tap.wiring.runtime import Runtime, open_runtime
 
 START = datetime(2025, 1, 1, 9, 0, tzinfo=UTC).timestamp()
 DAY = 86400.0

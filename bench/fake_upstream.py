@@ -11,66 +11,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import sys
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as `python bench/fake_upstream.py`: tests/ sits beside bench/
+    sys.path.insert(0, str(ROOT))
 
-def sse(event: str, data: dict[str, Any]) -> bytes:
-    """One SSE event."""
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+from tests.wire import anthropic_message, anthropic_stream, compact  # noqa: E402
+
+WORDS = "Here is a plan for the week that keeps Thursday's release safe and leaves Friday free ".split()
 
 
 def stream_events(deltas: int) -> list[bytes]:
     """A realistic Anthropic stream with `deltas` text deltas (deterministic bytes)."""
-    usage = {"input_tokens": 812, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}
-    message: dict[str, Any] = {"id": "msg_bench_0001", "type": "message", "role": "assistant", "content": []}
-    message["model"] = "claude-bench"
-    message |= {"stop_reason": None, "stop_sequence": None, "usage": usage}
-    words = "Here is a plan for the week that keeps Thursday's release safe and leaves Friday free ".split()
-    events = [
-        sse("message_start", {"type": "message_start", "message": message}),
-        sse(
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        ),
-        sse("ping", {"type": "ping"}),
-    ]
-    for i in range(deltas):
-        text = " ".join(words[(2 * i) % len(words) : (2 * i) % len(words) + 2]) + " "
-        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
-        events.append(sse("content_block_delta", delta))
-    events += [
-        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 2 * deltas},
-            },
-        ),
-        sse("message_stop", {"type": "message_stop"}),
-    ]
-    return events
+    pieces = [" ".join(WORDS[(2 * i) % len(WORDS) : (2 * i) % len(WORDS) + 2]) + " " for i in range(deltas)]
+    usage = {"input_tokens": 812, "output_tokens": 2 * deltas}
+    content = [{"type": "text", "text": "".join(pieces)}]
+    message = anthropic_message(
+        content, usage=usage, stop_reason="end_turn", model="claude-bench", message_id="msg_bench_0001"
+    )
+    return anthropic_stream(message, pieces=pieces, ping=True)
 
 
 def message_body() -> bytes:
     """A non-streaming Anthropic message."""
-    return json.dumps(
-        {
-            "id": "msg_bench_0002",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-bench",
-            "content": [{"type": "text", "text": "Monday: migration script. Tuesday: fixes. Wednesday: docs."}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 812, "output_tokens": 17},
-        }
-    ).encode()
+    content = [{"type": "text", "text": "Monday: migration script. Tuesday: fixes. Wednesday: docs."}]
+    usage = {"input_tokens": 812, "output_tokens": 17}
+    message = anthropic_message(
+        content, usage=usage, stop_reason="end_turn", model="claude-bench", message_id="msg_bench_0002"
+    )
+    return compact(message).encode()
 
 
 def upstream_main(port_file: Path, deltas: int, gap_ms: float) -> None:

@@ -38,8 +38,8 @@ from typing import Any
 import benchutil
 import corpus
 
-from tap.app import open_runtime
 from tap.config import LoadedConfig, parse_config
+from tap.wiring.runtime import open_runtime
 from tests.bridges.hooks_fixtures import Transcript, payload
 from tests.serve_process import ServeProcess
 
@@ -112,7 +112,7 @@ def stop_runs(home: Path, project: Path, config: Path, runs: int) -> dict[str, A
 
 
 def imports(home: Path, project: Path, config: Path) -> dict[str, Any]:
-    code = "import sys; from tap.launch import main; sys.argv = ['tap'] + sys.argv[1:]; main()"
+    code = "import sys; from tap.cli.launch import main; sys.argv = ['tap'] + sys.argv[1:]; main()"
     body = payload("UserPromptSubmit", "imports", project, None, prompt="what do we deploy on?")
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code, "--config", str(config), "hook", "user-prompt-submit"],

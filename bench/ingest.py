@@ -31,9 +31,9 @@ from typing import Any
 import benchutil
 
 from bridges.logtail import OffsetStore, Tailer
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
+from tap.wiring.runtime import Runtime, open_runtime
 
 PEOPLE = ["Ana", "Priya", "Tomás", "Lea", "Kenji", "Olu", "Marta", "Sven", "Ines", "Ravi"]
 PLACES = ["Lisbon", "Porto", "Berlin", "Osaka", "Lagos", "Oslo", "Sintra", "Braga", "Austin", "Lyon"]

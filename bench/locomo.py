@@ -58,10 +58,10 @@ import benchutil
 import msgspec
 from bm25_turns import BM25, pack_lines
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.recall import pack_block
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import Runtime, open_runtime
 
 DEFAULT_DATA = benchutil.ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"

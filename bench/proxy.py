@@ -45,8 +45,8 @@ import benchutil
 import corpus
 from fake_upstream import stream_events
 
-from tap.app import open_runtime
 from tap.config import LoadedConfig, parse_config
+from tap.wiring.runtime import open_runtime
 from tests.serve_process import ServeProcess
 
 SCOPE = "bench"

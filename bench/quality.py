@@ -59,9 +59,9 @@ from typing import Any, Literal
 import benchutil
 import msgspec
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import Runtime, open_runtime
 
 DATA_DIR = Path(__file__).resolve().parent / "quality" / "conversations"
 QUICK = ("q01", "q21", "q43")  # one personal, one work, one group chat

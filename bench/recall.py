@@ -33,8 +33,8 @@ import benchutil
 import corpus
 from chromadb.api.shared_system_client import SharedSystemClient
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
+from tap.wiring.runtime import Runtime, open_runtime
 from tests.chroma_server import ChromaServer
 from tests.serve_process import ServeProcess
 

@@ -1,7 +1,7 @@
 """Screenshots of the /ui page for the README: a real `tap serve` on a throw-away data dir with made-up
 memories, driven by Playwright on the system's Chromium (tests/browser.py). The server also extracts
 a few made-up conversation turns (POST /tap/ingest: a move, and two employers that become a
-conflict) and proxies one chat request to a fake Anthropic upstream on 127.0.0.1 (tests/upstreams.py)
+conflict) and proxies one chat request to a fake Anthropic upstream on 127.0.0.1 (tests/upstreams/)
 for the why-injected view: nothing leaves the machine.
 
     .venv/bin/python docs/screenshots.py        # writes docs/screenshots/*.png

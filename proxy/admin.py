@@ -1,5 +1,5 @@
-"""The admin API on tap's port (DESIGN.md §8): health, recall, memories, scopes, export/import, stats,
-status; the web page's routes are in proxy.ui.
+"""The admin API on tap's port (docs/architecture.md, Interfaces): health, recall, memories, scopes,
+export/import, stats, status; the web page's routes are in proxy.ui.
 
 Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
 Blocking store work runs in a worker thread so the proxy's event loop never stalls.
@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from proxy.context import ProxyContext, context_key
+from proxy.context import ServerContext, context_key
 from proxy.ui import add_ui_routes
 from tap.errors import TapError
 from tap.health import check_health
@@ -73,7 +73,7 @@ async def _run(fn: Callable[[], Any]) -> Any:
 async def health(request: web.Request) -> web.Response:
     """Liveness and the state of the store, the embedder and the extractor (tap.health);
     503 when the store or the embedder does not answer."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     extraction = ctx.metrics.sections.get("extraction")
     report = await check_health(ctx.memories.store, ctx.memories.embedder, extraction)
     doc = {"version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id, **report}
@@ -82,7 +82,7 @@ async def health(request: web.Request) -> web.Response:
 
 async def recall(request: web.Request) -> web.Response:
     """`{"text", "scope"?, "budget_tokens"?}` → the block tap would inject."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     body = await _body(request)
     text, scope = body.get("text"), body.get("scope") or "default"
     if not isinstance(text, str) or not isinstance(scope, str):
@@ -103,7 +103,7 @@ _ARCHIVED: dict[str, bool | None] = {"all": None, "0": False, "1": True}
 async def list_memories(request: web.Request) -> web.Response:
     """`?scope=&limit=&offset=&all=1&layer=all|memories|excerpts&archived=0|1|all` → memories newest
     first (`archived`: all lists archived memories beside the others, 1 only them, 0 none)."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     q = request.query
     try:
         limit, offset = int(q.get("limit", "50")), int(q.get("offset", "0"))
@@ -139,13 +139,13 @@ async def list_memories(request: web.Request) -> web.Response:
 
 async def scopes(request: web.Request) -> web.Response:
     """Every scope with active memories → `{"scopes": [{"scope", "memories", "excerpts"}]}`."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     return json_response({"scopes": await _run(ctx.memories.scopes)})
 
 
 async def search_memories(request: web.Request) -> web.Response:
     """`?q=&scope=&limit=` → hybrid-ranked memories (every scope when `scope` is absent)."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     query, scope = request.query.get("q", ""), request.query.get("scope") or None
     try:
         limit = int(request.query.get("limit", "20"))
@@ -157,7 +157,7 @@ async def search_memories(request: web.Request) -> web.Response:
 
 async def add_memory(request: web.Request) -> web.Response:
     """`{"scope", "content", "kind"?, "importance"?, "tags"?}` → 201 with the new memory."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     body = await _body(request)
     problem = _check_fields(body, require_content=True)
     if problem:
@@ -202,7 +202,7 @@ def _scope_problem(scope: object) -> str:
 async def show_memory(request: web.Request) -> web.Response:
     """The memory, its whole version chain, and its `history`: every version oldest first with
     `current` and the source `turns` still kept (tap.history)."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
     chain, turns = await _run(lambda: ctx.memories.history(memory_id))
     if not chain:
@@ -219,7 +219,7 @@ async def show_memory(request: web.Request) -> web.Response:
 
 async def edit_memory(request: web.Request) -> web.Response:
     """`{"content"?, "kind"?, "importance"?, "tags"?}` → the new version."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
     body = await _body(request)
     problem = _check_fields(body, require_content=False)
@@ -237,7 +237,7 @@ async def edit_memory(request: web.Request) -> web.Response:
 
 async def delete_memory(request: web.Request) -> web.Response:
     """Delete the memory, its versions and its source turns → `{"deleted", "excerpts", "source_turns"}`."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
     forgotten = await _run(lambda: ctx.memories.forget_memory(memory_id))
     if not forgotten.deleted:
@@ -247,7 +247,7 @@ async def delete_memory(request: web.Request) -> web.Response:
 
 async def forget_scope(request: web.Request) -> web.Response:
     """`{"scope"}` → everything tap keeps of the scope is deleted, in every file → `{"scope", "removed"}`."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     body = await _body(request)
     scope = body.get("scope")
     problem = _scope_problem(scope)
@@ -260,7 +260,7 @@ async def forget_scope(request: web.Request) -> web.Response:
 
 async def extract_retry(request: web.Request) -> web.Response:
     """Requeue every dead-lettered chunk (`tap extract retry` while the server runs) → `{"requeued"}`."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     try:
         requeued = await _run(ctx.memories.requeue_dead)
     except ValueError as exc:
@@ -270,7 +270,7 @@ async def extract_retry(request: web.Request) -> web.Response:
 
 async def export(request: web.Request) -> web.Response:
     """Whole records as JSONL."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     scope = request.query.get("scope") or None
     body = await _run(lambda: b"".join(ctx.memories.export(scope=scope)))
     return web.Response(body=body, content_type="application/x-ndjson")
@@ -278,7 +278,7 @@ async def export(request: web.Request) -> web.Response:
 
 async def import_(request: web.Request) -> web.Response:
     """A JSONL body of records → the import report."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     lines = (await request.read()).splitlines()
     report = await _run(lambda: ctx.memories.import_lines(lines))
     return json_response(report)
@@ -286,7 +286,7 @@ async def import_(request: web.Request) -> web.Response:
 
 async def ingest(request: web.Request) -> web.Response:
     """`{"scope", "conversation", "source", "messages": [...]}` → 202 with the new turns queued."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     if ctx.ingest is None:
         return error(503, "ingestion is not available")
     try:
@@ -299,13 +299,13 @@ async def ingest(request: web.Request) -> web.Response:
 
 async def stats(request: web.Request) -> web.Response:
     """Counts by scope and kind and the store size."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     return json_response(await _run(ctx.memories.stats))
 
 
 async def status(request: web.Request) -> web.Response:
     """Uptime, request and degradation counters, recall latency, queue depth, cost."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     return json_response(await _run(ctx.status))
 
 

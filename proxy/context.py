@@ -1,4 +1,7 @@
-"""What the aiohttp app needs from the core, handed in by the composition root (tap.server)."""
+"""ServerContext: what every route on tap's port needs from the core (the LLM API routes, the admin
+and lifecycle API, the hook endpoints, the web page), handed in by the composition root
+(tap.wiring.server). It was called ProxyContext, but it serves the whole HTTP server, not the proxy
+routes alone."""
 
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ from tap.why import WhyLog
 
 
 @dataclass
-class ProxyContext:
-    """Dependencies of every route; one per app."""
+class ServerContext:
+    """Dependencies of every route of the web app (proxy.web_app); one per running server."""
 
     config: Config
     memories: MemoryService
@@ -45,5 +48,5 @@ class ProxyContext:
         return self.metrics.snapshot()
 
 
-context_key = web.AppKey("tap_context", ProxyContext)
+context_key = web.AppKey("tap_context", ServerContext)
 session_key = web.AppKey("tap_upstream_session", aiohttp.ClientSession)

@@ -5,7 +5,7 @@ can throw into the error shape of the route that was asked for — the dialect's
 (`/v1/…`, `/api/…`: what the client's SDK parses), `{"error": message}` everywhere else:
 - aiohttp's own HTTP errors (404 no such route, 405 wrong method, 413 body too large) keep their
   status and headers (`Allow`) and get a JSON body;
-- request bodies are taken as sent (the app does not decompress them, proxy.app): the LLM API
+- request bodies are taken as sent (the app does not decompress them, proxy.web_app): the LLM API
   paths forward a compressed body with its `Content-Encoding`, tap's own routes (admin API,
   webhooks) refuse one with 415; a body that cannot be read (a broken chunked encoding) is a 400;
 - a body that the JSON decoder gives up on in a way that is not a `ValueError` (nesting deeper

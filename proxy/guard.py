@@ -199,6 +199,6 @@ def _policy(app: web.Application) -> Policy:
 
 
 def install_guard(app: web.Application) -> None:
-    """Compute the policy once and add the CORS hook (the middleware itself goes first in `make_app`)."""
+    """Compute the policy once and add the CORS hook (the middleware itself goes first in `make_web_app`)."""
     app[policy_key] = Policy.from_config(app[context_key].config)
     app.on_response_prepare.append(add_cors_headers)

@@ -7,7 +7,7 @@ an empty 2xx as success without output). `{event}` is either spelling (`user-pro
 `UserPromptSubmit`). Authentication is the admin API's (bearer token, proxy.admin.require_token).
 
 The work is done by an endpoint the composition root puts on the app under `hooks_key`
-(tap.hooks_wiring.ServerHooks); this module only adapts HTTP to it. Status codes: 200 with or
+(tap.wiring.hooks.ServerHooks); this module only adapts HTTP to it. Status codes: 200 with or
 without a body; 400 for an unknown event or agent or a payload that is not a hook JSON object; 503
 when the app serves no hooks. Anything that fails inside the endpoint is answered with an empty
 200 (fail-open: an agent must never be held up or shown an error by its memory).

@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.admin import _body, _run, _scope_problem, error, json_response
-from proxy.context import ProxyContext, context_key
+from proxy.context import ServerContext, context_key
 from tap.views import memory_view
 from tap.why import WhyRecord, explain
 
@@ -38,7 +38,7 @@ async def restore(request: web.Request) -> web.Response:
 
 
 async def _change(request: web.Request, action: str) -> web.Response:
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
     change = ctx.memories.archive if action == "archive" else ctx.memories.restore
     try:
@@ -52,7 +52,7 @@ async def _change(request: web.Request, action: str) -> web.Response:
 
 async def conflicts(request: web.Request) -> web.Response:
     """`?scope=` → the unresolved conflicts, newest first."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     scope = request.query.get("scope") or None
     found = await _run(lambda: ctx.memories.conflicts(scope=scope))
     return json_response(
@@ -62,7 +62,7 @@ async def conflicts(request: web.Request) -> web.Response:
 
 async def resolve(request: web.Request) -> web.Response:
     """`{"keep": id, "drop": id, "both"?: bool}` → the memory kept and the one superseded."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     body = await _body(request)
     keep, drop, both = body.get("keep"), body.get("drop"), body.get("both", False)
     if not isinstance(keep, str) or not isinstance(drop, str) or not keep or not drop or keep == drop:
@@ -86,7 +86,7 @@ async def resolve(request: web.Request) -> web.Response:
 
 async def consolidate(request: web.Request) -> web.Response:
     """`{"scope"?, "dry_run"?}` → what consolidation merged and archived (or would)."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     body = await _body(request)
     scope, dry_run = body.get("scope"), body.get("dry_run", False)
     problem = "" if scope is None else _scope_problem(scope)
@@ -103,7 +103,7 @@ async def consolidate(request: web.Request) -> web.Response:
 async def why_list(request: web.Request) -> web.Response:
     """`?limit=N` → the latest requests, newest first, and what the server keeps (`[why] keep`,
     `keep_minutes`)."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     try:
         limit = max(1, min(int(request.query.get("limit", "20")), 10000))
     except ValueError:
@@ -116,7 +116,7 @@ async def why_list(request: web.Request) -> web.Response:
 
 async def why_last(request: web.Request) -> web.Response:
     """The newest request's record."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     record = ctx.why.last() if ctx.why is not None else None
     if record is None:
         return error(404, "no request recorded yet (records are kept for [why] keep_minutes)")
@@ -125,7 +125,7 @@ async def why_last(request: web.Request) -> web.Response:
 
 async def why_one(request: web.Request) -> web.Response:
     """One request's record by its `x-tap-request-id`."""
-    ctx: ProxyContext = request.app[context_key]
+    ctx: ServerContext = request.app[context_key]
     request_id = request.match_info["request_id"]
     record = ctx.why.get(request_id) if ctx.why is not None else None
     if record is None:
@@ -133,7 +133,7 @@ async def why_one(request: web.Request) -> web.Response:
     return json_response(await _explained(ctx, record))
 
 
-async def _explained(ctx: ProxyContext, record: WhyRecord) -> dict[str, Any]:
+async def _explained(ctx: ServerContext, record: WhyRecord) -> dict[str, Any]:
     search = ctx.inactive_search
     if search is None:
         return record.view()

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from proxy.context import ProxyContext, context_key, session_key
+from proxy.context import ServerContext, context_key, session_key
 from proxy.forward import error_response, forward
 from tap.dialects import Dialect, Reply
 from tap.dialects.registry import COUNT_ROUTES, MEMORY_ROUTES, OLLAMA_CHAT, PASSTHROUGH_PREFIXES, passthrough_dialect
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _url(ctx: ProxyContext, dialect: Dialect, request: web.Request) -> str:
+def _url(ctx: ServerContext, dialect: Dialect, request: web.Request) -> str:
     up = ctx.config.upstream
     base = {"anthropic": up.anthropic, "openai": up.openai, "ollama": up.ollama}[dialect.upstream]
     return base.rstrip("/") + request.rel_url.raw_path_qs
@@ -82,7 +82,7 @@ async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResp
     return response
 
 
-def _settler(ctx: ProxyContext, intercepted: Interception) -> Callable[[Reply], None]:
+def _settler(ctx: ServerContext, intercepted: Interception) -> Callable[[Reply], None]:
     def settle(reply: Reply) -> None:
         ctx.interceptor.settle(intercepted, reply)
 

@@ -555,8 +555,8 @@ class ChromaStore:
         yield from sorted(self._all(where), key=lambda m: (m.created_at, m.id))
 
     def delete(self, ids: Sequence[str]) -> int:
-        """Remove memories for good."""
-        found = self.get(ids)
+        """Remove memories for good (an id named twice counts once)."""
+        found = self.get(list(dict.fromkeys(ids)))
         existing = [m.id for m in found]
         if existing:
             self._changed(m.scope for m in found)

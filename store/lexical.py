@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from tap.sqlite import connect
+from tap.sqlite import connect, transaction
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -164,10 +164,8 @@ class LexicalIndex:
 
     def set_vectors(self, pairs: Sequence[tuple[str, bytes]]) -> None:
         """Store the vectors of indexed memories (read from the store for an index that lacked them)."""
-        with self._lock:
-            self._db.execute("BEGIN")
+        with self._lock, transaction(self._db, "DEFERRED"):
             self._db.executemany("UPDATE entries SET vector = ? WHERE id = ?", [(v, i) for i, v in pairs])
-            self._db.execute("COMMIT")
 
     def clean_total(self) -> int | None:
         """The collection's size recorded when its only writer closed cleanly (and since not
@@ -230,13 +228,8 @@ class LexicalIndex:
     def _transaction(self) -> Iterator[Counter[str]]:
         """One write transaction; yields the per-scope count changes, applied once committed."""
         delta: Counter[str] = Counter()
-        self._db.execute("BEGIN")
-        try:
+        with transaction(self._db, "DEFERRED"):
             yield delta
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
         for scope, change in delta.items():
             self._counts[scope] += change
             if self._counts[scope] <= 0:
@@ -355,11 +348,10 @@ class LexicalIndex:
     def clear(self) -> None:
         """Empty the index (before a rebuild)."""
         with self._lock:
-            self._db.execute("BEGIN")
-            self._db.execute("DELETE FROM memories")
-            self._db.execute("DELETE FROM entries")
-            self._db.execute("DELETE FROM meta")
-            self._db.execute("COMMIT")
+            with transaction(self._db, "DEFERRED"):
+                self._db.execute("DELETE FROM memories")
+                self._db.execute("DELETE FROM entries")
+                self._db.execute("DELETE FROM meta")
             self._counts = Counter()
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Final
 
+from tap.config import user_cache_dir
 from tap.errors import ModelError
 
 __all__ = ["RECIPE", "QuantizedModel", "cache_dir", "quantized_model"]
@@ -52,11 +53,11 @@ class QuantizedModel:
 
 
 def cache_dir() -> Path:
-    """$TAP_MODEL_CACHE, else $XDG_CACHE_HOME/tap/models, else ~/.cache/tap/models."""
+    """$TAP_MODEL_CACHE, else `models` in tap's user cache folder (platformdirs: $XDG_CACHE_HOME/tap
+    or ~/.cache/tap on Linux)."""
     if explicit := os.environ.get(CACHE_ENV):
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tap" / "models"
+    return user_cache_dir() / "models"
 
 
 def _versions() -> str:

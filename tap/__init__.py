@@ -1,4 +1,4 @@
-"""tap: a conversation-tap memory proxy (see README.md and ../shared/DESIGN.md)."""
+"""tap: a conversation-tap memory proxy (see README.md and docs/architecture.md)."""
 
 import os
 

@@ -1,5 +1,5 @@
-"""`python -m tap` runs the CLI (through tap.launch, so `python -m tap hook …` starts fast too)."""
+"""`python -m tap` runs the CLI (through tap.cli.launch, so `python -m tap hook …` starts fast too)."""
 
-from tap.launch import main
+from tap.cli.launch import main
 
 main()

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,7 @@ class WriteBuffer:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self.embedder_id = store.embedder_id
+        self.where = store.where
         self._added: dict[str, tuple[Memory, Vector]] = {}
         self._updated: dict[str, Memory] = {}
 
@@ -219,6 +221,28 @@ class WriteBuffer:
             self._added.pop(i, None)
             self._updated.pop(i, None)
         return self.store.delete(ids)
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Vectors of buffered additions, else the store's."""
+        found = {i: self._added[i][1].tolist() for i in ids if i in self._added}
+        rest = [i for i in ids if i not in found]
+        return {**found, **(self.store.get_vectors(rest) if rest else {})}
+
+    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """The store's inactive memories (buffered writes are not searched: explaining only)."""
+        return self.store.inactive_search(vector, scope=scope, k=k)
+
+    def purge(self) -> None:
+        """The store's purge."""
+        self.store.purge()
+
+    def warm_vectors(self) -> int:
+        """The store's warm-up."""
+        return self.store.warm_vectors()
+
+    def status(self) -> dict[str, Any]:
+        """The store's status."""
+        return self.store.status()
 
     def stats(self) -> StoreStats:
         """The store's counts."""

@@ -38,7 +38,7 @@ from tap.history import SourceTurn
 from tap.records import IngestEvent, Message, Source
 from tap.repeatlog import RepeatLog
 from tap.scrub import scrub
-from tap.sqlite import connect
+from tap.sqlite import connect, transaction
 
 log = logging.getLogger(__name__)
 MAX_CONTINUITY = 200_000
@@ -241,15 +241,10 @@ class TurnLog:
                 row[0]
                 for row in self._db.execute("SELECT DISTINCT conversation FROM exchanges WHERE scope = ?", (scope,))
             ]
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(self._db):
                 deleted = self._db.execute("DELETE FROM exchanges WHERE scope = ?", (scope,)).rowcount
                 for conversation in conversations:
                     self._db.execute("DELETE FROM continuity WHERE conversation = ?", (conversation,))
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
             self._truncate_wal()
             return int(deleted)
 

@@ -1,5 +1,8 @@
-"""RemoteMemories: the MemoryService operations over a running `tap serve`'s admin API.
+"""AdminClient: the one client of a running `tap serve`'s admin API.
 
+It offers the MemoryService operations (same names and result types) and `ingest`, which hands
+IngestEvents to `POST /tap/ingest` split into requests of at most MAX_MESSAGES messages and about
+MAX_BYTES of JSON, in order (so the server's body limit is never hit; it was tap/ingest_remote.py).
 CLI commands use it when a server holds the data dir, so two processes never open embedded
 Chroma at once. Standard library only (urllib), since the CLI is synchronous. tap.memories (the
 recall engine, the queue) is imported only by the two methods that decode its result types, so
@@ -12,14 +15,14 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from tap.errors import StoreError
 from tap.ports import StoreStats
-from tap.records import Memory
+from tap.records import IngestEvent, Memory, Message
 
 if TYPE_CHECKING:
     from tap.conflicts import Conflict, Settled
@@ -27,14 +30,35 @@ if TYPE_CHECKING:
     from tap.memories import Forgotten, ImportReport
 
 CONSOLIDATE_TIMEOUT_S = 3600.0  # a first consolidation of a large store takes a while
+INGEST_TIMEOUT_S = 120.0  # `tap ingest` sends large backfills
+MAX_MESSAGES = 1000
+MAX_BYTES = 4 << 20
 
 
 def _quote(memory_id: str) -> str:
     return urllib.parse.quote(memory_id, safe="")
 
 
-class RemoteMemories:
-    """Same method names and return types as MemoryService, served over HTTP."""
+def split_event(
+    event: IngestEvent, *, max_messages: int = MAX_MESSAGES, max_bytes: int = MAX_BYTES
+) -> Iterator[IngestEvent]:
+    """The event as consecutive parts within the request limits (one part when it is small)."""
+    part: list[Message] = []
+    size = 0
+    for message in event.messages:
+        cost = len(message.content.encode()) + 200
+        if part and (len(part) >= max_messages or size + cost > max_bytes):
+            yield msgspec.structs.replace(event, messages=part)
+            part, size = [], 0
+        part.append(message)
+        size += cost
+    if part:
+        yield msgspec.structs.replace(event, messages=part)
+
+
+class AdminClient:
+    """The admin API over HTTP: MemoryService's methods (same names and return types) and `ingest`.
+    Errors: 404 → KeyError, 400 → ValueError, anything else or no answer → StoreError."""
 
     def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
         self.url = url.rstrip("/")
@@ -224,3 +248,16 @@ class RemoteMemories:
 
     def stats(self) -> StoreStats:
         return msgspec.json.decode(self._request("GET", "/tap/stats"), type=StoreStats)
+
+    def ingest(self, events: Sequence[IngestEvent]) -> int:
+        """Send every event (split as needed) to `POST /tap/ingest`; the new turns the server queued.
+        Nothing is retried here: the caller keeps its offset and tries again."""
+        queued = 0
+        for event in events:
+            for part in split_event(event):
+                try:
+                    body = self._request("POST", "/tap/ingest", body=msgspec.json.encode(part))
+                except (KeyError, ValueError) as exc:
+                    raise StoreError(f"tap serve at {self.url} refused the events: {exc}") from exc
+                queued += int(json.loads(body)["queued"])
+        return queued

@@ -1,12 +1,13 @@
 """tap's configuration: `config.toml` decoded into frozen msgspec Structs, one per table.
 
-Rules (DESIGN.md §8): every field has a default, so an empty or missing file is valid; unknown keys
-are errors (typos fail loudly); limits live in `Meta`; secrets are never values in the file, only
-the *names* of environment variables (`*_env` fields).
+Rules (docs/architecture.md, Interfaces): every field has a default, so an empty or missing file
+is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
+values in the file, only the *names* of environment variables (`*_env` fields).
 
 Lookup order for the file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml`, else
-`~/.config/tap/config.toml`, else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`,
-else `~/.local/share/tap`.
+`config.toml` in the user config folder (platformdirs: `~/.config/tap` on Linux, honouring
+`$XDG_CONFIG_HOME`), else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`, else the
+user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
+import platformdirs
 
 from tap.config_errors import URL_PATTERN, config_problems
 from tap.errors import ConfigError
@@ -254,7 +256,7 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
         if not path.is_file():
             raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
         return path
-    for candidate in (Path("config.toml"), Path("~/.config/tap/config.toml").expanduser()):
+    for candidate in (Path("config.toml"), user_config_file()):
         if candidate.is_file():
             return candidate
     return None
@@ -276,14 +278,32 @@ def parse_config(text: str, *, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: {len(problems)} problems\n{listing}") from exc
 
 
+APP = "tap"
+
+
+def user_config_file() -> Path:
+    """`config.toml` in the platform's user config folder (`~/.config/tap` on Linux)."""
+    return platformdirs.user_config_path(APP) / "config.toml"
+
+
+def default_data_dir() -> Path:
+    """The platform's user data folder for tap (`~/.local/share/tap` on Linux)."""
+    return platformdirs.user_data_path(APP)
+
+
+def user_cache_dir() -> Path:
+    """The platform's user cache folder for tap (`~/.cache/tap` on Linux)."""
+    return platformdirs.user_cache_path(APP)
+
+
 def resolve_data_dir(config: Config) -> Path:
-    """`$TAP_HOME`, else `[data] dir`, else `~/.local/share/tap`."""
+    """`$TAP_HOME`, else `[data] dir`, else the user data folder (`default_data_dir`)."""
     env = os.environ.get("TAP_HOME")
     if env:
         return Path(env).expanduser()
     if config.data.dir:
         return Path(config.data.dir).expanduser()
-    return Path("~/.local/share/tap").expanduser()
+    return default_data_dir()
 
 
 def load_config(explicit: str | Path | None = None) -> LoadedConfig:

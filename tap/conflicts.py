@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from tap.candidates import CandidateMemory
 from tap.ports import MemoryStore
-from tap.records import CandidateMemory, Memory
+from tap.records import Memory
 
 CO_HELD = ("employer",)
 """Attributes a person often holds two values of at once: a new value without a change cue is

@@ -29,10 +29,10 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
@@ -51,14 +51,6 @@ CREATE TABLE IF NOT EXISTS steps (id TEXT PRIMARY KEY, scope TEXT NOT NULL, acti
     payload BLOB NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (scope TEXT PRIMARY KEY, finished_at REAL NOT NULL);
 """
-
-
-class VectorStore(MemoryStore, Protocol):
-    """A MemoryStore that also hands out stored vectors (store.chroma.ChromaStore)."""
-
-    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The stored vectors of these memories, by id."""
-        ...
 
 
 class Report(msgspec.Struct, kw_only=True):
@@ -143,7 +135,7 @@ class Consolidator:
 
     def __init__(
         self,
-        store: VectorStore,
+        store: MemoryStore,
         journal: Journal,
         config: ConsolidateConfig,
         *,

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk, render_chunk
 from tap.config import ExtractConfig
 from tap.conflicts import link
@@ -36,8 +37,8 @@ from tap.ledger import CostLedger, next_utc_midnight
 from tap.ports import Embedder, MemoryStore
 from tap.providers import LLMProvider, ProviderCallError, Usage, cost_usd
 from tap.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
-from tap.records import CandidateMemory, Hit, Memory
-from tap.rules import Excerpt, RulesExtractor, merge_duplicates, turn_excerpts
+from tap.records import Hit, Memory
+from tap.rules import Excerpt, RulesExtractor, turn_excerpts
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5

@@ -1,4 +1,4 @@
-"""Which conversation a request belongs to, and the ids of its turns (DESIGN.md §5).
+"""Which conversation a request belongs to, and the ids of its turns (docs/architecture.md, Recall).
 
 Order, first match wins:
 1. the `x-tap-conversation` header;

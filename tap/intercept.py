@@ -1,7 +1,7 @@
 """The interception core: what happens to a chat request before it is forwarded and after the reply.
 
 Every way in calls it — the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
-endpoints — and none keeps its own copy of the policy (DESIGN.md §2, §5, §7):
+endpoints — and none keeps its own copy of the policy (docs/architecture.md: Data flow, Recall, Scopes):
 
 before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a decoded request):
   1. `x-tap-no-memory: 1` → forward unchanged, no capture; a body that is not JSON → forward

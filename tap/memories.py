@@ -260,10 +260,8 @@ class MemoryService:
         return report
 
     def _purge(self) -> None:
-        """Let the store erase what it deleted from its files too (the lexical index), if it can."""
-        purge = getattr(self.store, "purge", None)
-        if callable(purge):
-            purge()
+        """Let the store erase what it deleted from its files too (the lexical index)."""
+        self.store.purge()
 
     def forget_scope(self, scope: str, *, settle_s: float = SETTLE_S) -> int:
         """Delete every memory of a scope, its queued conversation and its turn log (Telegram

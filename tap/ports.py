@@ -1,6 +1,6 @@
 """Small interfaces between the core and its adapters (store/, providers).
 
-The core only ever sees these Protocols; the composition root (tap.app) picks the adapters.
+The core only ever sees these Protocols; the composition root (tap.wiring.runtime) picks the adapters.
 All methods are synchronous: the embedded backends (ONNX, Chroma) are blocking libraries, and
 async callers run them in a worker thread (see tap.recall.RecallEngine.recall_async).
 """
@@ -8,7 +8,7 @@ async callers run them in a worker thread (see tap.recall.RecallEngine.recall_as
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -44,9 +44,15 @@ class StoreStats(msgspec.Struct, kw_only=True):
 
 
 class MemoryStore(Protocol):
-    """Persistent memories with vectors, plus a lexical index kept in step."""
+    """Persistent memories with vectors, plus a lexical index kept in step.
+
+    Adapters: store.chroma.ChromaStore; the tests' InMemoryStore (tests/fakes.py) passes the same
+    contract tests (tests/store/test_store_contract.py).
+    """
 
     embedder_id: str
+    where: str
+    """Where the memories live, for messages ("/home/me/.local/share/tap/chroma", a server URL)."""
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert new memories (or replace same-id ones) with their vectors."""
@@ -131,6 +137,28 @@ class MemoryStore(Protocol):
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove memories for good; returns how many existed."""
+        ...
+
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these memories (those that exist), by id."""
+        ...
+
+    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
+        """The scope's superseded and archived memories nearest to the vector (for explaining a
+        recall afterwards, never on the hot path)."""
+        ...
+
+    def purge(self) -> None:
+        """Leave no trace of deleted memories in the store's files (after a forget)."""
+        ...
+
+    def warm_vectors(self) -> int:
+        """Load what makes a scope's first search fast, at start in the background; how many
+        scopes were loaded (0 when the store has nothing to warm)."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """What `/tap/status` shows about the store (what it indexes, how far behind it may be)."""
         ...
 
     def stats(self) -> StoreStats:

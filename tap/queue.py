@@ -36,7 +36,7 @@ import msgspec
 from tap.chunker import Chunk, Turn, chunk_turns
 from tap.history import SourceTurn
 from tap.records import Source
-from tap.sqlite import connect
+from tap.sqlite import connect, transaction
 from tap.tokens import count_tokens
 
 _SCHEMA = """
@@ -84,14 +84,8 @@ class ChunkQueue:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, transaction(self._db) as db:
+            yield db
 
     # -- ingestion ------------------------------------------------------------------------------
 

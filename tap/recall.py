@@ -1,6 +1,6 @@
 """Recall: query text → hybrid search → rank → pack into one block of at most N tokens.
 
-Pipeline (DESIGN.md §5), in stages — query → candidates → scored → packed:
+Pipeline (docs/architecture.md, Recall), in stages — query → candidates → scored → packed:
 0. the query is the turn reduced to what the embedder and BM25 can use (tap.query); an identical
    query in the same scope within `CACHE_TTL_S`, with the scope unchanged since (the store's
    `revision`), reuses the scored candidates (retries, the same question asked again);

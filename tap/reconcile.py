@@ -1,6 +1,6 @@
 """Reconcile: decide what each new candidate memory does to the store (add / update / supersede / noop).
 
-Rules (no LLM; DESIGN.md §6), in this order, against the scope's active memories:
+Rules (no LLM; docs/architecture.md, Extraction), in this order, against the scope's active memories:
 1. **correction** ("it's Dana, not Diana"): the newest memory naming the wrong value gets a new
    version with the right one (supersede); with nothing to correct, the candidate is dropped (it
    means nothing on its own);
@@ -36,10 +36,11 @@ from collections.abc import Sequence
 
 import msgspec
 
+from tap.candidates import CandidateMemory
 from tap.config import ExtractConfig
 from tap.conflicts import ambiguous_change
 from tap.errors import ProviderError
-from tap.records import CandidateMemory, Hit, Kind, Memory
+from tap.records import Hit, Kind, Memory
 
 Action = str
 _WORD = re.compile(r"[^\W_]+")

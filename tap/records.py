@@ -34,7 +34,7 @@ def new_id() -> str:
 
 
 class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
-    """One long-term memory (DESIGN.md §4)."""
+    """One long-term memory (docs/architecture.md, Memory records)."""
 
     id: str
     scope: str
@@ -113,32 +113,6 @@ def make_memory(
         updated_at=at,
         valid_from=at if valid_from is None else valid_from,
     )
-
-
-class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
-    """A memory proposed by an extractor, before reconcile gives it an id and a scope.
-
-    `slot` / `slot_part` / `slot_value`: the single-valued attribute it states ("user|residence",
-    "", "lisbon"; "team|database", "backend", "postgres"), so reconcile can supersede the statement
-    it updates; `retracts`: words of what it takes back
-    ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana";
-    `holder`: whom it is about (tap.rules.slots.statement_holder: "user", "team", "user:sister",
-    "lucas"; "" when the extractor does not say).
-    """
-
-    content: str
-    kind: Kind
-    importance: int
-    tags: list[str]
-    turn_ids: list[str]
-    valid_from: float
-    slot: str = ""
-    slot_part: str = ""
-    slot_value: str = ""
-    retracts: list[str] = msgspec.field(default_factory=list)
-    correction: list[str] = msgspec.field(default_factory=list)
-    context: str = ""
-    holder: str = ""
 
 
 class Hit(msgspec.Struct, kw_only=True):

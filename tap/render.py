@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import tomli_w
+
 from tap.history import SourceTurn
 from tap.ports import StoreStats
 from tap.records import Memory
@@ -167,21 +169,5 @@ def stats_table(stats: StoreStats) -> Table:
 
 
 def config_toml(effective: dict[str, Any]) -> str:
-    """The effective config rendered as TOML tables."""
-    lines: list[str] = []
-    for table, values in effective.items():
-        lines.append(f"[{table}]")
-        for key, value in values.items():
-            lines.append(f"{key} = {_toml_value(value)}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return str(value)
+    """The effective config rendered as TOML tables (tomli-w: quoting and escaping done right)."""
+    return tomli_w.dumps(effective)

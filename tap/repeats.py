@@ -1,4 +1,4 @@
-"""Which recalled memories not to inject again, per way in (DESIGN.md §5 "Repeats").
+"""Which recalled memories not to inject again, per way in (docs/architecture.md, Recall: repeats).
 
 Proxy and mitmproxy injection is ephemeral: the client's history never contains tap's block, so
 every request gets the block for its latest human turn again, and only memories the model can

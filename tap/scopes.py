@@ -1,4 +1,4 @@
-"""Whose memories a request may read and write (DESIGN.md §7).
+"""Whose memories a request may read and write (docs/architecture.md, Scopes).
 
 - `x-tap-scope` names the scope, else "default";
 - with `[proxy] scope_by_api_key = true` the scope is a fingerprint of the client's API key and

@@ -1,4 +1,9 @@
-"""Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine."""
+"""Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine.
+
+Adapters: `hash_embedder` and `memory_store` are the fast fakes (tests/fakes.py); `embedder` is the
+real ONNX embedder (loaded once) and `store` a real ChromaStore, embedded and (marked slow: it
+starts a `chroma run` process) on a Chroma server.
+"""
 
 from __future__ import annotations
 
@@ -46,7 +51,23 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 _collections = itertools.count()
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture
+def hash_embedder() -> Any:
+    """The deterministic hashing embedder (no model loaded)."""
+    from tests.fakes import HashEmbedder
+
+    return HashEmbedder()
+
+
+@pytest.fixture
+def memory_store(hash_embedder: Any) -> Any:
+    """An empty InMemoryStore for the hashing embedder."""
+    from tests.fakes import InMemoryStore
+
+    return InMemoryStore(embedder_id=hash_embedder.model_id)
+
+
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.slow)])
 def store(request: pytest.FixtureRequest, isolated_home: Path, embedder: Any) -> Iterator[Any]:
     """A ChromaStore on embedded Chroma and on a real Chroma server (one fresh collection each)."""
     from store.chroma import ChromaStore

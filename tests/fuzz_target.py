@@ -4,7 +4,7 @@
         report = await fuzz(target.url, target.routes, token=target.token, ...)
         problems = await target.read_back()      # every read still works after the fuzz
 
-It wires what tap.server.serve_forever wires — the runtime (embedded Chroma, ONNX embedder, queue,
+It wires what tap.wiring.server.serve_forever wires — the runtime (embedded Chroma, ONNX embedder, queue,
 turn log), the proxy and admin routes, the agent-hook routes and the Telegram bridge — in front of
 fake upstreams speaking the real protocols (Anthropic, OpenAI, Ollama, the Bot API).
 """
@@ -22,13 +22,14 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
-from proxy.app import make_app
-from tap.app import Runtime, open_runtime
+from proxy.web_app import make_web_app
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
-from tap.server import build_context
 from tap.tasks import running_tasks
+from tap.wiring.runtime import Runtime, open_runtime
+from tap.wiring.server import build_context
 from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
+from tests.fakes import fake_adapters
 from tests.fuzzer import Route, routes_of
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 
@@ -93,10 +94,10 @@ class FuzzTarget:
             )
         )
         loaded = LoadedConfig(config=config, path=None, data_dir=self.home)
-        self.rt = await asyncio.to_thread(open_runtime, loaded)
+        self.rt = await asyncio.to_thread(open_runtime, loaded, adapters=fake_adapters)
         self._turn_log = TurnLog(self.home / "turnlog.db")
         ctx = build_context(self.rt, ADMIN_TOKEN, Capture(self._turn_log, self.rt.ingestor.ingest_async))
-        app = make_app(ctx)
+        app = make_web_app(ctx)
         _attach_hooks(app, self.rt, ctx)
         from bridges.telegram import TelegramDeps, add_telegram
 
@@ -173,7 +174,7 @@ class FuzzTarget:
 def _attach_hooks(app: web.Application, rt: Runtime, ctx: Any) -> None:
     """The agent-hook endpoints, as `tap serve` attaches them (when this checkout has them)."""
     try:
-        from tap.hooks_server import attach_hooks
+        from tap.wiring.hook_endpoint import attach_hooks
     except ImportError:
         return
     attach_hooks(app, rt, ctx.metrics)

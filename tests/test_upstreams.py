@@ -1,11 +1,13 @@
 """Self-test of the loopback fake upstreams: the real SDKs work against them, streaming and not.
 
-Proxy tests rely on these fakes behaving like the real APIs as far as the SDKs can tell, and on
-the scripted failure modes (error status, hang, dropped connection) actually happening.
+Proxy and provider tests rely on these fakes behaving like the real APIs as far as the SDKs can
+tell, on the scripted failure modes (error status, hang, dropped connection, a held answer) actually
+happening, on the Anthropic fake's header checks, and on tests/wire.py's streams reassembling.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -15,6 +17,8 @@ import openai
 import pytest
 
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
+from tests.waits import until
+from tests.wire import anthropic_message, anthropic_stream
 
 TEXT = "Bonjour ! Le café est prêt — 日本語のテキスト and emoji 🎉🙂👩\u200d💻. Let me check the weather.\n"
 USER: Any = [{"role": "user", "content": "Quel temps fait-il à Zürich ?"}]
@@ -187,3 +191,57 @@ async def test_unknown_paths_are_recorded_and_answered_404() -> None:
             assert (await resp.json())["error"]["type"] == "invalid_request_error"
     assert up.requests[0].path == "/v1/nope" and up.requests[0].query == "x=1"
     assert up.requests[0].headers["x-probe"] == "1"
+
+
+async def test_a_wire_built_stream_reassembles_to_its_message() -> None:
+    text = {"type": "text", "text": "Bonjour, Zürich 🎉 "}
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"city": "Zürich"}}
+    message = anthropic_message([text, tool], model="claude-haiku-4-5", usage={"output_tokens": 9})
+    async with FakeAnthropic() as up:
+        client = anthropic_client(up.url)
+        up.next_response(body=b"".join(anthropic_stream(message)), content_type="text/event-stream")
+        async with client.messages.stream(model="m", max_tokens=64, messages=USER) as stream:
+            final = await stream.get_final_message()
+        await client.close()
+    assert [block.model_dump(exclude_none=True) for block in final.content] == [text, tool]
+    assert (final.id, final.model, final.stop_reason) == ("msg_fake01", "claude-haiku-4-5", "tool_use")
+    assert final.usage.output_tokens == 9
+    pieces = ["Bonjour, ", "Zürich ", "🎉 "]
+    events = anthropic_stream(anthropic_message([text], stop_reason="end_turn"), pieces=pieces, ping=True)
+    assert b"".join(events).count(b"content_block_delta\n") == 3 and b"event: ping" in events[2]
+    with pytest.raises(ValueError, match="join"):
+        anthropic_stream(anthropic_message([text]), pieces=["Bonjour"])
+
+
+async def test_anthropic_checks_key_and_version_and_echoes_the_model() -> None:
+    async with FakeAnthropic(api_key="sk-right") as up:
+        wrong = anthropic.AsyncAnthropic(base_url=up.url, api_key="sk-wrong", max_retries=0)
+        with pytest.raises(anthropic.AuthenticationError):
+            await wrong.messages.create(model="m", max_tokens=8, messages=USER)
+        await wrong.close()
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{up.url}/v1/messages", json={}, headers={"x-api-key": "sk-right"}) as resp:
+                assert resp.status == 400 and "anthropic-version" in (await resp.json())["error"]["message"]
+        right = anthropic.AsyncAnthropic(base_url=up.url, api_key="sk-right", max_retries=0)
+        up.reply_tool("gate_verdict", {"worth": True})
+        message = await right.messages.create(model="claude-haiku-4-5", max_tokens=8, messages=USER)
+        await right.close()
+    assert message.model == "claude-haiku-4-5" and message.stop_reason == "tool_use"
+    assert isinstance(message.content[0], anthropic.types.ToolUseBlock) and message.content[0].input == {"worth": True}
+    assert len(up.requests) == 3  # the refused ones are recorded too
+
+
+async def test_a_held_answer_waits_for_its_event() -> None:
+    held = asyncio.Event()
+    async with FakeOllama() as up, aiohttp.ClientSession() as session:
+        up.reply_content("late", hold=held)
+
+        async def ask() -> Any:
+            async with session.post(f"{up.url}/api/chat", json={"stream": False}) as resp:
+                return await resp.json()
+
+        answer = asyncio.create_task(ask())
+        await until(lambda: len(up.requests) == 1, what="the request")
+        assert not answer.done()
+        held.set()
+        assert (await answer)["message"]["content"] == "late"

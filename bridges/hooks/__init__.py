@@ -1,4 +1,4 @@
-"""Agent hooks: Claude Code's and Codex's lifecycle hooks as a way into tap (PROTOCOLS.md (d), (d2)).
+"""Agent hooks: Claude Code's and Codex's lifecycle hooks as a way into tap (docs/protocols.md, Agent hooks).
 
 What each event does (bridges.hooks.service):
 - SessionStart: the scope's most important current memories as `additionalContext` (given again

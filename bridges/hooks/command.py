@@ -6,7 +6,7 @@ Where the event goes:
   printed unchanged: the server does the work, so this process only starts Python, reads two small
   files and makes one request (no msgspec, chromadb or onnxruntime import; see bridges.hooks);
 - no server: `embedded(invocation, body)` handles it on the embedded store in this process (the
-  composition root passes it in: tap.hooks_wiring.run_embedded).
+  composition root passes it in: tap.wiring.hooks.run_embedded).
 
 Fail-open: whatever goes wrong (bad arguments, unreadable config, server down or slow, store busy,
 any exception) the process exits 0 with nothing on stdout, so the agent carries on without

@@ -1,6 +1,6 @@
 """`tap hooks install / uninstall / status`: tap's entries in the agents' hook settings files.
 
-Files (PROTOCOLS.md (d), (d2); Codex's `codex-rs/config/src/hook_config.rs`):
+Files (docs/protocols.md, Agent hooks; Codex's `codex-rs/config/src/hook_config.rs`):
 - Claude Code: `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json` when set) or the
   project's `.claude/settings.json`; hooks live under `"hooks"`:
   `{"EventName": [{"matcher"?: "...", "hooks": [{"type": "command", "command": "...", "timeout": N}]}]}`,

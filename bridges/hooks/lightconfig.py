@@ -2,13 +2,14 @@
 
 A `tap hook` process that finds a running `tap serve` must start fast (bridges.hooks), so it does
 not import tap.config (msgspec alone costs more than the rest of the process). This module
-repeats, with the standard library, the few lookups it needs, in the same order as tap.config and
-tap.admin_token (a test checks that they agree):
-- the config file: `--config PATH`, else `$TAP_CONFIG`, else `~/.config/tap/config.toml`, else
-  none (built-in defaults). Unlike the CLI, a hook never reads `./config.toml`: it runs in the
-  agent's working directory, the user's project, whose `config.toml` is not tap's (that is why
-  `tap hooks install` writes `--config PATH` into the command when tap was set up with one);
-- the data dir: `$TAP_HOME`, else `[data] dir`, else `~/.local/share/tap`;
+repeats, with the standard library and platformdirs, the few lookups it needs, in the same order as
+tap.config and tap.admin_token (a test checks that they agree):
+- the config file: `--config PATH`, else `$TAP_CONFIG`, else `config.toml` in the user config
+  folder (`~/.config/tap` on Linux), else none (built-in defaults). Unlike the CLI, a hook never
+  reads `./config.toml`: it runs in the agent's working directory, the user's project, whose
+  `config.toml` is not tap's (that is why `tap hooks install` writes `--config PATH` into the
+  command when tap was set up with one);
+- the data dir: `$TAP_HOME`, else `[data] dir`, else the user data folder (`~/.local/share/tap`);
 - `[hooks] timeout_s` / `embedded_timeout_s` and `[admin] token_env` (defaults as in tap.config);
 - the running server (`<data dir>/server.json`, its pid alive) and the admin token (the env var
   `[admin] token_env` names, else `<data dir>/admin-token`).
@@ -25,6 +26,9 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import platformdirs
+
+APP = "tap"
 DEFAULT_TIMEOUT_S = 1.0
 DEFAULT_EMBEDDED_TIMEOUT_S = 10.0
 DEFAULT_TOKEN_ENV = "TAP_ADMIN_TOKEN"
@@ -58,7 +62,7 @@ def find_config_path(explicit: str | None = None) -> Path | None:
         if not path.is_file():
             raise LightConfigError(f"$TAP_CONFIG points to a missing file: {path}")
         return path
-    user = Path("~/.config/tap/config.toml").expanduser()
+    user = platformdirs.user_config_path(APP) / "config.toml"
     return user if user.is_file() else None
 
 
@@ -97,13 +101,13 @@ def load(explicit: str | None = None) -> LightConfig:
 
 
 def data_dir(configured: object = None) -> Path:
-    """`$TAP_HOME`, else `[data] dir`, else `~/.local/share/tap`."""
+    """`$TAP_HOME`, else `[data] dir`, else the user data folder (platformdirs, as tap.config)."""
     env = os.environ.get("TAP_HOME")
     if env:
         return Path(env).expanduser()
     if isinstance(configured, str) and configured:
         return Path(configured).expanduser()
-    return Path("~/.local/share/tap").expanduser()
+    return platformdirs.user_data_path(APP)
 
 
 def running_server(config: LightConfig) -> str | None:

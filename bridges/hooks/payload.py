@@ -1,6 +1,6 @@
 """The hook JSON both agents send (stdin of a command hook, body of an http hook) and what goes back.
 
-Input (PROTOCOLS.md (d), (d2); Codex's `codex-rs/hooks/schema/generated/*.input.schema.json`):
+Input (docs/protocols.md, Agent hooks; Codex's `codex-rs/hooks/schema/generated/*.input.schema.json`):
 common `session_id`, `transcript_path` (Codex: nullable), `cwd`, `hook_event_name`,
 `permission_mode`; then per event `prompt` (UserPromptSubmit), `source` (SessionStart:
 startup | resume | clear | compact), `stop_hook_active` and `last_assistant_message` (Stop),

@@ -22,7 +22,7 @@ ledger) and the status row. A transport that gave up waiting (deadline) does not
 memory the agent never received is not marked as given.
 
 Invariants: no HTTP, no store library here (the backend is a small Protocol the composition root
-implements, tap.hooks_wiring); every event's scope comes from its `cwd` the same way (bridges.hooks.scope).
+implements, tap.wiring.hooks); every event's scope comes from its `cwd` the same way (bridges.hooks.scope).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ START_CANDIDATES = 300
 
 
 class HookBackend(Protocol):
-    """What the service needs from the store and the pipeline (see tap.hooks_wiring)."""
+    """What the service needs from the store and the pipeline (see tap.wiring.hooks)."""
 
     def recall(self, query: str, *, scope: str, skip: Skip) -> RecallResult:
         """The block for a prompt (the proxy's recall)."""

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from tap.sqlite import connect
+from tap.sqlite import connect, transaction
 
 STATE_FILE = "hooks.db"
 PRUNE_AFTER_S = 30 * 86400.0
@@ -67,14 +67,8 @@ class HookState:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, transaction(self._db) as db:
+            yield db
 
     def fired(self, agent: str, event: str, outcome: str) -> None:
         """Record that a hook fired now, and how it went."""

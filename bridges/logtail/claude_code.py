@@ -1,16 +1,16 @@
 """Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`) → IngestEvents.
 
-The conversation is rebuilt the way Claude Code's own reader does it (PROTOCOLS.md (d)): entries are
-linked by `uuid`/`parentUuid`; the conversation is the chain from the newest leaf that is a
-non-sidechain, non-meta user or assistant entry back to the root. Of that chain only user text and
-assistant text are kept: tool results, tool use, thinking, images, meta lines (`isMeta`), sidechains
-(`isSidechain`, sub-agents), team messages, synthetic API-error replies and command noise
-(`<command-name>`, `<local-command-stdout>`, `[Request interrupted by user…]`, …) are dropped, and
-the lines of one assistant message (Claude Code writes one content block per line, all with the
-same `message.id`) are merged into one turn whose id is the uuid of its first line.
+The conversation is rebuilt the way Claude Code's own reader does it (docs/protocols.md, Claude Code
+transcripts): entries are linked by `uuid`/`parentUuid`; the conversation is the chain from the
+newest leaf that is a non-sidechain, non-meta user or assistant entry back to the root. Of that
+chain only user text and assistant text are kept: tool results, tool use, thinking, images, meta
+lines (`isMeta`), sidechains (`isSidechain`, sub-agents), team messages, synthetic API-error replies
+and command noise (`<command-name>`, `<local-command-stdout>`, `[Request interrupted by user…]`, …)
+are dropped, and the lines of one assistant message (Claude Code writes one content block per line,
+all with the same `message.id`) are merged into one turn whose id is the uuid of its first line.
 Scope: the project of the session's working directory (`cwd` of its first entry; its git root, as
-the agent hooks file it, tap.projects) unless a scope is configured;
-conversation: the entry's `sessionId`; turn ids: entry uuids; timestamps: the ISO `timestamp`.
+the agent hooks file it, tap.projects) unless a scope is configured; conversation: the entry's
+`sessionId`; turn ids: entry uuids; timestamps: the ISO `timestamp`.
 
 Streaming, with bounded memory: the file is never loaded whole. Between two checkpoints the parser
 indexes only the entries read since the previous checkpoint (uuid → parent, plus the text of

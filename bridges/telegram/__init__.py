@@ -1,4 +1,4 @@
-"""The Telegram bridge: a memory-backed chat bot served by tap's own webhook (DESIGN.md §7).
+"""The Telegram bridge: a memory-backed chat bot served by tap's own webhook (docs/architecture.md, Scopes).
 
 Telegram → `POST [telegram] path` on tap's port → python-telegram-bot handlers → tap's
 interception core (tap.intercept: recall from the chat's scope, injected as the proxy does) →

@@ -7,7 +7,7 @@ aiohttp app is being built (routes cannot be added once it is frozen), it:
 - registers `POST [telegram] path` (bridges.telegram.webhook) and the bridge's lifecycle in
   `app.cleanup_ctx`, so the bridge starts with the server and stops before it is torn down.
 
-Lifecycle (PROTOCOLS.md (e): PTB embedded in tap's loop, `.updater(None)`, never `run_polling`):
+Lifecycle (docs/protocols.md, Telegram Bot API: PTB embedded in tap's loop, `.updater(None)`, never `run_polling`):
 start opens `<data dir>/telegram.db`, builds the PTB `Application` against `[telegram] api_url`,
 calls `initialize()` (getMe) and `start()`. A rejected token stops `tap serve` with a ConfigError;
 an unreachable Bot API, or one whose answer PTB cannot use (e.g. `{"ok": true}` without
@@ -27,13 +27,13 @@ from pathlib import Path
 from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import ApplicationBuilder
+from telegram.ext import AIORateLimiter, ApplicationBuilder
 
 from bridges.telegram.commands import Commands
 from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations
 from bridges.telegram.credentials import Credentials, bot_url, file_url, read_credentials
 from bridges.telegram.db import TelegramDB
-from bridges.telegram.handlers import Handlers, TelegramApp
+from bridges.telegram.handlers import BotApplication, Handlers
 from bridges.telegram.model import ReplyModel, make_reply_model
 from bridges.telegram.ordering import ChatOrderedProcessor
 from bridges.telegram.redact import redact
@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 15.0
 MAX_BACKOFF_S = 60.0
 CONCURRENT_UPDATES = 64
+FLOOD_RETRIES = 3  # a 429 is waited out (as long as Telegram asks) and the call tried again, three times
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class TelegramDeps:
     ledger: CostLedger
 
 
-def build_application(cfg: TelegramConfig, token: str) -> TelegramApp:
+def build_application(cfg: TelegramConfig, token: str) -> BotApplication:
     """A PTB Application for `[telegram] api_url` that tap feeds itself (no Updater, no JobQueue)."""
     use_timedelta_periods()
     return (
@@ -74,6 +75,7 @@ def build_application(cfg: TelegramConfig, token: str) -> TelegramApp:
         .updater(None)
         .job_queue(None)
         .concurrent_updates(ChatOrderedProcessor(CONCURRENT_UPDATES))
+        .rate_limiter(AIORateLimiter(max_retries=FLOOD_RETRIES))
         .build()
     )
 
@@ -89,7 +91,7 @@ class TelegramBridge:
         self._creds = creds
         self.model = model
         self.typing_interval_s = typing_interval_s
-        self.application: TelegramApp | None = None
+        self.application: BotApplication | None = None
         self.db: TelegramDB | None = None
         self.handlers: Handlers | None = None
         self.ready = False
@@ -134,7 +136,7 @@ class TelegramBridge:
             )
             self._connector = create_task(self._keep_connecting(), name="telegram-connect")
 
-    def _wire(self, application: TelegramApp, db: TelegramDB) -> Handlers:
+    def _wire(self, application: BotApplication, db: TelegramDB) -> Handlers:
         sender = Sender(application.bot)
         deps = self.deps
         conversations = Conversations(
@@ -199,7 +201,7 @@ def _why(exc: Exception) -> str:
     return f"unexpected answer: {type(exc).__name__}: {redact(str(exc))}"
 
 
-async def _shutdown(application: TelegramApp) -> None:
+async def _shutdown(application: BotApplication) -> None:
     """Stop and shut down whatever part of PTB got started."""
     try:
         if application.running:

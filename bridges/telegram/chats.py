@@ -1,6 +1,6 @@
 """Where a Telegram message belongs: its memory scope, its conversation, and where replies go.
 
-DESIGN.md §7: one scope per chat, so a private chat's memories never reach a group and a group's
+docs/architecture.md, Scopes: one scope per chat, so a private chat's memories never reach a group and a group's
 never reach a private chat; a private chat's id is its user's id, so one user's memories never
 reach another user. Forum topics of a supergroup are separate conversations *and* scopes.
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tap.scrub import scrub
+from tap.sqlite import connect, transaction
 
 SEEN_TTL_S = 7 * 86400
 _PRUNE_EVERY = 500
@@ -80,12 +81,9 @@ class TelegramDB:
     name = "telegram chat history"
 
     def __init__(self, path: Path, *, now: Callable[[], float] = time.time) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._now = now
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = connect(path)
         self._db.executescript(_SCHEMA)
         self._inserts = 0
         self.prune()
@@ -168,17 +166,16 @@ class TelegramDB:
                 "ORDER BY id",
                 (conversation[0], turn_id),
             ).fetchall()
-            self._db.execute("BEGIN")
-            self._db.execute(
-                "UPDATE turns SET status = 'answered', answered_at = ? "
-                "WHERE conversation = ? AND status = 'pending' AND id < ?",
-                (self._now(), conversation[0], turn_id),
-            )
-            self._db.execute(
-                "UPDATE turns SET status = 'answered', reply_text = ?, answered_at = ? WHERE id = ?",
-                (scrub(reply), self._now(), turn_id),
-            )
-            self._db.execute("COMMIT")
+            with transaction(self._db, "DEFERRED"):
+                self._db.execute(
+                    "UPDATE turns SET status = 'answered', answered_at = ? "
+                    "WHERE conversation = ? AND status = 'pending' AND id < ?",
+                    (self._now(), conversation[0], turn_id),
+                )
+                self._db.execute(
+                    "UPDATE turns SET status = 'answered', reply_text = ?, answered_at = ? WHERE id = ?",
+                    (scrub(reply), self._now(), turn_id),
+                )
         return [TurnRow(*row) for row in folded]
 
     def clear_history(self, conversation: str) -> int:

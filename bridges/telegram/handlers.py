@@ -41,7 +41,8 @@ from tap.config import TelegramConfig
 
 log = logging.getLogger(__name__)
 Context = ContextTypes.DEFAULT_TYPE
-TelegramApp = Application[Any, Any, Any, Any, Any, Any]
+BotApplication = Application[Any, Any, Any, Any, Any, Any]
+"""The Telegram bot: python-telegram-bot's `Application` (not the web app, not the runtime)."""
 
 REFUSE_USER = (
     "Sorry, I am a private memory bot and only talk to the people my owner allowed. "
@@ -81,7 +82,7 @@ class Handlers:
         """Learn who the bot is (from getMe); needed to tell when a group message is for it."""
         self.me = BotIdentity(bot_id, username, frozenset(self.commands.table()))
 
-    def install(self, application: TelegramApp) -> None:
+    def install(self, application: BotApplication) -> None:
         """Register every handler on the application."""
         only_messages = filters.UpdateType.MESSAGE
         application.add_handler(TypeHandler(Update, self.gate), group=-1)

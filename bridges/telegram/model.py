@@ -29,6 +29,7 @@ import ollama
 from tap.config import TelegramConfig, read_secret
 from tap.dialects import ANTHROPIC, OLLAMA_CHAT, Dialect, JsonObject
 from tap.errors import ConfigError, ProviderError
+from tap.providers.anthropic_mapping import call_error, usage_of
 from tap.providers.base import Usage
 
 
@@ -107,6 +108,8 @@ class AnthropicReplies:
                 '(the bot\'s replies come from Anthropic: [telegram] provider = "anthropic")'
             )
         self._where = f"Anthropic API at {cfg.anthropic_url} (model {cfg.model})"
+        self._timeout_s, self._key_env = cfg.reply_timeout_s, cfg.api_key_env
+        self._redact = lambda text: text.replace(key, "[redacted]")  # should a server ever echo the key
         self._client = anthropic.AsyncAnthropic(
             api_key=key, base_url=cfg.anthropic_url, timeout=cfg.reply_timeout_s, max_retries=1
         )
@@ -115,28 +118,14 @@ class AnthropicReplies:
         """One non-streamed Messages call."""
         try:
             response = await self._client.messages.create(**request)
-        except anthropic.APIStatusError as exc:
-            retryable = exc.status_code in (408, 409, 429) or exc.status_code >= 500
-            raise ProviderError(f"{self._where} answered HTTP {exc.status_code}", retryable=retryable) from exc
-        except anthropic.APIConnectionError as exc:  # also timeouts
-            raise ProviderError(f"{self._where} is not reachable: {type(exc).__name__}", retryable=True) from exc
-        except anthropic.APIError as exc:
-            raise ProviderError(f"{self._where} failed: {type(exc).__name__}", retryable=True) from exc
+        except anthropic.APIError as exc:  # one mapping for every Anthropic call of tap
+            raise call_error(
+                exc, self._where, timeout_s=self._timeout_s, key_env=self._key_env, redact=self._redact
+            ) from exc
         text = "".join(block.text for block in response.content if block.type == "text").strip()
         if not text:
             raise ProviderError(f"{self._where} answered without text (stop reason {response.stop_reason})")
-        usage = response.usage
-        return Reply(
-            text=text,
-            usage=Usage(
-                provider="anthropic",
-                model=response.model or str(request.get("model", "")),
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens or 0,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            ),
-        )
+        return Reply(text=text, usage=usage_of(response, str(request.get("model", ""))))
 
     async def close(self) -> None:
         """Close the SDK's connection pool."""

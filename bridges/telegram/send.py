@@ -1,12 +1,14 @@
-"""Sending to Telegram: long answers split, Markdown rendered safely, flood limits respected.
+"""Sending to Telegram: long answers split, Markdown rendered safely.
 
 - `Sender.markdown`: a model answer, split at 4,096 characters (bridges.telegram.split), each
   chunk rendered to HTML (bridges.telegram.markdown); a chunk whose markers cross goes out as
   plain text, and when Telegram still answers 400 "can't parse entities" the chunk is re-sent as
   plain text (its Markdown source, which reads fine as is);
 - `Sender.html`: tap's own HTML (command answers), with the same plain-text fallback;
-- `Sender.call`: every Bot API call goes through it: on 429 (`RetryAfter`) it waits the seconds
-  Telegram asks for (never more than `max_wait_s`) and tries again, up to `attempts` times;
+- flood limits are PTB's `AIORateLimiter`, set on the application (bridges.telegram.bridge): it
+  keeps under Telegram's limits (30 messages a second in all, 20 a minute per group) and, on a
+  429 all the same, waits the seconds Telegram asks for and tries again, holding the bot's other
+  calls meanwhile;
 - `keep_typing`: the "typing" chat action every `interval` seconds until stopped (Telegram shows
   it for ~5 s); failures there are logged at debug level and never disturb the reply.
 Invariants: replies go to the chat and forum topic they answer; in groups the first chunk replies
@@ -20,14 +22,11 @@ import html
 import logging
 import os
 import re
-import warnings
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 
 from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, RetryAfter, TelegramError
-from telegram.warnings import PTBDeprecationWarning
+from telegram.error import BadRequest, TelegramError
 
 from bridges.telegram.chats import ChatKey
 from bridges.telegram.markdown import to_html
@@ -47,14 +46,6 @@ def use_timedelta_periods() -> None:
     os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 
-def retry_after_s(exc: RetryAfter) -> float:
-    """The wait Telegram asked for, in seconds (an int or a timedelta, depending on PTB_TIMEDELTA)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value = exc.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
 def entities_rejected(exc: TelegramError) -> bool:
     """True for Telegram's "can't parse entities" (bad formatting, not a bad request otherwise)."""
     return isinstance(exc, BadRequest) and "can't parse entities" in exc.message.lower()
@@ -66,26 +57,14 @@ def plain_text(markup: str) -> str:
 
 
 class Sender:
-    """Bot API calls with flood-limit retries and formatting fallbacks."""
+    """Bot API calls with formatting fallbacks (flood limits: the application's rate limiter)."""
 
-    def __init__(self, bot: Bot, *, attempts: int = 4, max_wait_s: float = 60.0, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(self, bot: Bot) -> None:
         self.bot = bot
-        self.attempts = attempts
-        self.max_wait_s = max_wait_s
-        self._sleep = sleep
 
     async def call[T](self, make: Callable[[], Awaitable[T]]) -> T:
-        """`await make()`, waiting out 429 answers as Telegram asks."""
-        for attempt in range(1, self.attempts + 1):
-            try:
-                return await make()
-            except RetryAfter as exc:
-                wait = retry_after_s(exc)
-                if attempt == self.attempts or wait > self.max_wait_s:
-                    raise
-                log.info("telegram: flood limit, retrying in %.0f s (attempt %d)", wait, attempt)
-                await self._sleep(wait)
-        raise AssertionError("unreachable")
+        """`await make()`: one place every Bot API call of the bridge goes through."""
+        return await make()
 
     async def markdown(self, key: ChatKey, text: str, *, reply_to: int | None = None) -> list[Message]:
         """Send a model answer (split, rendered, with fallbacks); returns the messages sent."""

@@ -1,6 +1,6 @@
 """`POST [telegram] path`: the webhook Telegram calls with each update.
 
-Answers fast and never does model work itself (PROTOCOLS.md (e)):
+Answers fast and never does model work itself (docs/protocols.md, Telegram Bot API):
 
     wrong or missing X-Telegram-Bot-Api-Secret-Token  → 401, nothing read or stored
     bridge not connected to the Bot API yet            → 503 (Telegram retries later)

@@ -1,6 +1,6 @@
 """The Anthropic Messages dialect (`POST /v1/messages`): read the turns, inject memories.
 
-Cache safety (PROTOCOLS.md (a), consequences 1-3) is the invariant of this module:
+Cache safety (docs/protocols.md, Anthropic Messages, consequences 1-3) is the invariant of this module:
 - `system`, `tools` and every message before the last are never touched (the rewritten request
   shares those objects with the input, so they re-encode to the same bytes);
 - the memory block is appended as a new `{"type": "text"}` block at the very end of the last user

@@ -1,6 +1,6 @@
 """Anthropic Messages responses: the SSE stream and the whole JSON body, reassembled into a `Reply`.
 
-Events (PROTOCOLS.md (a)): `message_start` (model, first usage), `content_block_start` /
+Events (docs/protocols.md, Anthropic Messages): `message_start` (model, first usage), `content_block_start` /
 `content_block_delta` (`text_delta` only counts as text) per block index, `message_delta` (stop
 reason, cumulative usage: later values win), `message_stop` (terminal), `event: error`
 (mid-stream errors). Text is joined per block index in index order with no separator (citations

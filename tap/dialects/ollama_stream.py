@@ -1,6 +1,6 @@
 """Ollama responses: NDJSON lines of /api/chat (`message.content`) and /api/generate (`response`).
 
-One JSON object per line (PROTOCOLS.md (c)); the line with `"done": true` is terminal and carries
+One JSON object per line (docs/protocols.md, Ollama); the line with `"done": true` is terminal and carries
 `done_reason` and the counts (`prompt_eval_count`, `eval_count`, reported also as
 `input_tokens`/`output_tokens`); `{"error": "..."}` lines are errors. A non-streamed body is one
 such object, so it goes through the same parser. Invariants: see tap.dialects.wire.

@@ -1,6 +1,6 @@
 """The OpenAI Chat Completions dialect (`POST /v1/chat/completions`).
 
-Invariants (same cache logic as Anthropic, PROTOCOLS.md (b): OpenAI caches exact prefixes):
+Invariants (same cache logic as Anthropic, docs/protocols.md, OpenAI Chat Completions: OpenAI caches exact prefixes):
 - only the end of the request changes: `system`/`developer` messages, `tools` and every earlier
   message are shared with the input untouched;
 - when the last message is a `user` message, the memory block is appended to it as a new

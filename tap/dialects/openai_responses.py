@@ -8,7 +8,8 @@ replies and tool loops (`reasoning`, `function_call`, `function_call_output`, `c
 `*_call_output`, `item_reference`, ...); `instructions` is the system prompt; `previous_response_id`
 or `conversation` keep the history upstream, so the request then carries only the new items.
 
-Injection (cache-safe, PROTOCOLS.md (b): OpenAI caches exact prefixes; same rules as tap.dialects.openai):
+Injection (cache-safe, docs/protocols.md, OpenAI Responses: OpenAI caches exact prefixes; same rules
+as tap.dialects.openai):
 - only the newest input item changes or one item is appended; `instructions`, `tools` and every
   earlier item are shared with the input untouched;
 - when the last item is a user message, the block is appended to it as a new `input_text` part

@@ -1,6 +1,6 @@
 """OpenAI Responses API replies: the SSE event stream and the whole `response` object, as a `Reply`.
 
-Stream (PROTOCOLS.md (b); openai-python `types/responses/response_stream_event.py`): named events
+Stream (docs/protocols.md, OpenAI Responses; openai-python `types/responses/response_stream_event.py`): named events
 whose JSON `type` repeats the name — `response.created` / `response.in_progress` (the `response`
 object: id, model), `response.output_text.delta` (`output_index`, `content_index`, `delta`),
 and one terminal event carrying the final `response` object with its `usage`:

@@ -1,11 +1,11 @@
 """OpenAI Chat Completions responses: the SSE stream and the whole JSON body, as a `Reply`.
 
-Stream (PROTOCOLS.md (b)): data-only SSE chunks whose `choices[].delta.content` carry the text,
-a final usage chunk when `stream_options.include_usage` is set (`choices` empty), the literal
-terminator `data: [DONE]`, and `{"error": ...}` objects for mid-stream errors. Only choice 0
-(the lowest index) is the answer: `n > 1` choices are not merged. Cached prompt tokens
-(`prompt_tokens_details.cached_tokens`) are also reported under Anthropic's name
-`cache_read_input_tokens`. Invariants: see tap.dialects.wire.
+Stream (docs/protocols.md, OpenAI Chat Completions): data-only SSE chunks whose
+`choices[].delta.content` carry the text, a final usage chunk when `stream_options.include_usage` is
+set (`choices` empty), the literal terminator `data: [DONE]`, and `{"error": ...}` objects for
+mid-stream errors. Only choice 0 (the lowest index) is the answer: `n > 1` choices are not merged.
+Cached prompt tokens (`prompt_tokens_details.cached_tokens`) are also reported under Anthropic's
+name `cache_read_input_tokens`. Invariants: see tap.dialects.wire.
 """
 
 from __future__ import annotations

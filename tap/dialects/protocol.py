@@ -2,7 +2,7 @@
 
 The proxy routes, the Telegram bridge and the mitmproxy addon all read and rewrite requests
 through these methods (via tap.intercept), so a request is handled the same way whichever way it
-came in.  Each dialect module states its own cache-safety rules (PROTOCOLS.md (a)-(c)).
+came in.  Each dialect module states its own cache-safety rules (docs/protocols.md).
 """
 
 from __future__ import annotations

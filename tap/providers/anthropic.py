@@ -20,16 +20,16 @@ Invariants:
 
 from __future__ import annotations
 
-import email.utils
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 from anthropic.types import Message
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk
 from tap.config import ExtractConfig, read_secret
+from tap.providers.anthropic_mapping import call_error, usage_of
 from tap.providers.base import Decision, GateVerdict, ProviderCallError, Usage
 from tap.providers.prompts import (
     EXTRACT_SYSTEM,
@@ -48,36 +48,17 @@ from tap.providers.schema import (
     parse_memories,
 )
 from tap.records import Memory
-from tap.rules import CandidateMemory
 
-__all__ = ["AnthropicProvider", "parse_retry_after"]
+__all__ = ["AnthropicProvider"]
 
 GATE_MAX_TOKENS = 300
 EXTRACT_MAX_TOKENS = 4096
 RECONCILE_MAX_TOKENS = 4096
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
 _FINAL_STOPS = {
     "max_tokens": "ran out of max_tokens before finishing the answer",
     "refusal": "refused to answer",
     "model_context_window_exceeded": "ran out of context window",
 }
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms`, else `retry-after` (seconds or an HTTP date)."""
-    try:
-        return max(0.0, float(headers["retry-after-ms"]) / 1000)
-    except (KeyError, ValueError):
-        pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    when = email.utils.parsedate_tz(value)
-    return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
 
 
 class AnthropicProvider:
@@ -166,7 +147,7 @@ class AnthropicProvider:
             )
         except anthropic.APIError as exc:
             raise self._translate(exc, model) from exc
-        usage = _usage(response, model)
+        usage = usage_of(response, model)
         return self._tool_input(response, name, usage), usage
 
     def _require_client(self) -> anthropic.Anthropic:
@@ -208,23 +189,9 @@ class AnthropicProvider:
     # --- errors ----------------------------------------------------------------------------------
 
     def _translate(self, exc: anthropic.APIError, model: str) -> ProviderCallError:
-        """The SDK's error as a ProviderCallError (retryable or not, with the server's retry hint)."""
-        where = self._where(model)
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ProviderCallError(f"{where} timed out after {self._cfg.timeout_s:g}s", retryable=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return ProviderCallError(f"{where} is not reachable: {self._redact(str(exc))}", retryable=True)
-        if not isinstance(exc, anthropic.APIStatusError):
-            return ProviderCallError(f"{where} failed: {self._redact(str(exc))}", retryable=True)
-        status = exc.status_code
-        kind = exc.type or "error"
-        retryable = status in _RETRYABLE_STATUS or status >= 500 or kind == "overloaded_error"
-        detail = f": {self._redact(exc.api_message)}" if exc.api_message else ""
-        hint = f" (check the key in ${self._cfg.api_key_env})" if status in (401, 403) else ""
-        return ProviderCallError(
-            f"{where} answered HTTP {status} {kind}{detail}{hint}",
-            retryable=retryable,
-            retry_after=parse_retry_after(exc.response.headers) if retryable else None,
+        """The SDK's error as a ProviderCallError (tap.providers.anthropic_mapping)."""
+        return call_error(
+            exc, self._where(model), timeout_s=self._cfg.timeout_s, key_env=self._cfg.api_key_env, redact=self._redact
         )
 
     def _where(self, model: str) -> str:
@@ -234,16 +201,3 @@ class AnthropicProvider:
         """Text with the API key blanked out, should a server or library ever echo it."""
         key = self._client.api_key if self._client is not None else None
         return text.replace(key, "[redacted]") if key else text
-
-
-def _usage(response: Message, model: str) -> Usage:
-    """Tokens of one response (cache fields are absent when caching was not involved)."""
-    usage = response.usage
-    return Usage(
-        provider="anthropic",
-        model=response.model or model,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_input_tokens or 0,
-        cache_write_tokens=usage.cache_creation_input_tokens or 0,
-    )

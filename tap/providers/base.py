@@ -24,10 +24,10 @@ from typing import Literal, Protocol
 
 import msgspec
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk
 from tap.errors import ProviderError
 from tap.records import Memory
-from tap.rules import CandidateMemory
 
 __all__ = [
     "Action",

@@ -24,6 +24,7 @@ import httpx
 import msgspec
 import ollama
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk
 from tap.config import ExtractConfig
 from tap.providers.base import Decision, GateVerdict, ProviderCallError, Usage
@@ -44,7 +45,6 @@ from tap.providers.schema import (
     parse_memories,
 )
 from tap.records import Memory
-from tap.rules import CandidateMemory
 
 __all__ = ["OllamaProvider"]
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk, format_date, render_chunk
 from tap.records import Memory
-from tap.rules import CandidateMemory
 
 __all__ = [
     "EXTRACT_SYSTEM",

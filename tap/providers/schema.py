@@ -23,10 +23,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk
 from tap.providers.base import Action, Decision, GateVerdict
 from tap.records import Memory
-from tap.rules import CandidateMemory, merge_duplicates
 
 __all__ = [
     "EXTRACT_KINDS",

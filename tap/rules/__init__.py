@@ -8,22 +8,21 @@
 - `slots`: the single-valued attribute a statement fills, and what it retracts or corrects;
 - `extractor`: `RulesExtractor`, which puts them together;
 - `excerpts`: the verbatim layer (kind `episode`) beside the statements.
+
+The candidate type they produce is tap.candidates.CandidateMemory, shared with the LLM providers.
 """
 
-from tap.records import CandidateMemory
 from tap.rules.dates import format_day, resolve_dates
 from tap.rules.excerpts import Excerpt, turn_excerpts
-from tap.rules.extractor import RulesExtractor, finish, merge_duplicates
+from tap.rules.extractor import RulesExtractor, finish
 from tap.rules.person import rewrite_first_person, third_person
 from tap.rules.slots import read_slot
 
 __all__ = [
-    "CandidateMemory",
     "Excerpt",
     "RulesExtractor",
     "finish",
     "format_day",
-    "merge_duplicates",
     "read_slot",
     "resolve_dates",
     "rewrite_first_person",

@@ -26,8 +26,8 @@ import re
 
 import msgspec
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk, Turn
-from tap.records import CandidateMemory
 from tap.rules.text import content_words, split_sentences
 
 __all__ = ["PASSAGE_WORDS", "VECTOR_WORDS", "Excerpt", "says_something", "turn_excerpts"]

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk, Turn
-from tap.records import CandidateMemory
 from tap.rules.classify import classify, importance
 from tap.rules.dates import resolve_dates, tidy
 from tap.rules.keep import is_filler, is_fragment, is_instruction, judge
@@ -53,7 +53,7 @@ from tap.rules.text import (
     strip_lead,
 )
 
-__all__ = ["RulesExtractor", "finish", "merge_duplicates"]
+__all__ = ["RulesExtractor", "finish"]
 
 UNNAMED_ASSISTANT = "Assistant"
 _PHOTO = re.compile(
@@ -322,18 +322,3 @@ def _take_photos(turn: Turn) -> tuple[str, list[CandidateMemory]]:
         for match in _PHOTO.finditer(turn.text)
     ]
     return tidy(_PHOTO.sub(" ", turn.text)), memories
-
-
-def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemory]:
-    """One memory per content (case-insensitive): turn ids united, highest importance kept."""
-    merged: dict[str, CandidateMemory] = {}
-    for memory in memories:
-        key = memory.content.lower()
-        seen = merged.get(key)
-        if seen is None:
-            merged[key] = memory
-            continue
-        ids = seen.turn_ids + [tid for tid in memory.turn_ids if tid not in seen.turn_ids]
-        top = max(seen.importance, memory.importance)
-        merged[key] = msgspec.structs.replace(seen, turn_ids=ids, importance=top)
-    return list(merged.values())

@@ -1,4 +1,4 @@
-"""Fixtures for the agent hook tests, in the documented shapes (PROTOCOLS.md (d), (d2)).
+"""Fixtures for the agent hook tests, in the documented shapes (docs/protocols.md, Agent hooks).
 
 - `payload(...)`: a hook's stdin JSON as Claude Code or Codex sends it (common fields plus the
   event's own: `prompt`, `source`, `stop_hook_active`, `trigger`, `reason`; Codex adds `turn_id`

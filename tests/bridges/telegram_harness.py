@@ -1,10 +1,10 @@
 """A real tap app with the Telegram bridge on 127.0.0.1:0, plus real Update JSON builders.
 
-    async with FakeBotAPI() as api, FakeAnthropicAPI(ANTHROPIC_KEY) as llm, \\
+    async with FakeBotAPI() as api, FakeAnthropic(api_key=ANTHROPIC_KEY) as llm, \\
                TapTelegram(home, api.url, anthropic=llm.url) as tap:
         status, _ = await tap.post(text_update("hello"))
 
-`TapTelegram` wires exactly what `tap serve` wires (tap.server.build_context → proxy.app.make_app
+`TapTelegram` wires exactly what `tap serve` wires (tap.wiring.server.build_context → proxy.web_app.make_web_app
 → bridges.telegram.add_telegram) around a real runtime (Chroma, ONNX embedder, queue, ledger), and
 records every ingestion event on its way into the real ingestor. `set_env` puts the token, the
 secret and the Anthropic key in the environment, where tap reads them.
@@ -25,14 +25,16 @@ import pytest
 from aiohttp import web
 
 from bridges.telegram import TelegramBridge, TelegramDeps, add_telegram
-from proxy.app import make_app
-from tap.app import Runtime, open_runtime
+from proxy.web_app import make_web_app
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
-from tap.server import build_context
 from tap.tasks import running_tasks
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
+from tap.wiring.server import build_context
 from tests.bridges.fake_telegram import BOT, TOKEN
+from tests.fakes import fake_adapters
+from tests.wire import anthropic_message
 
 SECRET = "test-webhook-secret_42"
 ANTHROPIC_KEY = "sk-ant-telegram-test"
@@ -112,7 +114,9 @@ class TapTelegram:
         allowed: tuple[int, ...] = (111, 222),
         extra: str = "",
         typing_interval_s: float = 4.0,
+        real_store: bool = False,
     ) -> None:
+        self.adapters = configured_adapters if real_store else fake_adapters  # fakes keep nothing across a restart
         model = MODEL if provider == "anthropic" else "llama3.2"
         self.config = parse_config(
             "\n".join(
@@ -144,7 +148,8 @@ class TapTelegram:
         return await self.rt.ingestor.ingest_async(event)
 
     async def __aenter__(self) -> Self:
-        self.rt = await asyncio.to_thread(open_runtime, LoadedConfig(config=self.config, path=None, data_dir=self.home))
+        loaded = LoadedConfig(config=self.config, path=None, data_dir=self.home)
+        self.rt = await asyncio.to_thread(open_runtime, loaded, adapters=self.adapters)
         self._turn_log = TurnLog(self.home / "turnlog.db")
         try:
             await self._start(self.rt, self._turn_log)
@@ -154,9 +159,9 @@ class TapTelegram:
         return self
 
     async def _start(self, rt: Runtime, turn_log: TurnLog) -> None:
-        """What tap.server.serve_forever does between opening the runtime and serving."""
+        """What tap.wiring.server.serve_forever does between opening the runtime and serving."""
         ctx = build_context(rt, "admin-token", Capture(turn_log, self._ingest))
-        app = make_app(ctx)
+        app = make_web_app(ctx)
         deps = TelegramDeps(self.config.telegram, self.home, ctx.interceptor, rt.memories, rt.ledger)
         self.bridge = add_telegram(app, deps, typing_interval_s=self.typing_interval_s)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
@@ -223,21 +228,9 @@ def last_user_text(request_body: dict[str, Any]) -> str:
 
 def anthropic_text(text: str) -> dict[str, Any]:
     """A non-streamed Messages API answer with one text block."""
-    return {
-        "id": "msg_tg01",
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": 120,
-            "output_tokens": 30,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
-    }
+    content = [{"type": "text", "text": text}]
+    usage = {"input_tokens": 120, "output_tokens": 30}
+    return anthropic_message(content, usage=usage, stop_reason="end_turn", model=MODEL, message_id="msg_tg01")
 
 
 PRIVATE_ANN = "telegram:private:111"

@@ -15,7 +15,7 @@ from bridges.hooks.scope import MAX_SCOPE, hook_scope
 from tap.admin_token import ensure_token, read_server_info
 from tap.config import load_config, parse_config
 from tap.errors import ConfigError
-from tap.hooks_wiring import load_hook_config
+from tap.wiring.hooks import load_hook_config
 
 
 def test_hooks_table_defaults_and_limits() -> None:
@@ -43,6 +43,8 @@ def test_light_reader_agrees_with_tap_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, case: str
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     text = CASES[case].replace("{tmp}", str(tmp_path))
     path = tmp_path / "home" / ".config" / "tap" / "config.toml" if where == "user" else tmp_path / "elsewhere.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +63,19 @@ def test_light_reader_agrees_with_tap_config(
             full.config.hooks.embedded_timeout_s,
         )
         assert light.token_env == full.config.admin.token_env
+
+
+def test_both_readers_follow_the_xdg_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.delenv("TAP_HOME")
+    assert load_config().path is None and load_config().data_dir == tmp_path / "xdg-data" / "tap"
+    user = tmp_path / "xdg-config" / "tap" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[hooks]\ntimeout_s = 0.25\n")
+    full, light = load_config(), lightconfig.load()
+    assert full.path == light.path == user and full.config.hooks.timeout_s == light.timeout_s == 0.25
+    assert full.data_dir == light.data_dir == tmp_path / "xdg-data" / "tap"
 
 
 def test_a_hook_never_reads_the_projects_own_config_toml(

@@ -22,6 +22,8 @@ from store.lock import DataDirLock
 from tap.admin_token import ensure_token
 from tests.bridges.hooks_fixtures import HookRun, payload, run_hook
 
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
+
 PROMPT = payload("UserPromptSubmit", "s-fail", "/tmp/nowhere", None, prompt="what do we deploy on?")
 STARTUP_SLACK_S = 0.8  # Python start-up and imports before the deadline starts, on a busy 2-core machine
 

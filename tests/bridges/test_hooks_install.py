@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bridges.hooks.install import HookCall, entries, is_tap_hook, tap_command
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.hooks_fixtures import Transcript, payload
 
 CLAUDE_BEFORE: dict[str, Any] = {
@@ -195,6 +195,7 @@ def test_only_taps_own_commands_are_recognised() -> None:
     assert not is_tap_hook({"type": "http", "url": "https://example.org/hooks/stop"})
 
 
+@pytest.mark.slow
 def test_the_installed_command_runs_and_status_shows_it(home: Path, tmp_path: Path, isolated_home: Path) -> None:
     assert tap("hooks", "install").exit_code == 0
     settings = json.loads((home / ".claude" / "settings.json").read_text())
@@ -217,6 +218,27 @@ def test_the_installed_command_runs_and_status_shows_it(home: Path, tmp_path: Pa
     doc = json.loads(tap("hooks", "status", "--json").output)
     assert doc["last_fired"][0]["event"] == "stop" and doc["scope_rule"].startswith("per project")
     assert any(item["hooks"] for item in doc["installed"] if item["agent"] == "claude" and item["level"] == "user")
+
+
+def test_status_shows_where_hooks_are_installed_and_when_they_fired(home: Path, tmp_path: Path) -> None:
+    """The in-process half of the test above: the hook runs through the CLI, not a shell."""
+    assert tap("hooks", "install").exit_code == 0
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    transcript = Transcript(home / ".claude" / "projects" / "-proj" / "s-cli.jsonl", "s-cli", project)
+    transcript.user("We ship on Fridays.")
+    transcript.assistant("Fridays it is.")
+    body = payload("Stop", "s-cli", project, transcript.path, stop_hook_active=True)
+    fired = CliRunner().invoke(main, ["hook", "Stop"], input=body)
+    assert fired.exit_code == 0 and fired.output == ""
+    status = tap("hooks", "status")
+    assert status.exit_code == 0, status.output
+    assert f"{home / '.claude' / 'settings.json'}: SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd" in (
+        status.output
+    )
+    assert "queued 2 turns, 0 chunks" in status.output
+    doc = json.loads(tap("hooks", "status", "--json").output)
+    assert doc["last_fired"][0]["event"] == "stop" and doc["scope_rule"].startswith("per project")
 
 
 def test_the_click_hook_command_behaves_like_the_fast_path(home: Path, tmp_path: Path, isolated_home: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.hooks_fixtures import Transcript, payload, run_hook
 from tests.serve_process import ServeProcess
 
@@ -157,7 +157,7 @@ def test_http_hooks_answer_in_the_same_shape(served: Served) -> None:
 def test_hook_process_imports_nothing_heavy_when_a_server_runs(served: Served) -> None:
     body = payload("UserPromptSubmit", "imports", served.project, None, prompt="anything about deploys?")
     code = (
-        "import sys; from tap.launch import main; "
+        "import sys; from tap.cli.launch import main; "
         "sys.argv = ['tap', '--config', sys.argv[1], 'hook', 'user-prompt-submit']; main()"
     )
     env = {"TAP_HOME": str(served.home), "PATH": "/usr/bin:/bin"}

@@ -19,17 +19,18 @@ from bridges.hooks.payload import HookInput, parse_input
 from bridges.hooks.service import HookService
 from bridges.hooks.state import STATE_FILE, HookState
 from bridges.logtail import OffsetStore, Tailer
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
-from tap.hooks_wiring import Pipeline, RuntimeBackend, TranscriptReader
 from tap.tokens import count_tokens
+from tap.wiring.hooks import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.runtime import Runtime, open_runtime
 from tests.bridges.hooks_fixtures import Transcript, payload
+from tests.fakes import fake_adapters
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     home = tmp_path_factory.mktemp("hooks-runtime")
-    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home))
+    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home), adapters=fake_adapters)
     yield rt
     rt.close()
 

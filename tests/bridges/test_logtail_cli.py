@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,
@@ -183,6 +183,7 @@ def fast_config(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_one_shot_in_a_real_process(tmp_path: Path, isolated_home: Path, fast_config: Path) -> None:
     projects = write_projects(tmp_path)
     proc = tap_process(isolated_home, fast_config, "ingest", str(projects / "*" / "*.jsonl"), "--json")
@@ -193,6 +194,7 @@ def test_one_shot_in_a_real_process(tmp_path: Path, isolated_home: Path, fast_co
     assert "\x1b[" not in err  # no progress bar when stderr is not a terminal
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_follow_picks_up_appends_and_new_files_then_stops_on_ctrl_c(
     tmp_path: Path, isolated_home: Path, fast_config: Path
@@ -216,6 +218,7 @@ def test_follow_picks_up_appends_and_new_files_then_stops_on_ctrl_c(
     assert "bo-u3" in seen_turns(isolated_home) and "bo-u50" in seen_turns(isolated_home)
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_kill_9_and_restart_loses_nothing_and_doubles_nothing(
     tmp_path: Path, isolated_home: Path, fast_config: Path

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.transcripts import CWD, EXPECTED, SESSION, claude_session_entries, jsonl_line, write_claude_session
 from tests.serve_process import ServeProcess
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from bridges.mitm.ca import ensure_ca
 from bridges.mitm.hosts import HostPolicy, ReverseTarget, split_entry
 from bridges.mitm.runner import MitmSettings
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import MitmConfig, parse_config
 from tap.errors import ConfigError
 

@@ -9,7 +9,7 @@ import logging
 import os
 import shutil
 import ssl
-import time
+import threading
 from pathlib import Path
 
 import anthropic
@@ -18,8 +18,9 @@ import openai
 import pytest
 
 from tests.bridges.mitm_harness import RunningMitm, TestCA
-from tests.proxy.harness import TapProxy
+from tests.proxy.harness import TapProxy, hold_embedder
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
+from tests.waits import until
 
 REPLY_TEXT = "Paint it teal — a calm colour for Zürich 🎨."
 
@@ -175,7 +176,9 @@ async def test_client_that_does_not_trust_the_ca_gets_a_clean_failure_and_one_lo
                 async with httpx.AsyncClient(proxy=mitm.proxy_url, verify=ssl.create_default_context()) as http:
                     with pytest.raises(httpx.ConnectError):
                         await http.post(f"https://localhost:{up.port}/v1/messages", json={})
-                await asyncio.sleep(0.2)
+                await until(
+                    lambda: any(r.levelno >= logging.WARNING for r in caplog.records), what="the TLS failure logged"
+                )
                 # the proxy still works for a client that trusts the CA
                 async with httpx.AsyncClient(proxy=mitm.proxy_url, verify=mitm.client_context()) as http:
                     ok = await http.get(f"https://localhost:{up.port}/v1/models")
@@ -243,13 +246,8 @@ async def test_inside_tap_serve_mitm_runs_in_its_own_thread_and_calls_the_server
 async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: Path, certs: TestCA) -> None:
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         assert tap.rt is not None
-        embed = tap.rt.embedder.embed_query
-
-        def slow(text: str) -> list[float]:
-            time.sleep(0.4)
-            return embed(text)
-
-        tap.rt.embedder.embed_query = slow  # type: ignore[method-assign]
+        release = threading.Event()
+        hold_embedder(tap.rt.embedder, release)
         async with RunningMitm(
             interceptor(tap),
             tmp_path / "mitm",
@@ -259,12 +257,13 @@ async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: 
             regular=False,
         ) as mitm:
             body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello"}]}
-            async with httpx.AsyncClient() as http:
-                started = time.monotonic()
-                r = await http.post(mitm.reverse_url + "/v1/messages", json=body)
-                took = time.monotonic() - started
+            try:
+                async with httpx.AsyncClient() as http:
+                    r = await http.post(mitm.reverse_url + "/v1/messages", json=body)
+            finally:
+                release.set()
     assert r.status_code == 200 and r.headers["x-tap-degraded"].startswith("recall-deadline")
-    assert up.requests[0].json() == body and took < 0.4
+    assert up.requests[0].json() == body
 
 
 async def test_client_dropped_mid_stream(
@@ -294,7 +293,9 @@ async def test_client_dropped_mid_stream(
                 head = await reader.readuntil(b"\r\n\r\n")
                 await reader.read(200)  # a little of the stream, then the client goes away
                 writer.close()
-                await asyncio.sleep(1.0)
+                turn_log = tap.turn_log
+                assert turn_log is not None
+                await until(lambda: turn_log.recent(), what="the cut-off exchange in the turn log")
                 # mitm goes on serving
                 async with httpx.AsyncClient() as http:
                     models = await http.get(mitm.reverse_url + "/v1/models")

@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tap.capture import TurnLog
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeAnthropic
+
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
 ASK = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "Which instrument do I play? cello?"}]}
 

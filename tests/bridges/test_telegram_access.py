@@ -22,7 +22,7 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.tap.fake_llm import FakeAnthropicAPI
+from tests.upstreams import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +38,7 @@ def stored_turns(home: Path) -> int:
 async def test_a_stranger_is_refused_once_and_nothing_is_stored(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         sticker = message("", user=EVE)
@@ -60,7 +60,7 @@ async def test_a_stranger_is_refused_once_and_nothing_is_stored(isolated_home: P
 async def test_groups_are_refused_once_when_not_allowed_and_otherwise_ignored(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         for update in (
@@ -78,7 +78,7 @@ async def test_groups_are_refused_once_when_not_allowed_and_otherwise_ignored(is
 async def test_in_allowed_groups_the_bot_answers_only_when_addressed(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url, extra="allow_groups = true") as tap,
     ):
         bot_said = {"message_id": 77, "date": 1, "from": BOT, "chat": GROUP, "text": "I said this"}
@@ -95,7 +95,7 @@ async def test_in_allowed_groups_the_bot_answers_only_when_addressed(isolated_ho
             llm.reply(body=anthropic_text("ok"))
             await tap.post(update)
             await tap.settle_ingest()
-    seen = [last_user_text(r.body) for r in llm.requests]
+    seen = [last_user_text(r.json()) for r in llm.requests]
     assert seen == ["Ann: replying to the bot", "Bob: a mention by Bob"]
     texts = [c.text for c in api.sent("sendMessage")]
     assert len([t for t in texts if "666" in t]) == 1  # Eve's refusal

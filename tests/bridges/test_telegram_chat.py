@@ -30,7 +30,7 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.tap.fake_llm import FakeAnthropicAPI, FakeOllamaAPI
+from tests.upstreams import FakeAnthropic, FakeOllama
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +46,7 @@ def turns(home: Path) -> list[tuple[str, str, str | None, str]]:
 async def test_a_message_gets_a_reply_with_memories_and_is_captured(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         tap.remember("Ann's cat is called Miso", PRIVATE_ANN)
@@ -60,8 +60,8 @@ async def test_a_message_gets_a_reply_with_memories_and_is_captured(isolated_hom
     assert sent.params["chat_id"] == "111" and sent.params["parse_mode"] == "HTML"
     assert sent.text == "Your cat is called <b>Miso</b>."
     (request,) = llm.requests
-    assert request.body["model"] == MODEL and request.body["system"].startswith("You are a helpful assistant")
-    seen = last_user_text(request.body)
+    assert request.json()["model"] == MODEL and request.json()["system"].startswith("You are a helpful assistant")
+    seen = last_user_text(request.json())
     assert seen.startswith("What is my cat called?") and HEADER in seen and "Miso" in seen
     assert api.sent("sendChatAction")[0].params["action"] == "typing"
     (event,) = tap.events
@@ -79,7 +79,7 @@ async def test_a_message_gets_a_reply_with_memories_and_is_captured(isolated_hom
 async def test_history_is_sent_and_ollama_works_the_same(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeOllamaAPI() as llm,
+        FakeOllama() as llm,
         TapTelegram(isolated_home, api.url, ollama=llm.url, provider="ollama", extra="history_turns = 1") as tap,
     ):
         tap.remember("Ann keeps bees in Sintra", PRIVATE_ANN)
@@ -88,7 +88,7 @@ async def test_history_is_sent_and_ollama_works_the_same(isolated_home: Path) ->
             llm.reply_content(answer)
             await tap.post(text_update(question))
             await api.wait_for("sendMessage", count)
-    last = llm.requests[-1].body
+    last = llm.requests[-1].json()
     assert last["stream"] is False and last["options"] == {"num_predict": 1024}
     roles = [(m["role"], m["content"].split("\n\n")[0]) for m in last["messages"]]
     assert roles == [
@@ -104,7 +104,7 @@ async def test_history_is_sent_and_ollama_works_the_same(isolated_home: Path) ->
 async def test_scopes_never_cross(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url, extra="allow_groups = true") as tap,
     ):
         tap.remember("The secret garden code is 4711", PRIVATE_ANN)
@@ -117,7 +117,7 @@ async def test_scopes_never_cross(isolated_home: Path) -> None:
             llm.reply(body=anthropic_text("I am not sure."))
             await tap.post(update)
             await tap.settle_ingest()
-    bob, group, ann = (last_user_text(r.body) for r in llm.requests)
+    bob, group, ann = (last_user_text(r.json()) for r in llm.requests)
     assert "4711" not in bob and "Thursdays" not in bob
     assert "Thursdays" in group and "4711" not in group and group.startswith("Ann: when does the garden")
     assert "4711" in ann and "Thursdays" not in ann
@@ -130,7 +130,7 @@ async def test_forum_topics_are_scopes_of_their_own(isolated_home: Path) -> None
     topic_scope = f"{GROUP_SCOPE}:topic:7"
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url, extra="allow_groups = true") as tap,
     ):
         tap.remember("In this topic we plan the honey harvest", topic_scope)
@@ -141,7 +141,7 @@ async def test_forum_topics_are_scopes_of_their_own(isolated_home: Path) -> None
         (sent,) = await api.wait_for("sendMessage")
         await tap.settle_ingest()
     assert sent.params["message_thread_id"] == "7"
-    assert "honey harvest" in last_user_text(llm.requests[0].body)
+    assert "honey harvest" in last_user_text(llm.requests[0].json())
     assert tap.scopes_of() == [topic_scope]
 
 
@@ -150,7 +150,7 @@ async def test_a_long_answer_is_split_on_paragraphs(isolated_home: Path) -> None
     answer = "\n\n".join(paragraphs)
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         llm.reply(body=anthropic_text(answer))
@@ -166,7 +166,7 @@ async def test_a_long_answer_is_split_on_paragraphs(isolated_home: Path) -> None
 async def test_rejected_markdown_falls_back_to_plain_text(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         api.fail_next(
@@ -187,7 +187,7 @@ async def test_rejected_markdown_falls_back_to_plain_text(isolated_home: Path) -
 async def test_telegram_429_retry_after_is_respected(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
@@ -203,12 +203,12 @@ async def test_telegram_429_retry_after_is_respected(isolated_home: Path) -> Non
 async def test_slow_model_gets_an_apology_and_the_turn_is_kept_for_retry(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(
             isolated_home, api.url, anthropic=llm.url, extra="reply_timeout_s = 1.0", typing_interval_s=0.25
         ) as tap,
     ):
-        llm.reply(body=anthropic_text("Too late"), delay=5.0)
+        llm.reply(body=anthropic_text("Too late"), latency=5.0)
         started = time.monotonic()
         await tap.post(text_update("Remember that I like figs"))
         (apology,) = await api.wait_for("sendMessage")
@@ -222,7 +222,7 @@ async def test_slow_model_gets_an_apology_and_the_turn_is_kept_for_retry(isolate
     assert "Sorry" in apology.text and "/retry" in apology.text and 0.9 <= waited < 4
     assert typing >= 3  # typing re-sent every interval while waiting
     assert answer.text == "Noted: you like figs."
-    assert last_user_text(llm.requests[-1].body).startswith("Remember that I like figs")
+    assert last_user_text(llm.requests[-1].json()).startswith("Remember that I like figs")
     assert turns(isolated_home)[0][2:] == ("Noted: you like figs.", "answered")
     assert [m.content for m in tap.events[0].messages] == ["Remember that I like figs", "Noted: you like figs."]
 
@@ -246,7 +246,7 @@ async def test_model_down_gets_an_apology_at_once_and_nothing_crashes(isolated_h
 async def test_a_pending_turn_is_folded_into_the_next_answer(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         llm.reply(status=529, body={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
@@ -257,7 +257,7 @@ async def test_a_pending_turn_is_folded_into_the_next_answer(isolated_home: Path
         await tap.post(text_update("Did you get that?"))
         await api.wait_for("sendMessage", 2)
         await tap.settle_ingest()
-    assert last_user_text(llm.requests[-1].body).startswith("My sister is called Ida\n\nDid you get that?")
+    assert last_user_text(llm.requests[-1].json()).startswith("My sister is called Ida\n\nDid you get that?")
     (event,) = tap.events
     assert [m.content for m in event.messages] == [
         "My sister is called Ida",
@@ -271,7 +271,7 @@ async def test_secrets_in_a_chat_are_never_written_to_the_bridge_history(isolate
     key = "sk-ant-api03-" + "Zq7" * 12
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         llm.reply(body=anthropic_text(f"Got it: {key} is your key."))

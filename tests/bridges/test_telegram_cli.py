@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
 from tests.bridges.telegram_harness import SECRET, set_env
 

@@ -21,7 +21,7 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.tap.fake_llm import FakeAnthropicAPI
+from tests.upstreams import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +95,7 @@ async def test_forget_one_memory_only_in_this_chat(isolated_home: Path) -> None:
 async def test_forget_all_asks_first_and_only_the_asker_can_confirm(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         tap.remember("Ann lives in Porto", PRIVATE_ANN)
@@ -184,7 +184,7 @@ async def test_forget_all_drops_the_chats_conversation_waiting_for_extraction(is
 async def test_private_keeps_only_the_next_message_out_of_storage(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         tap.remember("Ann's doctor is Dr. Silva", PRIVATE_ANN)
@@ -199,8 +199,8 @@ async def test_private_keeps_only_the_next_message_out_of_storage(isolated_home:
         with sqlite3.connect(isolated_home / "telegram.db") as db:
             stored = [row[0] for row in db.execute("SELECT user_text FROM turns")]
     assert "not stored" in api.sent("sendMessage")[0].text
-    assert "Dr. Silva" in str(llm.requests[0].body["messages"])  # still answered with memories
-    assert "rash" not in str(llm.requests[1].body["messages"])  # and not in the history either
+    assert "Dr. Silva" in str(llm.requests[0].json()["messages"])  # still answered with memories
+    assert "rash" not in str(llm.requests[1].json()["messages"])  # and not in the history either
     assert stored == ["How is the weather?"]
     assert [[m.content for m in e.messages] for e in tap.events] == [["How is the weather?", "Sunny."]]
 
@@ -208,7 +208,7 @@ async def test_private_keeps_only_the_next_message_out_of_storage(isolated_home:
 async def test_usage_shows_todays_tokens_and_cost(isolated_home: Path) -> None:
     async with (
         FakeBotAPI() as api,
-        FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+        FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
     ):
         llm.reply(body=anthropic_text("Hi"))

@@ -12,7 +12,7 @@ import pytest
 from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
 from tests.bridges.telegram_harness import ANTHROPIC_KEY, SECRET, anthropic_text, last_user_text, set_env, text_update
 from tests.serve_process import ServeProcess
-from tests.tap.fake_llm import FakeAnthropicAPI
+from tests.upstreams import FakeAnthropic
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,7 @@ async def test_tap_serve_answers_telegram_with_memories(
     isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     set_env(monkeypatch)
-    async with FakeBotAPI() as api, FakeAnthropicAPI(ANTHROPIC_KEY) as llm:
+    async with FakeBotAPI() as api, FakeAnthropic(api_key=ANTHROPIC_KEY) as llm:
         config = tmp_path / "config.toml"
         config.write_text(
             "[telegram]\nenabled = true\nallowed_users = [111]\n"
@@ -44,7 +44,7 @@ async def test_tap_serve_answers_telegram_with_memories(
             _, answer = await api.wait_for("sendMessage", 2)
         finally:
             output = await asyncio.to_thread(server.stop)
-    assert answer.text == "In Sintra." and "My bees live in Sintra" in last_user_text(llm.requests[0].body)
+    assert answer.text == "In Sintra." and "My bees live in Sintra" in last_user_text(llm.requests[0].json())
     assert "telegram: bot @tap_test_bot is ready; webhook at POST /telegram/webhook" in output
     assert "/bot[redacted]/" in output and TOKEN not in output
     assert "tap: stopped" in output

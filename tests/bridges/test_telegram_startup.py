@@ -15,7 +15,7 @@ from aiohttp import web
 
 from tests.bridges.fake_telegram import TOKEN, BotCall, FakeBotAPI
 from tests.bridges.telegram_harness import ANTHROPIC_KEY, TapTelegram, anthropic_text, set_env, text_update
-from tests.tap.fake_llm import FakeAnthropicAPI
+from tests.upstreams import FakeAnthropic
 
 
 class ResultlessBotAPI(FakeBotAPI):
@@ -37,7 +37,7 @@ async def test_a_bot_api_answer_without_result_is_logged_and_tap_keeps_serving(
     with caplog.at_level(logging.WARNING, logger="bridges.telegram.bridge"):
         async with (
             ResultlessBotAPI() as api,
-            FakeAnthropicAPI(ANTHROPIC_KEY) as llm,
+            FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
             TapTelegram(isolated_home, api.url, anthropic=llm.url) as tap,
         ):
             async with aiohttp.ClientSession() as session, session.get(tap.url + "/tap/health") as health:

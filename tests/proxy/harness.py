@@ -1,27 +1,58 @@
-"""A real tap app (real store, embedder, capture, ingestion) on 127.0.0.1:0 in front of fake upstreams."""
+"""A real tap app (capture, ingestion, recall, admin API) on 127.0.0.1:0 in front of fake upstreams.
+
+The store and embedder are the fast fakes (tests/fakes.py) unless a test asks for the real ones
+with `real_store=True` (Chroma and ONNX: restarts, the store's files, recall quality).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from aiohttp import web
 
-from proxy.app import make_app
-from tap.app import Runtime, open_runtime
+from proxy.web_app import make_web_app
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
-from tap.server import build_context
 from tap.tasks import running_tasks
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
+from tap.wiring.server import build_context
+from tests.fakes import fake_adapters
+
+
+def hold_embedder(embedder: Any, release: threading.Event) -> None:
+    """Make the embedder's query calls wait until `release` is set (or 30 s): a recall that cannot
+    finish before its deadline, for as long as a test needs, without sleeping."""
+    one, many = embedder.embed_query, getattr(embedder, "embed_queries", None)
+
+    def embed_query(text: str) -> list[float]:
+        release.wait(30)
+        return list(one(text))
+
+    def embed_queries(texts: Any) -> list[list[float]]:
+        release.wait(30)
+        return [list(v) for v in many(texts)] if many is not None else [one(t) for t in texts]
+
+    embedder.embed_query = embed_query
+    embedder.embed_queries = embed_queries
 
 
 class TapProxy:
     """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories."""
 
-    def __init__(self, home: Path, *, extra_toml: str = "", read_timeout: float = 3.0, **upstreams: str) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        extra_toml: str = "",
+        read_timeout: float = 3.0,
+        real_store: bool = False,
+        **upstreams: str,
+    ) -> None:
         lines = [
             "[upstream]",
             *(f'{name} = "{url}"' for name, url in upstreams.items()),
@@ -36,6 +67,7 @@ class TapProxy:
         self.rt: Runtime | None = None
         self._runner: web.AppRunner | None = None
         self.turn_log: TurnLog | None = None
+        self.adapters = configured_adapters if real_store else fake_adapters
 
     async def _ingest(self, event: IngestEvent) -> int:
         """Record the event, then hand it to the real ingestion entry point."""
@@ -44,12 +76,13 @@ class TapProxy:
         return await self.rt.ingestor.ingest_async(event)
 
     async def __aenter__(self) -> Self:
-        self.rt = await asyncio.to_thread(open_runtime, LoadedConfig(config=self.config, path=None, data_dir=self.home))
+        loaded = LoadedConfig(config=self.config, path=None, data_dir=self.home)
+        self.rt = await asyncio.to_thread(open_runtime, loaded, adapters=self.adapters)
         self.turn_log_path = self.home / "turnlog.db"
         self.turn_log = TurnLog(self.turn_log_path)
         ctx = build_context(self.rt, "test-token", Capture(self.turn_log, self._ingest))
         self.ctx = ctx
-        self._runner = web.AppRunner(make_app(ctx), handle_signals=False, shutdown_timeout=2.0)
+        self._runner = web.AppRunner(make_web_app(ctx), handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

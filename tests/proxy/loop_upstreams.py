@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.upstreams import FakeAnthropic, FakeOpenAI, Scripted, streaming
+from tests.wire import anthropic_stream
 
 Block = dict[str, Any]
 
@@ -60,30 +61,6 @@ def prefix_violations(previous: dict[str, Any], current: dict[str, Any]) -> list
     return [f"the prefix up to block {end} changed" for end in ends if now[:end] != before[:end]]
 
 
-def anthropic_sse(message: dict[str, Any]) -> bytes:
-    """A Messages SSE stream that reassembles to `message`."""
-    start = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
-    for index, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            opening: Block = {"type": "text", "text": ""}
-            delta: Block = {"type": "text_delta", "text": block["text"]}
-        else:
-            opening = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        events += [
-            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}),
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
-            ("content_block_stop", {"type": "content_block_stop", "index": index}),
-        ]
-    end = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    events += [
-        ("message_delta", {"type": "message_delta", "delta": end, "usage": {"output_tokens": 7}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
-
-
 class ChattyAnthropic(FakeAnthropic):
     """See the module docstring."""
 
@@ -114,7 +91,8 @@ class ChattyAnthropic(FakeAnthropic):
             "usage": {"input_tokens": 10, "output_tokens": 7},
         }
         if streaming(payload, False):
-            return await self.play(request, Scripted(body=anthropic_sse(message), content_type="text/event-stream"))
+            stream = b"".join(anthropic_stream(message))
+            return await self.play(request, Scripted(body=stream, content_type="text/event-stream"))
         return await self.play(request, self.reply_json(message))
 
 

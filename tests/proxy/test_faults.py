@@ -1,10 +1,12 @@
-"""Bad input and faults through the proxy: each says what is wrong and loses nothing."""
+"""Bad input and faults through the proxy: each says what is wrong and loses nothing.
+
+No test here measures time: a deadline is shown by an embedder that does not return until the
+test lets it, a timeout by the error that names it (timings live in bench/proxy.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,9 @@ import aiohttp
 
 from tap.tasks import running_tasks
 from tests.chroma_server import free_port
-from tests.proxy.harness import TapProxy
+from tests.proxy.harness import TapProxy, hold_embedder
 from tests.upstreams import FakeAnthropic, FakeOllama, load_transcript
+from tests.waits import until
 
 H = {"x-api-key": "sk-ant-1", "anthropic-version": "2023-06-01"}
 
@@ -32,9 +35,8 @@ async def post(
 
 async def test_refused_upstream_is_a_502_in_the_dialect_shape(isolated_home: Path) -> None:
     async with TapProxy(isolated_home, anthropic=f"http://127.0.0.1:{free_port()}") as tap:
-        started = time.monotonic()
         status, raw, _ = await post(tap.url + "/v1/messages", ask("hi"))
-    assert status == 502 and time.monotonic() - started < 5
+    assert status == 502
     error = json.loads(raw)
     assert error["type"] == "error" and "unreachable" in error["error"]["message"]
 
@@ -42,11 +44,11 @@ async def test_refused_upstream_is_a_502_in_the_dialect_shape(isolated_home: Pat
 async def test_hanging_upstream_is_a_504_within_the_timeout(isolated_home: Path) -> None:
     async with FakeOllama() as up, TapProxy(isolated_home, ollama=up.url, read_timeout=1.0) as tap:
         up.next_response(hang=True)
-        started = time.monotonic()
         status, raw, _ = await post(
             tap.url + "/api/chat", {"model": "m", "messages": [{"role": "user", "content": "x"}]}
         )
-    assert status == 504 and 0.9 < time.monotonic() - started < 4
+        hung = len(up.requests)
+    assert status == 504 and hung == 1  # the upstream got the request and never answered
     assert "did not answer in time" in json.loads(raw)["error"]
 
 
@@ -93,9 +95,11 @@ async def test_client_disconnect_cancels_upstream_and_leaks_nothing(isolated_hom
             r = await s.post(tap.url + "/v1/messages", json=ask("long answer please", stream=True), headers=H)
             await r.content.read(40)
             r.close()
-        await asyncio.sleep(0.5)
+        turn_log = tap.turn_log
+        assert turn_log is not None
+        await until(lambda: turn_log.recent(), what="the cut-off exchange in the turn log")
         await tap.settle()
-        logged = tap.turn_log.recent() if tap.turn_log else []
+        logged = turn_log.recent()
         leaked = [t for t in running_tasks() if not t.done()]
     (exchange,) = logged
     assert not exchange.complete and exchange.error == "client disconnected"
@@ -111,7 +115,7 @@ async def test_malformed_json_is_forwarded_untouched(isolated_home: Path) -> Non
 
 
 async def test_store_failure_degrades_but_the_request_succeeds(isolated_home: Path) -> None:
-    async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
+    async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url, real_store=True) as tap:
         tap.remember("The user likes jazz")
         assert tap.rt is not None
         tap.rt.store._lexical.close()
@@ -125,17 +129,13 @@ async def test_store_failure_degrades_but_the_request_succeeds(isolated_home: Pa
 async def test_slow_recall_hits_the_deadline_and_forwards_unchanged(isolated_home: Path) -> None:
     async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
         assert tap.rt is not None
-        embed = tap.rt.embedder.embed_query
-
-        def slow(text: str) -> list[float]:
-            time.sleep(0.4)
-            return embed(text)
-
-        tap.rt.embedder.embed_query = slow  # type: ignore[method-assign]
-        started = time.monotonic()
-        status, _, headers = await post(tap.url + "/v1/messages", ask("hello"))
+        release = threading.Event()
+        hold_embedder(tap.rt.embedder, release)
+        try:
+            status, _, headers = await post(tap.url + "/v1/messages", ask("hello"))
+        finally:
+            release.set()
     assert status == 200 and headers["x-tap-degraded"].startswith("recall-deadline")
-    assert time.monotonic() - started < 0.4
     assert up.requests[0].json() == ask("hello")
 
 

@@ -7,9 +7,12 @@ import signal
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeAnthropic, load_transcript
+
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
 
 async def test_sigterm_lets_the_open_stream_finish(isolated_home: Path, tmp_path: Path) -> None:

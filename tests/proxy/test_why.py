@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import parse_config
 from tap.records import Memory, Recalled, RecallResult
 from tap.why import RecallTrace, RequestNote, WhyLog
@@ -56,6 +57,7 @@ def why(*args: str) -> Any:
     return result.stdout
 
 
+@pytest.mark.slow
 async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
     isolated_home: Path, tmp_path: Path
 ) -> None:

@@ -1,11 +1,11 @@
-"""OnnxMiniLMEmbedder with the real int8 model: semantics, shapes, ordering, integrity checks."""
+"""OnnxMiniLMEmbedder with the real int8 model beyond the Embedder contract (tests/store/
+test_embedder_contract.py): identity, long texts, truncation, integrity checks."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -48,35 +48,6 @@ def test_identity(embedder: OnnxMiniLMEmbedder) -> None:
     assert embedder.dimensions == 384
 
 
-def test_related_fact_is_closer_than_unrelated(embedder: OnnxMiniLMEmbedder) -> None:
-    query = embedder.embed_query("I live in Lisbon")
-    near, far = embedder.embed_documents(["Where does the user live? Portugal", "I like pizza"])
-    assert cos(query, near) > cos(query, far) + 0.2
-
-
-def test_vectors_are_unit_length(embedder: OnnxMiniLMEmbedder) -> None:
-    vectors = [embedder.embed_query("hello"), *embedder.embed_documents(["a", "", "a longer sentence here"])]
-    for vector in vectors:
-        assert len(vector) == 384
-        assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
-
-
-def test_batch_matches_single_exactly(embedder: OnnxMiniLMEmbedder) -> None:
-    # The int8 model quantizes activations per run: a text's vector must not depend on its neighbours.
-    texts = ["short", "a medium sized sentence about my dog", "x " * 120, "The meeting is on Tuesday at 3pm."]
-    batch = embedder.embed_documents(texts)
-    for text, vector in zip(texts, batch, strict=True):
-        assert embedder.embed_query(text) == vector
-
-
-def test_order_is_preserved_with_mixed_lengths(embedder: OnnxMiniLMEmbedder) -> None:
-    texts = [f"{'word ' * n}number {n}" for n in (40, 1, 25, 3, 60, 0, 9, 33, 2)]
-    batch = embedder.embed_documents(texts)
-    singles = [embedder.embed_documents([text])[0] for text in texts]
-    for got, want in zip(batch, singles, strict=True):
-        assert cos(got, want) > 0.999
-
-
 def test_long_texts_split_into_several_runs_keep_order(embedder: OnnxMiniLMEmbedder) -> None:
     texts = [f"{i} " + "the user talked about their garden and their dog " * (i + 2) for i in range(10)]
     batch = embedder.embed_documents(list(reversed(texts)))
@@ -84,25 +55,9 @@ def test_long_texts_split_into_several_runs_keep_order(embedder: OnnxMiniLMEmbed
         assert cos(got, embedder.embed_query(text)) > 0.999
 
 
-def test_empty_list(embedder: OnnxMiniLMEmbedder) -> None:
-    assert embedder.embed_documents([]) == []
-
-
 def test_long_text_is_truncated_at_256_tokens(embedder: OnnxMiniLMEmbedder) -> None:
     long = "memory " * 600
     assert cos(embedder.embed_query(long), embedder.embed_query(long + "pizza pasta lasagne")) > 0.9999
-
-
-def test_concurrent_queries_give_the_same_vectors(embedder: OnnxMiniLMEmbedder) -> None:
-    texts = [f"thread test sentence {i} " * (i % 5 + 1) for i in range(24)]
-    expected = [embedder.embed_query(text) for text in texts]
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        got = list(pool.map(embedder.embed_query, texts))
-        batches = list(pool.map(embedder.embed_documents, [texts[:8], texts[8:16], texts[16:]]))
-    for a, b in zip(got, expected, strict=True):
-        assert cos(a, b) > 0.9999
-    for a, b in zip([v for batch in batches for v in batch], expected, strict=True):
-        assert cos(a, b) > 0.999
 
 
 def test_intact_copy_loads_from_override_path(model_copy: Path) -> None:

@@ -40,23 +40,27 @@ def vectors(source: str | bytes) -> np.ndarray:
     return _pool(hidden[0], mask)
 
 
+@pytest.mark.slow  # quantizes the model (seconds of CPU)
 def test_matmuls_run_on_int8_activations(built: Path) -> None:
     ops = collections.Counter(node.op_type for node in onnx.load(str(built)).graph.node)
     assert ops["MatMulInteger"] >= 36  # 6 layers x (q, k, v, out, up, down)
     assert ops["DynamicQuantizeLinear"] > 0
 
 
+@pytest.mark.slow  # quantizes the model (seconds of CPU)
 def test_vectors_agree_with_the_shipped_model(built: Path) -> None:
     cosines = (vectors(str(built)) * vectors(str(default_model_path()))).sum(axis=1)
     assert cosines.min() > 0.98, cosines
 
 
+@pytest.mark.slow  # quantizes the model (seconds of CPU)
 def test_second_call_reuses_the_cached_file(built: Path) -> None:
     before = built.stat().st_mtime_ns
     again = quantized_model(default_model_path(), MODEL_SHA256, built.parent)
     assert again.path == built and built.stat().st_mtime_ns == before
 
 
+@pytest.mark.slow  # quantizes the model (seconds of CPU)
 def test_damaged_cache_file_is_rebuilt(built: Path, tmp_path: Path) -> None:
     copy = tmp_path / built.name
     shutil.copyfile(built, copy)
@@ -68,6 +72,7 @@ def test_damaged_cache_file_is_rebuilt(built: Path, tmp_path: Path) -> None:
     assert copy.read_bytes() == built.read_bytes()
 
 
+@pytest.mark.slow  # quantizes the model (seconds of CPU)
 def test_unwritable_cache_builds_in_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
@@ -86,6 +91,7 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     assert cache_dir() == tmp_path / "xdg" / "tap" / "models"
 
 
+@pytest.mark.slow  # quantizes the model (seconds of CPU)
 def test_the_quantizer_logs_nothing_of_its_own(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """onnxruntime's quantizer logs dozens of per-tensor INFO lines on the root logger; a first
     `tap serve` (logging at INFO) must show only tap's own line about deriving the model."""

@@ -20,6 +20,8 @@ import pytest
 from store.chroma import ChromaStore
 from tap.records import make_memory
 
+pytestmark = pytest.mark.slow  # starts a `chroma run` server (see pyproject.toml: markers)
+
 _names = itertools.count()
 WITHIN_S = 5.0
 

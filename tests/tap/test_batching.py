@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from tap.app import Runtime, open_runtime
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message, make_memory
+from tap.wiring.runtime import Runtime, open_runtime
 from tap.worker import CHUNKS_PER_EMBED
+from tests.fakes import real_embedder_in_memory
 
 
 class CountingStore:
@@ -100,8 +101,12 @@ def _conversation(rt: Runtime, conversation: str) -> None:
 @pytest.fixture
 def two_runtimes(tmp_path: Path) -> Iterator[tuple[Runtime, Runtime]]:
     config = parse_config("[extract]\nchunk_tokens = 120\noverlap_tokens = 30\n")
-    one = open_runtime(LoadedConfig(config=config, path=None, data_dir=tmp_path / "one"))
-    two = open_runtime(LoadedConfig(config=config, path=None, data_dir=tmp_path / "two"))
+    one = open_runtime(
+        LoadedConfig(config=config, path=None, data_dir=tmp_path / "one"), adapters=real_embedder_in_memory
+    )
+    two = open_runtime(
+        LoadedConfig(config=config, path=None, data_dir=tmp_path / "two"), adapters=real_embedder_in_memory
+    )
     yield one, two
     one.close()
     two.close()

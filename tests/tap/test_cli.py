@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 
 
 def run(*args: str, input: str | None = None) -> tuple[int, str, str]:

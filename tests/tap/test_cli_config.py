@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from bridges.hooks.command import parse_args
-from tap.cli import main
+from tap.cli.main import main
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -13,9 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -104,6 +105,7 @@ def on_a_terminal(args: list[str], answer: str, home: Path) -> tuple[int, str]:
             proc.kill()
 
 
+@pytest.mark.slow
 def test_forget_on_a_terminal_asks_first(isolated_home: Path) -> None:
     memory = add("Ann keeps bees")
     code, shown = on_a_terminal(["memories", "forget", memory], "n", isolated_home)

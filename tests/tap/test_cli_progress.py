@@ -12,9 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 
 
 def with_terminal_stderr(args: list[str], home: Path) -> tuple[int, str, str]:
@@ -61,6 +62,7 @@ def export_file(path: Path, count: int, bad_line: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_import_shows_a_bar_on_a_terminal_and_numbers_bad_lines_across_batches(
     isolated_home: Path, tmp_path: Path
 ) -> None:
@@ -76,6 +78,7 @@ def test_import_shows_a_bar_on_a_terminal_and_numbers_bad_lines_across_batches(
     assert "importing" not in terminal  # --json: no bar, only the rejected line
 
 
+@pytest.mark.slow
 def test_export_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(isolated_home: Path, tmp_path: Path) -> None:
     source = tmp_path / "export.jsonl"
     export_file(source, 30, bad_line=0)
@@ -87,6 +90,7 @@ def test_export_shows_a_bar_on_a_terminal_and_nothing_in_a_pipe(isolated_home: P
     assert piped.exit_code == 0 and piped.stderr == f"exported 30 records to {tmp_path / 'again.jsonl'}\n"
 
 
+@pytest.mark.slow
 def test_extract_run_shows_a_bar_only_on_a_terminal(isolated_home: Path) -> None:
     code, _, terminal = with_terminal_stderr(["extract", "run"], isolated_home)
     assert code == 0 and "extracting" in terminal

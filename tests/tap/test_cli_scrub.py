@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 
 
 def test_add_by_hand_is_scrubbed(isolated_home: Path) -> None:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.serve_process import ServeProcess
 
 STORE_AND_MODEL = {"chromadb", "onnxruntime", "numpy", "tokenizers"}
@@ -22,7 +24,7 @@ EVERY_HEAVY = STORE_AND_MODEL | {"telegram", "aiohttp", "mitmproxy", "rich", "ht
 PROBE = """
 import json, sys
 sys.argv = ["tap", *json.loads(sys.argv[1])]
-from tap.launch import main
+from tap.cli.launch import main
 try:
     main()
 except SystemExit as exc:
@@ -49,12 +51,14 @@ def probe(*args: str, home: Path, every: bool = False) -> tuple[str, set[str]]:
     return done.stdout, set(report["all" if every else "modules"])
 
 
+@pytest.mark.slow
 def test_help_imports_nothing_heavy(isolated_home: Path) -> None:
     out, modules = probe("--help", home=isolated_home)
     assert "memories" in out and "serve" in out
     assert modules & EVERY_HEAVY == set()
 
 
+@pytest.mark.slow
 def test_subcommand_help_imports_nothing_heavy(isolated_home: Path) -> None:
     for command in (["memories", "--help"], ["ingest", "--help"], ["telegram", "info", "--help"]):
         out, modules = probe(*command, home=isolated_home)
@@ -62,6 +66,7 @@ def test_subcommand_help_imports_nothing_heavy(isolated_home: Path) -> None:
         assert modules & EVERY_HEAVY == set(), command
 
 
+@pytest.mark.slow
 def test_commands_against_a_server_leave_the_store_to_it(isolated_home: Path) -> None:
     server = ServeProcess(isolated_home).start()
     try:
@@ -84,18 +89,19 @@ def test_commands_against_a_server_leave_the_store_to_it(isolated_home: Path) ->
         server.stop()
 
 
+@pytest.mark.slow
 def test_commands_load_only_the_modules_they_need(isolated_home: Path) -> None:
-    lazy = {"tap.cli_ingest", "tap.cli_hooks", "tap.cli_mitm", "tap.cli_telegram", "bridges.logtail"}
+    lazy = {"tap.cli.ingest", "tap.cli.hooks", "tap.cli.mitm", "tap.cli.telegram", "bridges.logtail"}
     _, modules = probe("config", "check", home=isolated_home, every=True)
     assert modules & lazy == set()  # the log-tail, hooks, mitm and Telegram commands load when called
     out, modules = probe("ingest", "--help", home=isolated_home, every=True)
-    assert "--follow" in out and {"tap.cli_ingest", "bridges.logtail"} <= modules
+    assert "--follow" in out and {"tap.cli.ingest", "bridges.logtail"} <= modules
 
 
 def test_the_lazy_commands_are_listed_with_their_own_help() -> None:
     import click
 
-    from tap.cli import LAZY_COMMANDS, main
+    from tap.cli.main import LAZY_COMMANDS, main
 
     context = click.Context(main)
     for name, (_, listed) in LAZY_COMMANDS.items():

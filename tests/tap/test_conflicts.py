@@ -9,17 +9,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.app import Runtime, open_runtime
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
+from tests.fakes import real_embedder_in_memory
 
 T0 = 1_700_000_000.0
 MONTH = 30 * 86400.0
 
 
-def open_rt(home: Path) -> Runtime:
-    return open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home))
+def open_rt(home: Path, *, on_disk: bool = False) -> Runtime:
+    """A runtime on the real embedder; its store in memory, or (`on_disk`, for the CLI to read) Chroma."""
+    adapters = configured_adapters if on_disk else real_embedder_in_memory
+    return open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home), adapters=adapters)
 
 
 @pytest.fixture
@@ -122,7 +125,7 @@ def test_consolidation_leaves_conflicts_to_the_user(rt: Runtime) -> None:
 
 
 def test_cli_lists_and_resolves(isolated_home: Path) -> None:
-    rt = open_rt(isolated_home)
+    rt = open_rt(isolated_home, on_disk=True)
     seed(rt)
     ann = statements(rt, "ann")
     rt.close()

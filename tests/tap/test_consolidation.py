@@ -15,20 +15,23 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.app import Runtime, open_runtime
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import ConsolidationJob, Consolidator
 from tap.priority import lower_thread_priority, thread_nice
 from tap.records import Memory
+from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
+from tests.fakes import real_embedder_in_memory
 
 NOW = 1_780_000_000.0
 DAY = 86400.0
 SCOPE = "ann"
 
 
-def open_rt(home: Path, toml: str = "") -> Runtime:
-    return open_runtime(LoadedConfig(config=parse_config(toml), path=None, data_dir=home))
+def open_rt(home: Path, toml: str = "", *, on_disk: bool = False) -> Runtime:
+    """A runtime on the real embedder; its store in memory, or (`on_disk`, for the CLI to read) Chroma."""
+    adapters = configured_adapters if on_disk else real_embedder_in_memory
+    return open_runtime(LoadedConfig(config=parse_config(toml), path=None, data_dir=home), adapters=adapters)
 
 
 @pytest.fixture
@@ -171,7 +174,7 @@ CRASHER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from tap.app import open_runtime
+    from tap.wiring.runtime import open_runtime
     from tap.config import LoadedConfig, parse_config
     from tap.consolidation import Consolidator
 
@@ -193,13 +196,14 @@ CRASHER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_crash_mid_consolidation_leaves_the_store_consistent_and_the_next_run_finishes(isolated_home: Path) -> None:
-    rt = open_rt(isolated_home)
+    rt = open_rt(isolated_home, on_disk=True)
     rt.memories.write([*DUPLICATES, *DISTINCT])
     rt.close()
     crashed = subprocess.run([sys.executable, "-c", CRASHER, str(isolated_home)], capture_output=True, timeout=120)
     assert crashed.returncode == 9, crashed.stderr.decode()
-    rt = open_rt(isolated_home)
+    rt = open_rt(isolated_home, on_disk=True)
     try:
         stored = everything(rt)
         assert len(stored) == len(DUPLICATES) + len(DISTINCT) + 1  # one merged memory written, nothing lost
@@ -251,7 +255,7 @@ async def test_the_background_job_runs_at_low_priority_once_per_interval(rt: Run
 
 
 def test_cli_consolidate_dry_run_then_for_real(isolated_home: Path) -> None:
-    rt = open_rt(isolated_home)
+    rt = open_rt(isolated_home, on_disk=True)
     rt.memories.write(DUPLICATES[:3])
     rt.close()
     runner = CliRunner()

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
-from tests.tap.fake_llm import FakeAnthropicAPI
+from tap.wiring.runtime import Runtime, open_runtime
+from tests.upstreams import FakeAnthropic
 
 KEY = "sk-ant-test-key"
 
@@ -69,7 +69,7 @@ MEMORY = {
 
 
 async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) -> None:
-    async with FakeAnthropicAPI(api_key=KEY) as api:
+    async with FakeAnthropic(api_key=KEY) as api:
         api.reply_tool(
             "gate_verdict",
             {"worth": True, "reason": "a lasting dietary preference"},
@@ -85,9 +85,9 @@ async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) 
         finally:
             rt.close()
     gate, extract = api.requests
-    assert gate.body["model"] == "claude-haiku-4-5" and extract.body["model"] == "claude-sonnet-4-6"
-    assert gate.body["tool_choice"]["name"] == "gate_verdict"
-    assert "vegetarian since 2019" in str(extract.body["messages"])
+    assert gate.json()["model"] == "claude-haiku-4-5" and extract.json()["model"] == "claude-sonnet-4-6"
+    assert gate.json()["tool_choice"]["name"] == "gate_verdict"
+    assert "vegetarian since 2019" in str(extract.json()["messages"])
     assert [(m.content, m.sources, m.importance) for m in stored] == [("Ana is vegetarian since 2019", ["c1-u"], 4)]
     cost = status["cost_today"]
     expected = 400 * 1.0 / 1e6 + 20 * 5.0 / 1e6 + 900 * 3.0 / 1e6 + 80 * 15.0 / 1e6
@@ -96,7 +96,7 @@ async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) 
 
 
 async def test_second_chunk_reconciles_against_similar_memories_in_one_call(isolated_home: Path) -> None:
-    async with FakeAnthropicAPI(api_key=KEY) as api:
+    async with FakeAnthropic(api_key=KEY) as api:
         rt = runtime_for(isolated_home, api.url)
         try:
             api.reply_tool("gate_verdict", {"worth": True, "reason": "diet"})
@@ -122,11 +122,11 @@ async def test_second_chunk_reconciles_against_similar_memories_in_one_call(isol
     assert [m.content for m in active] == ["Ana is vegan since 2024"]
     assert [m.content for m in chain] == ["Ana is vegetarian since 2019", "Ana is vegan since 2024"]
     assert chain[1].sources == ["c2-u"]  # a new statement cites its own turn; the chain keeps the old one
-    assert old.id in str(api.requests[-1].body["messages"])
+    assert old.id in str(api.requests[-1].json()["messages"])
 
 
 async def test_daily_budget_pauses_llm_calls_and_keeps_chunks(isolated_home: Path) -> None:
-    async with FakeAnthropicAPI(api_key=KEY) as api:
+    async with FakeAnthropic(api_key=KEY) as api:
         api.reply_tool(
             "gate_verdict",
             {"worth": False, "reason": "small talk"},
@@ -147,7 +147,7 @@ async def test_daily_budget_pauses_llm_calls_and_keeps_chunks(isolated_home: Pat
 
 
 async def test_malformed_output_retries_then_dead_letters_with_the_reason(isolated_home: Path) -> None:
-    async with FakeAnthropicAPI(api_key=KEY) as api:
+    async with FakeAnthropic(api_key=KEY) as api:
         for _ in range(2):
             api.reply_tool("gate_verdict", {"worth": True, "reason": "x"})
             api.reply_tool("record_memories", {"memories": [{**MEMORY, "turn_ids": ["made-up-turn"]}]})
@@ -166,7 +166,7 @@ async def test_malformed_output_retries_then_dead_letters_with_the_reason(isolat
 
 
 async def test_rate_limits_back_off_and_keep_the_chunk(isolated_home: Path) -> None:
-    async with FakeAnthropicAPI(api_key=KEY) as api:
+    async with FakeAnthropic(api_key=KEY) as api:
         api.reply_error(429, "rate_limit_error", "slow down", headers={"retry-after": "30"})
         rt = runtime_for(isolated_home, api.url)
         try:
@@ -185,7 +185,7 @@ async def _drain(rt: Runtime) -> int:
 
 
 async def test_the_model_can_mark_a_conflict_and_both_memories_stay(isolated_home: Path) -> None:
-    async with FakeAnthropicAPI(api_key=KEY) as api:
+    async with FakeAnthropic(api_key=KEY) as api:
         rt = runtime_for(isolated_home, api.url)
         try:
             job = {**MEMORY, "content": "Ana works at Google", "kind": "fact", "turn_ids": ["c1-u"]}
@@ -211,4 +211,4 @@ async def test_the_model_can_mark_a_conflict_and_both_memories_stay(isolated_hom
     stripe = stored["Ana works at Stripe"]
     assert stored["Ana works at Google"].conflicts_with == [stripe.id] and stripe.conflicts_with == [google.id]
     assert all(m.active for m in stored.values()) and len(conflicts) == 1
-    assert "'conflict'" in str(api.requests[-1].body["tools"])  # the model is offered the action
+    assert "'conflict'" in str(api.requests[-1].json()["tools"])  # the model is offered the action

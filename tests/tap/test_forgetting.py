@@ -18,13 +18,14 @@ from click.testing import CliRunner
 
 from bridges.logtail.state import FileRecord, OffsetStore
 from bridges.telegram.db import TelegramDB
-from tap.app import Runtime, open_runtime
 from tap.capture import Exchange, TurnLog
 from tap.chunker import Turn
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
 from tap.retention import prune
+from tap.wiring.runtime import Runtime, open_runtime
+from tests.fakes import fake_adapters
 
 SECRET = "sk-ant-api03-Xy7vQ2mN9pL4kR8sT1uW6zA3bC5dE0fG"
 SCOPE = "ann"
@@ -32,7 +33,9 @@ SCOPE = "ann"
 
 @pytest.fixture
 def rt(isolated_home: Path) -> Iterator[Runtime]:
-    opened = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))
+    opened = open_runtime(
+        LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home), adapters=fake_adapters
+    )
     yield opened
     opened.close()
 

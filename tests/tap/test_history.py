@@ -10,12 +10,12 @@ import aiohttp
 import anthropic
 from click.testing import CliRunner
 
-from tap.app import open_runtime
 from tap.capture import Exchange, TurnLog
-from tap.cli import main
+from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.history import order
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import open_runtime
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeAnthropic
 
@@ -23,7 +23,7 @@ T0 = 1_700_000_000.0
 
 
 def test_show_gives_each_version_and_the_turns_it_came_from(isolated_home: Path) -> None:
-    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))
+    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))  # the CLI reads it
     messages = [
         Message(role="user", content="I moved to Lisbon last month, the light here is unreal.", id="t1", timestamp=T0),
         Message(role="assistant", content="Lisbon is lovely!", id="t2", timestamp=T0 + 5),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -116,17 +117,19 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
     _put(engine, "Ann plays the cello")
     result = await engine.recall_async("cello", scope="ann", deadline_ms=5000)
     assert result.memories
-    slow = engine.store.vector_search_many
+    search = engine.store.vector_search_many
+    release = threading.Event()
 
-    def sluggish(*args: Any, **kwargs: Any) -> Any:
-        import time
+    def stuck(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)  # returns only once the caller has given up
+        return search(*args, **kwargs)
 
-        time.sleep(0.5)
-        return slow(*args, **kwargs)
-
-    engine.store.vector_search_many = sluggish  # type: ignore[method-assign]
-    with pytest.raises(TimeoutError):
-        await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=50)
+    engine.store.vector_search_many = stuck  # type: ignore[method-assign]
+    try:
+        with pytest.raises(TimeoutError):
+            await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=50)
+    finally:
+        release.set()
 
 
 def test_statements_come_before_excerpts_and_a_covered_turn_waits_for_room(engine: RecallEngine) -> None:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tap.candidates import CandidateMemory
 from tap.chunker import Chunk, Role, Turn
 from tap.rules import (
-    CandidateMemory,
     RulesExtractor,
     resolve_dates,
     rewrite_first_person,

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap.cli import main
+from tap.cli.main import main
 from tests.serve_process import ServeProcess
+
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
 
 @pytest.fixture

@@ -11,8 +11,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.serve_process import ServeProcess
-from tests.tap.fake_llm import FakeOllamaAPI
+from tests.upstreams import FakeOllama
+
+pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
 CONVERSATION = {
     "scope": "ana",
@@ -72,13 +76,13 @@ async def test_ingest_endpoint_validates_and_queues(isolated_home: Path) -> None
 
 
 async def test_kill_9_mid_extraction_loses_nothing(isolated_home: Path, tmp_path: Path) -> None:
-    async with FakeOllamaAPI() as llm:
+    async with FakeOllama() as llm:
         config = tmp_path / "tap.toml"
         config.write_text(
             f'[extract]\nprovider = "ollama"\nollama_url = "{llm.url}"\nflush_after_s = 0.0\n'
             "timeout_s = 60.0\nbackoff_s = 0.1\n"
         )
-        llm.reply_content({"memories": []}, delay=120)  # the first extraction hangs until we kill tap
+        llm.reply_content({"memories": []}, latency=120)  # the first extraction hangs until we kill tap
         answer = {
             "memories": [
                 {

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.chunker import Turn
-from tap.cli import main
+from tap.cli.main import main
 from tap.queue import ChunkQueue
 from tests.serve_process import ServeProcess
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tap.app import open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.health import check_health
 from tap.records import IngestEvent, Message
+from tap.wiring.runtime import open_runtime
 from tests.chroma_server import ChromaServer
 
 pytestmark = pytest.mark.slow

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tap.app import Runtime, open_runtime
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
+from tap.wiring.runtime import Runtime, open_runtime
+from tests.fakes import real_embedder_in_memory
 
 JAN = datetime(2025, 1, 10, 9, 0, tzinfo=UTC).timestamp()
 JUN = datetime(2025, 6, 10, 9, 0, tzinfo=UTC).timestamp()
@@ -19,7 +20,9 @@ JUN = datetime(2025, 6, 10, 9, 0, tzinfo=UTC).timestamp()
 
 @pytest.fixture
 def rt(isolated_home: Path) -> Iterator[Runtime]:
-    runtime = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home))
+    runtime = open_runtime(
+        LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home), adapters=real_embedder_in_memory
+    )
     yield runtime
     runtime.close()
 

@@ -1,4 +1,7 @@
-"""make_app: the one aiohttp application on tap's port (admin API + LLM API proxy routes)."""
+"""make_web_app: the web app, the one aiohttp application on tap's port (LLM API proxy routes,
+admin API, hook endpoints, the web page). Not to be confused with the runtime (tap.wiring.runtime:
+the core services over the store) or the Telegram bot's application (bridges.telegram: PTB's
+`Application`, called `BotApplication` here)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.admin import add_admin_routes, require_token, tap_errors
-from proxy.context import ProxyContext, context_key, session_key
+from proxy.context import ServerContext, context_key, session_key
 from proxy.errors import error_shape
 from proxy.guard import guard, install_guard
 from proxy.hooks_routes import add_hook_routes
@@ -37,8 +40,8 @@ async def upstream_session(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
-def make_app(ctx: ProxyContext) -> web.Application:
-    """Build the application around a ProxyContext."""
+def make_web_app(ctx: ServerContext) -> web.Application:
+    """Build the application around a ServerContext."""
     app = web.Application(
         middlewares=[guard, error_shape, tap_errors, require_token],
         client_max_size=ctx.config.proxy.max_body_mb * 1024 * 1024,

@@ -2,7 +2,7 @@
 
 Every command takes `--config PATH`, before or after its name. Errors tap raises on purpose are
 printed without a traceback: exit code 2 for configuration errors, 1 for everything else.
-Memory commands live in tap.cli_memories; they reach the store through `backend()`, which goes
+Memory commands live in tap.cli.memories; they reach the store through `backend()`, which goes
 through a running `tap serve` when there is one (so only one process opens embedded Chroma).
 
 Start-up: every command (and `tap --help`) imports this module and the command modules, so their
@@ -19,8 +19,8 @@ from typing import Any
 import click
 import msgspec
 
-from tap import cli_lifecycle, cli_memories, cli_ops  # cli_lifecycle adds memory subcommands
-from tap.cli_base import CliState, emit_json, state
+from tap.cli import lifecycle, memories, ops  # lifecycle adds memory subcommands
+from tap.cli.base import CliState, emit_json, state
 from tap.errors import ConfigError, TapError
 from tap.render import config_toml
 
@@ -29,22 +29,22 @@ from tap.render import config_toml
 # recall` and `tap memories list` should not pay. name → ("module:attribute", first help paragraph
 # as `tap --help` lists it; tests/tap/test_cli_startup.py checks it against the command's own).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
-    "env": ("tap.cli_mitm:env", "Shell lines that point clients at tap, for each way in (or just WAY)."),
+    "env": ("tap.cli.mitm:env", "Shell lines that point clients at tap, for each way in (or just WAY)."),
     "hook": (
-        "tap.cli_hooks:hook",
+        "tap.cli.hooks:hook",
         "Handle one agent hook event: hook JSON on stdin, hook output on stdout, always exit 0.",
     ),
-    "hooks": ("tap.cli_hooks:hooks", "Install, remove and inspect tap's Claude Code and Codex hooks."),
+    "hooks": ("tap.cli.hooks:hooks", "Install, remove and inspect tap's Claude Code and Codex hooks."),
     "ingest": (
-        "tap.cli_ingest:ingest",
+        "tap.cli.ingest:ingest",
         "Ingest chat logs (Claude Code transcripts, JSONL, plain text) into memories, exactly once.",
     ),
     "mitm": (
-        "tap.cli_mitm:mitm",
+        "tap.cli.mitm:mitm",
         "Run mitmproxy with tap's memory addon (for clients that cannot change their base URL).",
     ),
     "telegram": (
-        "tap.cli_telegram:telegram",
+        "tap.cli.telegram:telegram",
         "Manage the Telegram bot's webhook (the bot itself runs inside `tap serve`).",
     ),
 }
@@ -97,7 +97,7 @@ class TapGroup(click.Group):
     "config_path",
     type=click.Path(dir_okay=False),
     envvar=None,
-    help="Config file (default: $TAP_CONFIG, ./config.toml, ~/.config/tap/config.toml).",
+    help="Config file (default: $TAP_CONFIG, ./config.toml, the user config folder's config.toml).",
 )
 @click.version_option(package_name="tap-memory", prog_name="tap")
 @click.pass_context
@@ -136,17 +136,17 @@ def config_check(as_json: bool) -> None:
 @click.option("--port", type=int, default=None, help="Override [server] port.")
 def serve(host: str | None, port: int | None) -> None:
     """Run the proxy, the admin API and the background workers on one port."""
-    from tap.server import run_server  # aiohttp, the store, the embedder: seconds to import
+    from tap.wiring.server import run_server  # aiohttp, the store, the embedder: seconds to import
 
     run_server(state().load(), host=host, port=port)
 
 
-main.add_command(cli_memories.memories)
-main.add_command(cli_memories.recall)
-main.add_command(cli_lifecycle.why)
-main.add_command(cli_ops.status)
-main.add_command(cli_ops.ui)
-main.add_command(cli_ops.extract)
+main.add_command(memories.memories)
+main.add_command(memories.recall)
+main.add_command(lifecycle.why)
+main.add_command(ops.status)
+main.add_command(ops.ui)
+main.add_command(ops.extract)
 
 
 def _late_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

@@ -1,18 +1,17 @@
-"""Fake LLM API upstreams on real loopback HTTP (127.0.0.1, port 0) for proxy and SDK tests.
+"""The base of every fake LLM server: the loopback lifecycle, the request log, the scripted replies.
 
-    async with FakeAnthropic() as up:          # also FakeOpenAI, FakeOllama
-        client = anthropic.AsyncAnthropic(base_url=up.url, api_key="sk-test")
-        ...
-        up.requests[-1].json()                 # what the upstream received (raw body kept too)
-        up.next_response(status=529)           # script the next response (any path)
+A subclass names its dialect's routes and error shape (tests/upstreams/anthropic.py, openai.py,
+ollama.py). Every request is recorded (method, path, query, headers, raw body) *before* it is
+answered. Answers go out in deliberately awkward chunk sizes (1, 2, 3, 5, ... bytes: splits land
+mid-line, mid-"\\r\\n" and mid-UTF-8) with an optional delay per write.
 
-Each fake records every request (method, path, query, headers, raw body) *before* answering,
-and replays the recorded transcripts in `tests/data/` in deliberately awkward chunk sizes (1, 2,
-3, 5, ... bytes: splits land mid-line, mid-"\\r\\n" and mid-UTF-8) with an optional delay per write.
-`next_response` queues scripted answers that take precedence over the default routes: an error
-status (with the dialect's own error body unless one is given), another transcript or body, a
-`hang` before the headers, a `hang_after` N body bytes, or a `drop_after` N body bytes (the TCP
-connection is closed mid-body).  Hanging handlers are released when the fake shuts down.
+Scripted answers (`next_response` for bytes or a transcript, `reply` for a JSON value) queue in
+order and take precedence over the default routes, whatever the path: an error status (with the
+dialect's own error body unless one is given), another transcript or body, a `latency` before the
+answer or a `hold` (an event the answer waits for), a `hang` before the headers, a `hang_after` N
+body bytes, or a `drop_after` N body bytes (the TCP connection is closed mid-body). A subclass may
+`check` a request first (the Anthropic fake's key and version headers). Waiting handlers are
+released when the fake shuts down.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from typing import Any, Self
 from aiohttp import web
 from multidict import CIMultiDict
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 AWKWARD_CHUNKS = (1, 2, 3, 5, 8, 13, 21, 34, 7, 4, 1, 55, 2)
 CONTENT_TYPES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson", ".json": "application/json"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -78,6 +77,11 @@ class Scripted:
     drop_after: int | None = None
     chunk_sizes: tuple[int, ...] | None = None
     delay: float | None = None
+    """Seconds between writes (None: the fake's own)."""
+    latency: float = 0.0
+    """Seconds before the answer starts (a slow model; a client's timeout)."""
+    hold: asyncio.Event | None = None
+    """The answer waits until this is set (a model that is slow for exactly as long as a test needs)."""
 
     @property
     def streamed(self) -> bool:
@@ -111,6 +115,14 @@ class FakeUpstream:
     def error_json(self, status: int, message: str) -> bytes:
         """An error body in the dialect's own shape."""
         return json.dumps({"error": message}).encode()
+
+    def check(self, request: web.Request) -> Scripted | None:
+        """A rejection for a request the real server would refuse before anything else, else None."""
+        return None
+
+    def complete(self, scripted: Scripted, body: bytes) -> Scripted:
+        """A queued answer, completed from the request's body where the script left blanks."""
+        return scripted
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -151,6 +163,8 @@ class FakeUpstream:
         drop_after: int | None = None,
         chunk_sizes: tuple[int, ...] | None = None,
         delay: float | None = None,
+        latency: float = 0.0,
+        hold: asyncio.Event | None = None,
     ) -> None:
         """Queue the answer to the next request (whatever its path); calls queue in order."""
         if transcript is not None:
@@ -169,8 +183,23 @@ class FakeUpstream:
                 drop_after=drop_after,
                 chunk_sizes=chunk_sizes,
                 delay=delay,
+                latency=latency,
+                hold=hold,
             )
         )
+
+    def reply(
+        self,
+        *,
+        status: int = 200,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        latency: float = 0.0,
+        hold: asyncio.Event | None = None,
+    ) -> None:
+        """Queue a JSON answer to the next request (a str body is sent as it is)."""
+        raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.next_response(status=status, body=raw, headers=headers, latency=latency, hold=hold)
 
     def reply_file(self, name: str) -> Scripted:
         """A 200 answer replaying a transcript file."""
@@ -188,8 +217,11 @@ class FakeUpstream:
         self.requests.append(
             RecordedRequest(request.method, request.path, request.query_string, CIMultiDict(request.headers), body)
         )
+        rejection = self.check(request)
+        if rejection is not None:
+            return await self.play(request, rejection)
         if self._queue:
-            return await self.play(request, self._queue.popleft())
+            return await self.play(request, self.complete(self._queue.popleft(), body))
         return await handler(request)
 
     async def _not_found(self, request: web.Request) -> web.StreamResponse:
@@ -200,10 +232,12 @@ class FakeUpstream:
         return await self.play(request, Scripted(status=400, body=self.error_json(400, "invalid JSON body")))
 
     async def play(self, request: web.Request, s: Scripted) -> web.StreamResponse:
-        """Send a scripted response, honouring hang / hang_after / drop_after."""
+        """Send a scripted response, honouring latency / hold / hang / hang_after / drop_after."""
         if s.hang:
             await self._closing.wait()
             return web.Response(status=503)
+        if s.latency or s.hold is not None:
+            await self._wait(s.latency or None, s.hold)
         resp = web.StreamResponse(status=s.status, headers={**self.default_headers, **s.headers})
         resp.content_type = s.content_type
         if s.streamed:
@@ -230,6 +264,15 @@ class FakeUpstream:
         await resp.write_eof()
         return resp
 
+    async def _wait(self, seconds: float | None, hold: asyncio.Event | None) -> None:
+        """Wait `seconds` or for `hold`, whichever comes first; at once when the fake closes."""
+        waits = [asyncio.ensure_future(self._closing.wait())]
+        if hold is not None:
+            waits.append(asyncio.ensure_future(hold.wait()))
+        _, pending = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        for waiting in pending:
+            waiting.cancel()
+
     def _drop(self, request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
         """Close the TCP connection mid-body (the client sees a truncated response)."""
         if request.transport is not None:
@@ -241,122 +284,3 @@ def streaming(payload: Any, default: bool) -> bool:
     """The request's `stream` flag as the real server reads it."""
     value = payload.get("stream") if isinstance(payload, dict) else None
     return default if value is None else value is True
-
-
-class FakeAnthropic(FakeUpstream):
-    """Anthropic Messages API: /v1/messages (stream or not), /v1/messages/count_tokens, /v1/models."""
-
-    default_headers = {"request-id": "req_fake_0001", "anthropic-organization-id": "org-fake"}
-    stream_file = "anthropic_stream.sse"
-    message_file = "anthropic_message.json"
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.post("/v1/messages", self.messages),
-            web.post("/v1/messages/count_tokens", self.count_tokens),
-            web.get("/v1/models", self.models),
-        ]
-
-    def error_json(self, status: int, message: str) -> bytes:
-        kinds = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error"}
-        kinds |= {429: "rate_limit_error", 529: "overloaded_error", 504: "timeout_error"}
-        error = {"type": kinds.get(status, "api_error"), "message": message}
-        return json.dumps({"type": "error", "error": error, "request_id": "req_fake_err"}).encode()
-
-    async def messages(self, request: web.Request) -> web.StreamResponse:
-        try:
-            payload = json.loads(await request.read())
-        except (ValueError, RecursionError):
-            return await self.bad_json(request)
-        name = self.stream_file if streaming(payload, False) else self.message_file
-        return await self.play(request, self.reply_file(name))
-
-    async def count_tokens(self, request: web.Request) -> web.StreamResponse:
-        return await self.play(request, self.reply_json({"input_tokens": max(1, len(await request.read()) // 4)}))
-
-    async def models(self, request: web.Request) -> web.StreamResponse:
-        model = {"type": "model", "id": "claude-sonnet-4-5-20250929", "display_name": "Claude Sonnet 4.5"}
-        model["created_at"] = "2025-09-29T00:00:00Z"
-        page = {"data": [model], "has_more": False, "first_id": model["id"], "last_id": model["id"]}
-        return await self.play(request, self.reply_json(page))
-
-
-class FakeOpenAI(FakeUpstream):
-    """OpenAI: /v1/chat/completions and /v1/responses (stream or not), /v1/models."""
-
-    default_headers = {"x-request-id": "req_fake_0001", "openai-processing-ms": "12"}
-    stream_file = "openai_stream.sse"
-    completion_file = "openai_completion.json"
-    responses_stream_file = "openai_responses.sse"
-    response_file = "openai_response.json"
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.post("/v1/chat/completions", self.completions),
-            web.post("/v1/responses", self.responses),
-            web.get("/v1/models", self.models),
-        ]
-
-    def error_json(self, status: int, message: str) -> bytes:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}).encode()
-
-    async def completions(self, request: web.Request) -> web.StreamResponse:
-        try:
-            payload = json.loads(await request.read())
-        except (ValueError, RecursionError):
-            return await self.bad_json(request)
-        name = self.stream_file if streaming(payload, False) else self.completion_file
-        return await self.play(request, self.reply_file(name))
-
-    async def responses(self, request: web.Request) -> web.StreamResponse:
-        try:
-            payload = json.loads(await request.read())
-        except (ValueError, RecursionError):
-            return await self.bad_json(request)
-        name = self.responses_stream_file if streaming(payload, False) else self.response_file
-        return await self.play(request, self.reply_file(name))
-
-    async def models(self, request: web.Request) -> web.StreamResponse:
-        model = {"id": "gpt-4o-2024-08-06", "object": "model", "created": 1722814719, "owned_by": "system"}
-        return await self.play(request, self.reply_json({"object": "list", "data": [model]}))
-
-
-class FakeOllama(FakeUpstream):
-    """Ollama native API: /api/chat and /api/generate (NDJSON unless "stream": false), /api/tags."""
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.post("/api/chat", self.chat),
-            web.post("/api/generate", self.generate),
-            web.get("/api/tags", self.tags),
-            web.get("/", self.root),
-        ]
-
-    async def _answer(self, request: web.Request, stem: str) -> web.StreamResponse:
-        try:
-            payload = json.loads(await request.read())
-        except (ValueError, RecursionError):
-            return await self.bad_json(request)
-        suffix = ".ndjson" if streaming(payload, True) else ".json"
-        return await self.play(request, self.reply_file(stem + suffix))
-
-    async def chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._answer(request, "ollama_chat")
-
-    async def generate(self, request: web.Request) -> web.StreamResponse:
-        return await self._answer(request, "ollama_generate")
-
-    async def tags(self, request: web.Request) -> web.StreamResponse:
-        details = {
-            "format": "gguf",
-            "family": "llama",
-            "parameter_size": "3.2B",
-            "quantization_level": "Q4_K_M",
-        }
-        model = {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189}
-        model |= {"modified_at": "2026-10-01T12:00:00Z", "digest": "a80c4f17acd5", "details": details}
-        return await self.play(request, self.reply_json({"models": [model]}))
-
-    async def root(self, request: web.Request) -> web.StreamResponse:
-        return await self.play(request, Scripted(body=b"Ollama is running", content_type="text/plain"))

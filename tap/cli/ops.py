@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli_base import backend, emit_json, state
+from tap.cli.base import backend, emit_json, state
 from tap.progress import Bar
 from tap.render import when
 from tap.scopes import scope_rule
@@ -16,7 +16,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 
 def _local_status() -> dict[str, Any]:
-    from tap.app import runtime  # chromadb, the embedder: only without a server
+    from tap.wiring.runtime import runtime  # chromadb, the embedder: only without a server
 
     with runtime(state().load()) as rt:
         stats = rt.store.stats()
@@ -40,9 +40,9 @@ def status(as_json: bool) -> None:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import RemoteMemories
+        from tap.client import AdminClient
 
-        remote = RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
+        remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         doc = {"server": info.url, **remote.status()}
     else:
         doc = _local_status()
@@ -119,7 +119,7 @@ def extract_run(as_json: bool) -> None:
     loaded = state().load()
     if read_server_info(loaded.data_dir) is not None:
         raise click.ClickException("tap serve is running and already drains the queue (see `tap status`)")
-    from tap.app import runtime
+    from tap.wiring.runtime import runtime
 
     with runtime(loaded) as rt, Bar("extracting (chunks)", quiet=as_json) as bar:
         done = rt.worker.drain(on_progress=lambda n: bar.update(completed=n))

@@ -1,6 +1,9 @@
-"""Composition root: config → adapters (embedder, store) → core services.
+"""The runtime: config → adapters (embedder, store) → the core services, opened and closed together.
 
-Only this module and the CLI pick concrete adapters; everything else receives them.
+A composition root (it was tap/app.py): only tap.wiring and tap.cli pick concrete adapters;
+everything else receives them. Tests hand
+`open_runtime` other adapters behind the same Protocols (tests/fakes.py: an in-memory store and a
+hashing embedder) through `adapters`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tap.files import make_private
 from tap.ingest import Ingestor
 from tap.ledger import CostLedger
 from tap.memories import MemoryService
-from tap.ports import Embedder
+from tap.ports import Embedder, MemoryStore
 from tap.providers import make_llm_provider
 from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
@@ -35,7 +38,7 @@ class Runtime:
 
     loaded: LoadedConfig
     embedder: Embedder
-    store: ChromaStore
+    store: MemoryStore
     recall: RecallEngine
     memories: MemoryService
     queue: ChunkQueue
@@ -92,11 +95,13 @@ def scope_files(data_dir: Path) -> list[FileHolder]:
     ]
 
 
-def open_runtime(loaded: LoadedConfig, *, now: Callable[[], float] = time.time) -> Runtime:
-    """Build the embedder, open the store and wire the recall engine and memory service. `now` is the
-    clock of everything that stamps memories (a benchmark simulates months with it)."""
+Adapters = Callable[[LoadedConfig], tuple[Embedder, MemoryStore]]
+"""Builds the embedder and opens the store for a config (the default: `configured_adapters`)."""
+
+
+def configured_adapters(loaded: LoadedConfig) -> tuple[Embedder, MemoryStore]:
+    """The embedder `[embedder]` names and the Chroma store `[store]` names, built for it."""
     config = loaded.config
-    make_private(loaded.data_dir)
     embedder = make_embedder(config.embedder)
     store = ChromaStore(
         data_dir=loaded.data_dir,
@@ -105,6 +110,18 @@ def open_runtime(loaded: LoadedConfig, *, now: Callable[[], float] = time.time) 
         embedder_id=embedder.model_id,
         dimensions=embedder.dimensions,
     )
+    return embedder, store
+
+
+def open_runtime(
+    loaded: LoadedConfig, *, now: Callable[[], float] = time.time, adapters: Adapters = configured_adapters
+) -> Runtime:
+    """Build the embedder, open the store and wire the recall engine and memory service. `now` is the
+    clock of everything that stamps memories (a benchmark simulates months with it); `adapters`
+    builds the embedder and the store (tests pass fakes)."""
+    config = loaded.config
+    make_private(loaded.data_dir)
+    embedder, store = adapters(loaded)
     recall = RecallEngine(store, embedder, config.recall, now=now)
     recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
     extract = config.extract
@@ -141,9 +158,9 @@ def open_runtime(loaded: LoadedConfig, *, now: Callable[[], float] = time.time) 
 
 
 @contextlib.contextmanager
-def runtime(loaded: LoadedConfig) -> Iterator[Runtime]:
+def runtime(loaded: LoadedConfig, *, adapters: Adapters = configured_adapters) -> Iterator[Runtime]:
     """open_runtime() as a context manager."""
-    rt = open_runtime(loaded)
+    rt = open_runtime(loaded, adapters=adapters)
     try:
         yield rt
     finally:

@@ -1,7 +1,7 @@
 """`tap hook EVENT` and `tap hooks install | uninstall | status`: agent hooks for Claude Code and Codex.
 
 `tap hook EVENT [--agent claude|codex]` is what the agents run (JSON on stdin, JSON on stdout,
-always exit 0; bridges.hooks.command). The installed `tap` script reaches it through tap.launch
+always exit 0; bridges.hooks.command). The installed `tap` script reaches it through tap.cli.launch
 without importing this module, so it starts fast; this click command is the same behaviour for
 `--help`, `python -m tap` and tests.
 
@@ -42,7 +42,7 @@ from bridges.hooks.names import AGENTS, EVENTS
 from bridges.hooks.scope import hook_scope
 from bridges.hooks.state import STATE_FILE, HookState
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli_base import emit_json, state
+from tap.cli.base import emit_json, state
 from tap.config import LoadedConfig
 
 WHAT_EACH_DOES = """\
@@ -54,7 +54,7 @@ WHAT_EACH_DOES = """\
 
 
 def _embedded(invocation: Invocation, body: bytes) -> bytes:
-    from tap.hooks_wiring import run_embedded  # the store and pipeline: only without a server
+    from tap.wiring.hooks import run_embedded  # the store and pipeline: only without a server
 
     return run_embedded(invocation, body)
 
@@ -270,7 +270,7 @@ def render_status(doc: dict[str, Any]) -> str:
 @hooks.command("drain", hidden=True)
 def drain_command() -> None:
     """Extract queued chunks with the embedded store (started in the background by a hook)."""
-    from tap.hooks_wiring import drain
+    from tap.wiring.hooks import drain
 
     drain(state().load())
     sys.exit(0)

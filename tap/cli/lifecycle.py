@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli_base import backend, emit_json, state
-from tap.cli_memories import json_option, memories
+from tap.cli.base import backend, emit_json, state
+from tap.cli.memories import json_option, memories
 from tap.render import when
 from tap.views import memory_view
 
@@ -169,9 +169,9 @@ def why(request_id: str | None, last: bool, list_n: int | None, as_json: bool) -
         raise click.ClickException(
             "no tap serve is running: `tap why` shows what a running server recalled (kept in its memory only)"
         )
-    from tap.client import RemoteMemories
+    from tap.client import AdminClient
 
-    remote = RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
+    remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
     if list_n is not None:
         recent = remote.why_recent(list_n)
         if as_json:

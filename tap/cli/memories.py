@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 import click
 
-from tap.cli_base import backend, emit_json, state
+from tap.cli.base import backend, emit_json, state
 from tap.progress import Bar, shown
 from tap.records import KINDS
 from tap.render import chain_text, console, memories_table, stats_table

@@ -1,7 +1,7 @@
 """Wiring of the agent hooks: bridges.hooks.HookService over tap's real store and pipeline.
 
 Two places run the service:
-- `tap serve` (tap.hooks_server): the runtime's recall engine, memory service, ingestor and queue
+- `tap serve` (tap.wiring.hook_endpoint): the runtime's recall engine, memory service, ingestor and queue
   (`RuntimeBackend`), behind `POST /tap/hooks/{event}`;
 - a standalone `tap hook` process when no server runs (`run_embedded`): `EmbeddedBackend` opens
   only what the event needs — the store and embedder for SessionStart / UserPromptSubmit (which
@@ -238,7 +238,7 @@ def drain(loaded: LoadedConfig, *, wait_s: float = DRAIN_WAIT_S) -> int:
 
     Returns the chunks processed (0 when a server runs: its worker drains the queue itself).
     """
-    from tap.app import open_runtime  # the whole runtime: only this background process needs it
+    from tap.wiring.runtime import open_runtime  # the whole runtime: only this background process needs it
 
     deadline = time.monotonic() + wait_s
     while not _lock_free(loaded):

@@ -1,4 +1,5 @@
-"""Splitting large events for `POST /tap/ingest`, and the error a dead server gives."""
+"""The admin-API client: large events split for `POST /tap/ingest`, the error a dead server gives.
+(Its other methods run against a real server in tests/tap/test_cli_remote.py.)"""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import socket
 
 import pytest
 
+from tap.client import AdminClient, split_event
 from tap.errors import StoreError
-from tap.ingest_remote import RemoteIngest, split_event
 from tap.records import IngestEvent, Message
 
 
@@ -32,4 +33,4 @@ def test_a_server_that_does_not_answer_is_a_store_error() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(StoreError, match="did not answer"):
-        RemoteIngest(f"http://127.0.0.1:{port}", "token", timeout=2).send([event(1)])
+        AdminClient(f"http://127.0.0.1:{port}", "token", timeout=2).ingest([event(1)])

@@ -37,11 +37,11 @@ def backend() -> Iterator[Any]:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import RemoteMemories  # urllib.request, http.client: not for `tap --help`
+        from tap.client import AdminClient  # urllib.request, http.client: not for `tap --help`
 
-        yield RemoteMemories(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
+        yield AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         return
-    from tap.app import runtime  # chromadb and the embedder: only when no server holds the store
+    from tap.wiring.runtime import runtime  # chromadb and the embedder: only when no server holds the store
 
     with runtime(loaded) as rt:
         yield rt.memories

@@ -22,15 +22,13 @@ from importlib.metadata import PackageNotFoundError, version
 from aiohttp import web
 
 from bridges.logtail import start_following
-from proxy.app import make_app
-from proxy.context import ProxyContext
+from proxy.context import ServerContext
+from proxy.web_app import make_web_app
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
-from tap.app import Runtime, open_runtime
 from tap.capture import Capture
 from tap.config import Config, LoadedConfig, read_secret
 from tap.consolidation import ConsolidationJob
 from tap.errors import TapError
-from tap.hooks_server import attach_hooks
 from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
@@ -40,6 +38,8 @@ from tap.retention import keep_pruning
 from tap.scopes import scope_rule
 from tap.tasks import create_task, running_tasks
 from tap.why import WhyLog
+from tap.wiring.hook_endpoint import attach_hooks
+from tap.wiring.runtime import Runtime, open_runtime
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
@@ -54,8 +54,8 @@ def tap_version() -> str:
         return "0+unknown"
 
 
-def build_context(rt: Runtime, token: str, capture: Capture, background: Executor | None = None) -> ProxyContext:
-    """The ProxyContext for a runtime. `background`: the one low-priority thread for store work
+def build_context(rt: Runtime, token: str, capture: Capture, background: Executor | None = None) -> ServerContext:
+    """The ServerContext for a runtime. `background`: the one low-priority thread for store work
     off the hot path (extraction, consolidation); a new one when not given."""
     metrics = Metrics()
     why = WhyLog(rt.loaded.config.why)
@@ -78,7 +78,7 @@ def build_context(rt: Runtime, token: str, capture: Capture, background: Executo
     metrics.sections["store"] = rt.store.status
     metrics.sections["scopes"] = lambda: scope_rule(by_api_key=rt.loaded.config.proxy.scope_by_api_key)
     metrics.sections["consolidation"] = consolidation.status
-    return ProxyContext(
+    return ServerContext(
         config=rt.loaded.config,
         memories=rt.memories,
         recall=rt.recall,
@@ -101,7 +101,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
     ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
-    app = make_app(ctx)
+    app = make_web_app(ctx)
     attach_hooks(app, rt, ctx.metrics)
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
@@ -120,7 +120,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     url = f"http://{_format_host(bound[0])}:{bound[1]}"
     stop_mitm = None
     if rt.loaded.config.mitm.enabled:  # before server.json: "started" means every way in listens
-        from tap.mitm_wiring import serve_mitm  # imports mitmproxy (seconds): only when used
+        from tap.wiring.mitm import serve_mitm  # imports mitmproxy (seconds): only when used
 
         try:
             stop_mitm = await serve_mitm(rt.loaded, ctx.interceptor, ctx.metrics)

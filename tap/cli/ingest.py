@@ -30,15 +30,15 @@ import click
 
 from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli_base import emit_json, state
+from tap.cli.base import emit_json, state
 from tap.config import LoadedConfig
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from bridges.logtail import Choice, Tailer, TailStats
-    from tap.app import Runtime
     from tap.records import IngestEvent
+    from tap.wiring.runtime import Runtime
 
 MAX_WARNINGS = 20
 WRITTEN = ("add", "update", "supersede", "episode")
@@ -232,8 +232,8 @@ def _session(
     """Open the offset store and the sink (server if one runs, else the local runtime)."""
     from bridges.logtail import OffsetStore, Tailer
     from bridges.logtail.follow import STATE_FILE
-    from tap.app import open_runtime
-    from tap.ingest_remote import RemoteIngest
+    from tap.client import INGEST_TIMEOUT_S, AdminClient
+    from tap.wiring.runtime import open_runtime
 
     config = loaded.config.logtail
     info = read_server_info(loaded.data_dir)
@@ -241,8 +241,10 @@ def _session(
     rt: Runtime | None = None
     try:
         if info is not None:
-            remote = RemoteIngest(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
-            sink: Callable[[Sequence[IngestEvent]], int] = remote.send
+            remote = AdminClient(
+                info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env), timeout=INGEST_TIMEOUT_S
+            )
+            sink: Callable[[Sequence[IngestEvent]], int] = remote.ingest
         else:
             rt = open_runtime(loaded)
             sink = _local_sink(rt)

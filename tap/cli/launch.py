@@ -4,7 +4,7 @@ An agent runs `tap hook …` on every prompt, so its start-up is on the user's p
 every command's dependencies (chromadb, onnxruntime, aiohttp, the Telegram library: seconds), so a
 hook invocation is recognised here first and handed to bridges.hooks.command, which needs the
 standard library only when a `tap serve` is running; without one it opens the store itself
-(tap.hooks_wiring, imported only then). Everything else goes to the click CLI (tap.cli), which
+(tap.wiring.hooks, imported only then). Everything else goes to the click CLI (tap.cli), which
 also has `tap hook` (same behaviour, for `--help` and tests).
 """
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _embedded(invocation: Invocation, body: bytes) -> bytes:
-    from tap.hooks_wiring import run_embedded  # the store and pipeline: only without a server
+    from tap.wiring.hooks import run_embedded  # the store and pipeline: only without a server
 
     return run_embedded(invocation, body)
 
@@ -36,6 +36,6 @@ def main() -> None:
         from bridges.hooks.command import run
 
         sys.exit(run(argv, embedded=_embedded))
-    from tap.cli import main as cli
+    from tap.cli.main import main as cli
 
     cli()

@@ -27,13 +27,13 @@ from bridges.mitm.link import CoreLink
 from bridges.mitm.remote import RemoteRecall
 from bridges.mitm.runner import Listening, MitmProxy, MitmSettings, MitmThread
 from tap.admin_token import ensure_token, read_server_info
-from tap.app import Runtime, open_runtime
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig
 from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
 from tap.tasks import create_task, running_tasks
+from tap.wiring.runtime import Runtime, open_runtime
 
 log = logging.getLogger("tap.mitm")
 DRAIN_S = 10.0

@@ -1,0 +1,57 @@
+"""What an extractor proposes, before reconcile gives it an id and a scope: `CandidateMemory`, and
+what every extractor (the offline rules in tap.rules, the LLM providers in tap.providers) does to its
+candidates before reconcile (`merge_duplicates`).
+
+Both sides import it from here: neither the rules nor the providers depend on the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from tap.records import Kind
+
+__all__ = ["CandidateMemory", "merge_duplicates"]
+
+
+class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """A memory proposed by an extractor, before reconcile gives it an id and a scope.
+
+    `slot` / `slot_part` / `slot_value`: the single-valued attribute it states ("user|residence",
+    "", "lisbon"; "team|database", "backend", "postgres"), so reconcile can supersede the statement
+    it updates; `retracts`: words of what it takes back
+    ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana";
+    `holder`: whom it is about (tap.rules.slots.statement_holder: "user", "team", "user:sister",
+    "lucas"; "" when the extractor does not say).
+    """
+
+    content: str
+    kind: Kind
+    importance: int
+    tags: list[str]
+    turn_ids: list[str]
+    valid_from: float
+    slot: str = ""
+    slot_part: str = ""
+    slot_value: str = ""
+    retracts: list[str] = msgspec.field(default_factory=list)
+    correction: list[str] = msgspec.field(default_factory=list)
+    context: str = ""
+    holder: str = ""
+
+
+def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemory]:
+    """One memory per content (case-insensitive): turn ids united, highest importance kept."""
+    merged: dict[str, CandidateMemory] = {}
+    for memory in memories:
+        key = memory.content.lower()
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = memory
+            continue
+        ids = seen.turn_ids + [tid for tid in memory.turn_ids if tid not in seen.turn_ids]
+        top = max(seen.importance, memory.importance)
+        merged[key] = msgspec.structs.replace(seen, turn_ids=ids, importance=top)
+    return list(merged.values())
