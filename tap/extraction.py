@@ -37,8 +37,9 @@ from tap.ledger import CostLedger, next_utc_midnight
 from tap.ports import Embedder, MemoryStore
 from tap.providers import LLMProvider, ProviderCallError, Usage, cost_usd
 from tap.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
-from tap.records import Hit, Memory
+from tap.records import OUTDATED_TAG, Hit, Memory
 from tap.rules import Excerpt, RulesExtractor, turn_excerpts
+from tap.rules.text import content_words
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
@@ -58,6 +59,9 @@ def memory_id(chunk_id: str, kind: str, content: str) -> str:
     """Deterministic id of a memory extracted from a chunk (re-processing finds it again)."""
     digest = hashlib.sha256(f"{chunk_id}\x1f{kind}\x1f{content}".encode()).hexdigest()[:20]
     return ("e_" if kind == "episode" else "m_") + digest
+
+
+MAX_PASSAGES = 16  # passages of one turn looked up when its statement is superseded
 
 
 def excerpt_id(scope: str, conversation: str, key: str) -> str:
@@ -90,6 +94,7 @@ class Extraction:
         self._now = now
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
+        self._outdated: list[tuple[Memory, frozenset[str]]] = []  # replaced statements, the turns that replaced them
 
     def plan(self, chunks: Sequence[Chunk]) -> list[list[str]]:
         """Offline pipeline: extract the candidates of these chunks now (`process` takes them from
@@ -126,6 +131,7 @@ class Extraction:
         existing = {m.id for m in self.store.get(asked)} if asked else set()  # one read for the whole chunk
         actions = self._reconcile(chunk, candidates, ids, existing)
         actions["episode"] += self._add_excerpts(chunk, excerpts, excerpt_ids, existing)
+        self._mark_outdated()
         for action, n in actions.items():
             self.counters[action] += n
         return ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "nothing to remember"
@@ -296,6 +302,7 @@ class Extraction:
                 vector = self.embedder.embed_documents([memory.content])[0]
         if plan.action == "history" and plan.target is not None:
             memory.superseded_by = plan.target.id  # an older statement of a slot a newer one fills
+            self._outdated.append((memory, frozenset(plan.target.sources)))
         contradicted = link(memory, [plan.target, *plan.also]) if plan.action == "conflict" and plan.target else []
         self.store.add([memory], [vector])
         if contradicted:
@@ -305,7 +312,30 @@ class Extraction:
             for old in retired:
                 old.superseded_by = memory.id
                 old.updated_at = self._now()
+                self._outdated.append((old, frozenset(candidate.turn_ids)))
             self.store.update_metadata(retired)
+
+    def _mark_outdated(self) -> None:
+        """Tag the excerpts of the turns a superseded statement came from (OUTDATED_TAG): the verbatim
+        line still says the old value. Only the passage that shares the most words with the
+        statement is tagged, and a turn that also said the new value is left alone."""
+        replaced, self._outdated = self._outdated, []
+        tagged: list[Memory] = []
+        for old, new_turns in replaced:
+            turns = [t for t in old.sources if t not in new_turns]
+            ids = [excerpt_id(old.scope, old.conversation, f"{t}\x1f{i}") for t in turns for i in range(MAX_PASSAGES)]
+            if not ids:
+                continue
+            words = set(content_words(old.content))
+            found = self.store.get(ids)
+            for turn in turns:
+                passages = [m for m in found if turn in m.sources and OUTDATED_TAG not in m.tags]
+                best = max(passages, key=lambda m: len(words & set(content_words(m.content))), default=None)
+                if best is not None and words & set(content_words(best.content)):
+                    best.tags = [*best.tags, OUTDATED_TAG]
+                    tagged.append(best)
+        if tagged:
+            self.store.update_metadata(list({m.id: m for m in tagged}.values()))
 
     def _bump(self, target: Memory, candidate: CandidateMemory) -> None:
         target.sources = list(dict.fromkeys([*target.sources, *candidate.turn_ids]))

@@ -45,7 +45,7 @@ from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
-from tap.records import Hit, Memory, Recalled, RecallResult
+from tap.records import OUTDATED_TAG, Hit, Memory, Recalled, RecallResult
 from tap.tokens import count_tokens
 from tap.validate import safe_day
 
@@ -183,6 +183,7 @@ _CURRENT = re.compile(
 CURRENT_HALF_LIFE_DAYS = 30.0
 CURRENT_FLOOR = 0.6
 PRESENT_FLOOR = 0.8
+OUTDATED_WEIGHT = 0.5  # an excerpt whose statement was superseded, for a question about the present
 
 
 _QUESTION = re.compile(
@@ -251,16 +252,23 @@ def _newest_first_weighting(scored: list[tuple[Memory, float]], floor: float) ->
     recent it is relative to the newest candidate (x1 for the newest, halving every
     CURRENT_HALF_LIFE_DAYS, never below `floor`), so the latest mention of a fact outranks
     older ones whatever the wall clock says; the floor keeps the history in the block (LongMemEval
-    knowledge updates count the old mention as evidence too). When the question says it asks for
+    knowledge updates count the old mention as evidence too); an excerpt of a turn whose statement
+    was superseded weighs OUTDATED_WEIGHT more (it still says the old value). When the question says it asks for
     now (the lower floor), an older excerpt also yields to the best newer statement (measured:
     doing so for every present-tense question cost LoCoMo 0.7 points)."""
     if not scored:
         return scored
     newest = max(_stamp(m) for m, _ in scored)
     weighted = [
-        (m, s * max(floor, 0.5 ** (max(0.0, newest - _stamp(m)) / 86400 / CURRENT_HALF_LIFE_DAYS))) for m, s in scored
+        (m, s * _outdated(m) * max(floor, 0.5 ** (max(0.0, newest - _stamp(m)) / 86400 / CURRENT_HALF_LIFE_DAYS)))
+        for m, s in scored
     ]
     return _after_best_newer_statement(weighted) if floor <= CURRENT_FLOOR else weighted
+
+
+def _outdated(memory: Memory) -> float:
+    """OUTDATED_WEIGHT for an excerpt that still says a value a newer statement replaced, else 1."""
+    return OUTDATED_WEIGHT if OUTDATED_TAG in memory.tags else 1.0
 
 
 def _after_best_newer_statement(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tap.config import LoadedConfig, parse_config
-from tap.records import IngestEvent, Memory, Message
+from tap.records import OUTDATED_TAG, IngestEvent, Memory, Message
 from tap.wiring.runtime import Runtime, open_runtime
 from tests.fakes import real_embedder_in_memory
 
@@ -179,3 +179,28 @@ def test_an_older_statement_ingested_late_is_kept_as_history(rt: Runtime) -> Non
     berlin = holding(statements(rt), "Berlin")
     assert lisbon and all(m.active for m in lisbon)
     assert berlin and all(not m.active and m.superseded_by == lisbon[0].id for m in berlin)
+
+
+def excerpts_of(rt: Runtime, turn: str) -> list[Memory]:
+    return [m for m in rt.store.iter_memories(scope="me") if m.kind == "episode" and m.sources == [turn]]
+
+
+def test_the_excerpt_of_a_superseded_statement_is_marked_outdated_and_yields_for_questions_about_now(
+    rt: Runtime,
+) -> None:
+    tell(rt, "c1", "Our internal inventory service is built on Flask 3 with SQLAlchemy 2.", JAN)
+    tell(rt, "c2", "we ditched flask for fastapi in the inventory service last month", JUN)
+    [old] = excerpts_of(rt, "c1:0")
+    [new] = excerpts_of(rt, "c2:0")
+    assert OUTDATED_TAG in old.tags and OUTDATED_TAG not in new.tags
+    ranked = [m.id for m, _ in rt.recall.search("which framework is the internal inventory service built on now?", scope="me")]
+    assert new.id in ranked and (old.id not in ranked or ranked.index(new.id) < ranked.index(old.id)), ranked
+    history = [m.id for m, _ in rt.recall.search("what did the inventory service run on before?", scope="me")]
+    assert old.id in history  # still found as history
+
+
+def test_a_turn_that_also_says_the_new_value_is_not_marked(rt: Runtime) -> None:
+    tell(rt, "c1", "I live in Berlin.", JAN)
+    tell(rt, "c2", "I moved from Berlin to Lisbon last month.", JUN)
+    assert OUTDATED_TAG in excerpts_of(rt, "c1:0")[0].tags
+    assert all(OUTDATED_TAG not in m.tags for m in excerpts_of(rt, "c2:0"))
