@@ -193,7 +193,8 @@ def test_the_excerpt_of_a_superseded_statement_is_marked_outdated_and_yields_for
     [old] = excerpts_of(rt, "c1:0")
     [new] = excerpts_of(rt, "c2:0")
     assert OUTDATED_TAG in old.tags and OUTDATED_TAG not in new.tags
-    ranked = [m.id for m, _ in rt.recall.search("which framework is the internal inventory service built on now?", scope="me")]
+    question = "which framework is the internal inventory service built on now?"
+    ranked = [m.id for m, _ in rt.recall.search(question, scope="me")]
     assert new.id in ranked and (old.id not in ranked or ranked.index(new.id) < ranked.index(old.id)), ranked
     history = [m.id for m, _ in rt.recall.search("what did the inventory service run on before?", scope="me")]
     assert old.id in history  # still found as history
