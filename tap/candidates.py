@@ -1,5 +1,5 @@
 """What an extractor proposes, before reconcile gives it an id and a scope: `CandidateMemory`, and
-what every extractor (the offline rules in tap.rules, the LLM providers in tap.providers) does to its
+what every extractor (the offline rules in tap.rules, the LLM providers in store.llm) does to its
 candidates before reconcile (`merge_duplicates`).
 
 Both sides import it from here: neither the rules nor the providers depend on the other.

@@ -34,8 +34,8 @@ from tap.conflicts import link
 from tap.errors import TapError
 from tap.gate import heuristic_gate
 from tap.ledger import CostLedger, next_utc_midnight
-from tap.ports import Embedder, MemoryStore
-from tap.providers import LLMProvider, ProviderCallError, Usage, cost_usd
+from tap.llm import ProviderCallError, Usage, cost_usd
+from tap.ports import Embedder, LLMProvider, MemoryStore
 from tap.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
 from tap.records import OUTDATED_TAG, Hit, Memory
 from tap.rules import Excerpt, RulesExtractor, turn_excerpts

@@ -24,9 +24,9 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
    same kind (not an event or an episode: those accumulate), same first word, at most a few words
    changed, not older → supersede;
 7. otherwise → add.
-With an LLM provider the same decisions come from one batched call per chunk (tap.providers),
-shown the slot mates as well as the nearest memories; `plan_from_decision` turns its answer into
-a Plan. Nothing is ever deleted: a superseded memory stays, marked, and is never recalled.
+With an LLM provider (tap.ports.LLMProvider) the same decisions come from one batched call per
+chunk, shown the slot mates as well as the nearest memories; `plan_from_decision` turns its answer
+into a Plan. Nothing is ever deleted: a superseded memory stays, marked, and is never recalled.
 """
 
 from __future__ import annotations

@@ -100,8 +100,10 @@ class FuzzTarget:
         app = make_web_app(ctx)
         _attach_hooks(app, self.rt, ctx)
         from bridges.telegram import TelegramDeps, add_telegram
+        from store.llm import make_reply_model
 
-        add_telegram(app, TelegramDeps(config.telegram, self.home, ctx.interceptor, self.rt.memories, self.rt.ledger))
+        deps = (config.telegram, self.home, ctx.interceptor, self.rt.memories, self.rt.ledger, make_reply_model)
+        add_telegram(app, TelegramDeps(*deps))
         self.routes = routes_of(app)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()

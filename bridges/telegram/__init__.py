@@ -10,9 +10,10 @@ Public surface (for the composition root and the CLI only):
 - `bridges.telegram.botapi`: `set_webhook` / `delete_webhook` / `webhook_info` for the CLI.
 
 Modules: webhook (secret, parse, dedup), bridge (PTB lifecycle), handlers (gate + callbacks),
-conversation (one turn), commands, model (reply clients), send (split/format/429), markdown,
-split, chats (scopes), access (who may talk), db (SQLite state), credentials, redact (no token
-in logs), botapi (webhook management).
+conversation (one turn), commands, model (the request the chat model answers; the model itself is
+a `tap.ports.ReplyModel` the composition root hands in), send (split/format/429), markdown, split,
+chats (scopes), access (who may talk), db (SQLite state), credentials, redact (no token in logs),
+botapi (webhook management).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["TelegramBridge", "TelegramDeps", "add_telegram", "telegram_key"]
 
 
 def __getattr__(name: str) -> Any:
-    """The bridge's public names, imported on first use (python-telegram-bot and the model clients
+    """The bridge's public names, imported on first use (python-telegram-bot and the model SDKs
     take seconds to import; `tap serve` without Telegram and `tap telegram info` need none of it)."""
     if name in __all__:
         return getattr(importlib.import_module("bridges.telegram.bridge"), name)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,6 @@ from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations
 from bridges.telegram.credentials import Credentials, bot_url, file_url, read_credentials
 from bridges.telegram.db import TelegramDB
 from bridges.telegram.handlers import BotApplication, Handlers
-from bridges.telegram.model import ReplyModel, make_reply_model
 from bridges.telegram.ordering import ChatOrderedProcessor
 from bridges.telegram.redact import redact
 from bridges.telegram.send import Sender, use_timedelta_periods
@@ -44,6 +43,7 @@ from tap.errors import ConfigError
 from tap.intercept import Interceptor
 from tap.ledger import CostLedger
 from tap.memories import MemoryService
+from tap.ports import ReplyModel
 from tap.tasks import create_task
 
 log = logging.getLogger(__name__)
@@ -55,13 +55,16 @@ FLOOD_RETRIES = 3  # a 429 is waited out (as long as Telegram asks) and the call
 
 @dataclass(frozen=True)
 class TelegramDeps:
-    """What the bridge needs from tap's core, handed in by the composition root."""
+    """What the bridge needs from tap's core, handed in by the composition root: the core services
+    and the factory of the chat model (`store.llm.make_reply_model` in `tap serve`), called once
+    when the bridge is added."""
 
     config: TelegramConfig
     data_dir: Path
     intercept: Interceptor
     memories: MemoryService
     ledger: CostLedger
+    make_reply_model: Callable[[TelegramConfig], ReplyModel]
 
 
 def build_application(cfg: TelegramConfig, token: str) -> BotApplication:
@@ -232,7 +235,7 @@ def add_telegram(
     """Register the webhook route and the bridge's lifecycle on `app` (before the app starts)."""
     check_path(deps.config.path)
     creds = read_credentials(deps.config)
-    bridge = TelegramBridge(deps, creds, make_reply_model(deps.config), typing_interval_s=typing_interval_s)
+    bridge = TelegramBridge(deps, creds, deps.make_reply_model(deps.config), typing_interval_s=typing_interval_s)
     app.router.add_post(deps.config.path, bridge.webhook.handle)
     app.cleanup_ctx.append(bridge.lifecycle)
     app[telegram_key] = bridge

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from bridges.telegram.chats import ChatKey
 from bridges.telegram.db import TelegramDB, TurnRow
-from bridges.telegram.model import Line, Reply, ReplyModel, build_request
+from bridges.telegram.model import Line, build_request
 from bridges.telegram.send import Sender, keep_typing
 from tap.config import TelegramConfig
 from tap.dialects import JsonObject
@@ -40,7 +40,8 @@ from tap.dialects import Reply as WireReply
 from tap.errors import ProviderError
 from tap.intercept import Interception, Interceptor
 from tap.ledger import CostLedger
-from tap.providers.prices import cost_usd
+from tap.llm import ChatReply, cost_usd
+from tap.ports import ReplyModel
 from tap.records import Message
 from tap.tasks import create_task
 
@@ -122,7 +123,7 @@ class Conversations:
 
     async def _think_visibly(
         self, key: ChatKey, request: JsonObject, visible: set[str], message_id: int, *, stored: bool
-    ) -> tuple[Reply, Interception | None] | None:
+    ) -> tuple[ChatReply, Interception | None] | None:
         """The model's reply while "typing" shows; None (after an apology) on timeout or failure."""
         stop = asyncio.Event()
         typing = create_task(keep_typing(self.sender, key, stop, self.typing_interval_s), name=f"typing-{key.scope}")
@@ -144,7 +145,7 @@ class Conversations:
 
     async def _think(
         self, key: ChatKey, request: JsonObject, visible: set[str], message_id: int, *, stored: bool
-    ) -> tuple[Reply, Interception | None]:
+    ) -> tuple[ChatReply, Interception | None]:
         """Recall and inject through the core (degrading on its own), then ask the model."""
         prepared = await self.intercept.prepare(
             self.model.dialect,
@@ -180,7 +181,7 @@ class Conversations:
         """In groups the model needs to know who is speaking."""
         return f"{author}: {text}" if key.is_group and author else text
 
-    async def _bill(self, reply: Reply) -> None:
+    async def _bill(self, reply: ChatReply) -> None:
         usage = reply.usage
         try:
             await asyncio.to_thread(
@@ -195,7 +196,9 @@ class Conversations:
         except Exception:
             log.exception("telegram: could not record the reply's cost")
 
-    async def _capture(self, key: ChatKey, context: Interception | None, turns: list[TurnRow], reply: Reply) -> None:
+    async def _capture(
+        self, key: ChatKey, context: Interception | None, turns: list[TurnRow], reply: ChatReply
+    ) -> None:
         """Hand the exchange to the core's after-step (turn log, ingestion); failures are logged there."""
         if context is None:
             return

@@ -17,6 +17,7 @@ from typing import Any
 
 from store.chroma import ChromaStore
 from store.embedders import make_embedder
+from store.llm import make_llm_provider
 from tap.capture import TurnLog
 from tap.config import LoadedConfig
 from tap.consolidation import Consolidator, Journal
@@ -26,7 +27,6 @@ from tap.ingest import Ingestor
 from tap.ledger import CostLedger
 from tap.memories import MemoryService
 from tap.ports import Embedder, MemoryStore
-from tap.providers import make_llm_provider
 from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
 from tap.worker import ExtractionWorker

@@ -24,6 +24,8 @@ from aiohttp import web
 from bridges.logtail import start_following
 from proxy.context import ServerContext
 from proxy.web_app import make_web_app
+from store.llm import make_reply_model
+from store.llm.deprecation import deprecated_model_warnings
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
 from tap.capture import Capture
 from tap.config import Config, LoadedConfig, read_secret
@@ -33,7 +35,6 @@ from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
 from tap.priority import lower_thread_priority
-from tap.providers.deprecation import deprecated_model_warnings
 from tap.retention import keep_pruning
 from tap.scopes import scope_rule
 from tap.tasks import create_task, running_tasks
@@ -107,7 +108,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 
         deps = (rt.loaded.data_dir, ctx.interceptor, rt.memories, rt.ledger)
-        add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps))
+        add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps, make_reply_model))
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -26,6 +26,7 @@ from aiohttp import web
 
 from bridges.telegram import TelegramBridge, TelegramDeps, add_telegram
 from proxy.web_app import make_web_app
+from store.llm import make_reply_model
 from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent
@@ -162,7 +163,7 @@ class TapTelegram:
         """What tap.wiring.server.serve_forever does between opening the runtime and serving."""
         ctx = build_context(rt, "admin-token", Capture(turn_log, self._ingest))
         app = make_web_app(ctx)
-        deps = TelegramDeps(self.config.telegram, self.home, ctx.interceptor, rt.memories, rt.ledger)
+        deps = TelegramDeps(self.config.telegram, self.home, ctx.interceptor, rt.memories, rt.ledger, make_reply_model)
         self.bridge = add_telegram(app, deps, typing_interval_s=self.typing_interval_s)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()

@@ -13,7 +13,7 @@ Invariants:
 - turn ids shown to the extractor are exactly the chunk's ids (tap.chunker.render_chunk labels
   each line `[id] Speaker (YYYY-MM-DD): text`), and memory ids shown to the reconciler are the
   stored ids, so what the model cites can be checked against what it was shown;
-- output shapes (field names, allowed kinds, 1–5 importance) match tap.providers.schema.
+- output shapes (field names, allowed kinds, 1–5 importance) match tap.llm.schema.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One model (`[extract] ollama_model`) serves all three calls. Each call is a non-streamed chat with
 the system prompt, the user message and `format=<JSON schema>` (Ollama constrains decoding to the
 schema), at temperature 0; `message.content` is then decoded as JSON and validated strictly by
-tap.providers.schema, exactly as the Anthropic provider validates its tool input.
+tap.llm.schema, exactly as the Anthropic provider validates its tool input.
 
 Invariants:
 - every failure is a `ProviderCallError`: the server not reachable (named by URL), timeouts,
@@ -11,7 +11,7 @@ Invariants:
   (404, with the `ollama pull` hint), other 4xx and an answer cut off by the context/length limit
   are not; a parse failure carries the call's `usage`;
 - `Usage` comes from `prompt_eval_count` / `eval_count` (0 when the server leaves them out) and
-  costs nothing (tap.providers.prices).
+  costs nothing (tap.llm.prices).
 `httpx` is imported only to recognise the SDK's transport errors (it is the SDK's own transport).
 """
 
@@ -27,8 +27,8 @@ import ollama
 from tap.candidates import CandidateMemory
 from tap.chunker import Chunk
 from tap.config import ExtractConfig
-from tap.providers.base import Decision, GateVerdict, ProviderCallError, Usage
-from tap.providers.prompts import (
+from tap.llm.base import Decision, GateVerdict, ProviderCallError, Usage
+from tap.llm.prompts import (
     EXTRACT_SYSTEM,
     GATE_SYSTEM,
     RECONCILE_SYSTEM,
@@ -36,7 +36,7 @@ from tap.providers.prompts import (
     gate_message,
     reconcile_message,
 )
-from tap.providers.schema import (
+from tap.llm.schema import (
     decisions_schema,
     gate_schema,
     memories_schema,

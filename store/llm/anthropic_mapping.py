@@ -1,6 +1,6 @@
 """The one mapping from the anthropic SDK to tap: its errors to ProviderCallError, a response's
-usage to Usage. Used by the extraction pipeline's provider (tap.providers.anthropic) and the
-Telegram bridge's replies (bridges.telegram.model), so both retry the same statuses, read the same
+usage to Usage. Used by the extraction pipeline's provider (store.llm.anthropic) and the
+Telegram bot's replies (store.llm.replies), so both retry the same statuses, read the same
 retry hints and count the same tokens.
 
 - retryable: timeouts, connection failures, 408/409/429, every 5xx and `overloaded_error`; the
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import anthropic
 from anthropic.types import Message
 
-from tap.providers.base import ProviderCallError, Usage
+from tap.llm.base import ProviderCallError, Usage
 
 __all__ = ["call_error", "parse_retry_after", "usage_of"]
 

@@ -1,11 +1,13 @@
-"""What every LLM provider of the extraction pipeline returns, and the one Protocol they share.
+"""What the core gets back from a model: the value types every LLM adapter returns.
 
 The pipeline asks a model three things about a chunk of conversation: is it worth remembering
 (`gate`), which memories does it hold (`extract`), and how do those memories relate to what is
 already stored (`reconcile`, one batched call for all candidates of a chunk). Every call returns
-its result together with a `Usage`, so the cost ledger can price it (tap.providers.prices).
+its result together with a `Usage`, so the cost ledger can price it (tap.llm.prices). The
+Protocol the adapters implement is `tap.ports.LLMProvider`; the Telegram bridge's chat model
+answers a `ChatReply` (`tap.ports.ReplyModel`).
 
-Invariants:
+Invariants of every `tap.ports.LLMProvider`:
 - methods are synchronous (the SDKs are blocking; the worker runs them in a thread) and safe to
   call from several threads at once (the SDK clients are);
 - `reconcile` needs one `similar` list per candidate (ValueError otherwise: a caller bug) and makes
@@ -20,20 +22,18 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from dataclasses import dataclass
+from typing import Literal
 
 import msgspec
 
-from tap.candidates import CandidateMemory
-from tap.chunker import Chunk
 from tap.errors import ProviderError
-from tap.records import Memory
 
 __all__ = [
     "Action",
+    "ChatReply",
     "Decision",
     "GateVerdict",
-    "LLMProvider",
     "ProviderCallError",
     "Usage",
 ]
@@ -90,17 +90,9 @@ class ProviderCallError(ProviderError):
         self.usage = usage
 
 
-class LLMProvider(Protocol):
-    """A model behind the gate, the extractor and reconcile (Anthropic, Ollama, or a fake)."""
+@dataclass(frozen=True)
+class ChatReply:
+    """A chat model's answer (the Telegram bot's reply) and what it cost."""
 
-    def gate(self, chunk_text: str) -> tuple[GateVerdict, Usage]:
-        """Is the rendered chunk worth extracting memories from?"""
-        ...
-
-    def extract(self, chunk: Chunk, existing: list[Memory]) -> tuple[list[CandidateMemory], Usage]:
-        """Candidate memories from the chunk; `existing` are similar stored memories not to repeat."""
-        ...
-
-    def reconcile(self, candidates: list[CandidateMemory], similar: list[list[Memory]]) -> tuple[list[Decision], Usage]:
-        """One decision per candidate (in candidate order) against its similar stored memories."""
-        ...
+    text: str
+    usage: Usage

@@ -1,4 +1,4 @@
-"""The LLM providers against fake Anthropic and Ollama servers on loopback (tests/upstreams/).
+"""The LLM providers (store.llm) against fake Anthropic and Ollama servers on loopback (tests/upstreams/).
 
 The providers are synchronous; each test runs the fake in its own event loop and calls the
 provider through `asyncio.to_thread`, as the extraction worker does.
@@ -15,21 +15,14 @@ from typing import Any
 
 import pytest
 
+from store.llm import AnthropicProvider, OllamaProvider, make_llm_provider
+from store.llm.anthropic_mapping import parse_retry_after
 from tap.candidates import CandidateMemory
 from tap.chunker import Chunk, Turn, render_chunk
 from tap.config import ExtractConfig, parse_config
 from tap.errors import ProviderError
-from tap.providers import (
-    AnthropicProvider,
-    Decision,
-    OllamaProvider,
-    ProviderCallError,
-    Usage,
-    cost_usd,
-    make_llm_provider,
-)
-from tap.providers.anthropic_mapping import parse_retry_after
-from tap.providers.prices import price_for
+from tap.llm import Decision, ProviderCallError, Usage, cost_usd
+from tap.llm.prices import price_for
 from tap.records import Memory, make_memory
 from tests.upstreams import FakeAnthropic, FakeOllama, credential
 from tests.wire import anthropic_message

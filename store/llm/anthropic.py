@@ -3,7 +3,7 @@
 The gate runs on `[extract] gate_model` (Haiku by default), extraction and reconcile on
 `[extract] model` (Sonnet). Every call forces one tool (`tool_choice={"type": "tool", ...}`:
 `gate_verdict`, `record_memories`, `reconcile_memories`) whose `input` is the structured answer,
-validated strictly by tap.providers.schema. No `temperature` is sent (newer models reject
+validated strictly by tap.llm.schema. No `temperature` is sent (newer models reject
 non-default sampling parameters) and no `strict` tool mode (its schema subset lacks the bounds used
 here); the validation below is what tap relies on.
 
@@ -26,12 +26,12 @@ from typing import Any
 import anthropic
 from anthropic.types import Message
 
+from store.llm.anthropic_mapping import call_error, usage_of
 from tap.candidates import CandidateMemory
 from tap.chunker import Chunk
 from tap.config import ExtractConfig, read_secret
-from tap.providers.anthropic_mapping import call_error, usage_of
-from tap.providers.base import Decision, GateVerdict, ProviderCallError, Usage
-from tap.providers.prompts import (
+from tap.llm.base import Decision, GateVerdict, ProviderCallError, Usage
+from tap.llm.prompts import (
     EXTRACT_SYSTEM,
     GATE_SYSTEM,
     RECONCILE_SYSTEM,
@@ -39,7 +39,7 @@ from tap.providers.prompts import (
     gate_message,
     reconcile_message,
 )
-from tap.providers.schema import (
+from tap.llm.schema import (
     decisions_schema,
     gate_schema,
     memories_schema,
@@ -189,7 +189,7 @@ class AnthropicProvider:
     # --- errors ----------------------------------------------------------------------------------
 
     def _translate(self, exc: anthropic.APIError, model: str) -> ProviderCallError:
-        """The SDK's error as a ProviderCallError (tap.providers.anthropic_mapping)."""
+        """The SDK's error as a ProviderCallError (store.llm.anthropic_mapping)."""
         return call_error(
             exc, self._where(model), timeout_s=self._cfg.timeout_s, key_env=self._cfg.api_key_env, redact=self._redact
         )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from anthropic.resources.messages.messages import DEPRECATED_MODELS
 
+from store.llm.deprecation import deprecated_model_warnings, models_in_use
 from tap.config import parse_config
-from tap.providers.deprecation import deprecated_model_warnings, models_in_use
 
 
 def test_defaults_are_not_deprecated() -> None:

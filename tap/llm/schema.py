@@ -1,9 +1,10 @@
 """The structured output of the gate, extractor and reconciler: JSON schemas and strict parsing.
 
-Both providers ask for the same shapes (Anthropic as a tool's `input_schema`, Ollama as the chat
-`format`), and both hand the model's JSON object to the `parse_*` functions here, which decode it
-with `msgspec.convert(strict=True)` into wire Structs and then check what a schema cannot: that
-cited turn ids are turns of the chunk and cited memory ids are memories the model was shown.
+Both providers (store.llm.anthropic, store.llm.ollama) ask for the same shapes (Anthropic as a
+tool's `input_schema`, Ollama as the chat `format`), and both hand the model's JSON object to the
+`parse_*` functions here, which decode it with `msgspec.convert(strict=True)` into wire Structs and
+then check what a schema cannot: that cited turn ids are turns of the chunk and cited memory ids
+are memories the model was shown.
 
 Invariants:
 - a parse either returns a complete result or raises `ValueError` whose message names the field
@@ -25,7 +26,7 @@ import msgspec
 
 from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk
-from tap.providers.base import Action, Decision, GateVerdict
+from tap.llm.base import Action, Decision, GateVerdict
 from tap.records import Memory
 
 __all__ = [
