@@ -518,10 +518,11 @@ class RecallEngine:
 
     def _rank(self, query: str, scope: str, found: Candidates | None = None) -> list[tuple[Memory, float]]:
         vector_hits, lexical_hits = found if found is not None else self._candidates([reduce_query(query)], scope)[0]
-        fused = self._fuse(self._relevant_vector(vector_hits), self._relevant_lexical(lexical_hits))
+        floor = current_floor(query)
+        lexical = self._relevant_lexical(lexical_hits, newer_count=floor < 1.0)
+        fused = self._fuse(self._relevant_vector(vector_hits), lexical)
         now = self._now()
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
-        floor = current_floor(query)
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
         return sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
@@ -530,11 +531,18 @@ class RecallEngine:
         return [h for h in hits if h.score >= self.config.min_similarity]
 
     @staticmethod
-    def _relevant_lexical(hits: list[Hit]) -> list[Hit]:
+    def _relevant_lexical(hits: list[Hit], *, newer_count: bool = False) -> list[Hit]:
+        """Hits scoring at least LEXICAL_FLOOR of the best one; with `newer_count` (a question about
+        the present) a hit newer than the best one needs only a third of that: a later mention of
+        the thing asked about often repeats fewer of the question's words ('moved Streaky off
+        firebase' against 'Streaky …, backend is firebase' for 'what backend does Streaky use?')."""
         if not hits:
             return []
         floor = hits[0].score * LEXICAL_FLOOR
-        return [h for h in hits if h.score >= floor]
+        if not newer_count:
+            return [h for h in hits if h.score >= floor]
+        best = _stamp(hits[0].memory)
+        return [h for h in hits if h.score >= floor or (_stamp(h.memory) > best and h.score >= floor / 3)]
 
     @staticmethod
     def _fuse(*rankings: list[Hit]) -> dict[str, tuple[Memory, float]]:

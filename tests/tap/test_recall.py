@@ -238,3 +238,21 @@ def test_a_lexical_only_recall_finds_by_words_alone(engine: RecallEngine) -> Non
     assert engine._ranked([by_meaning], "ann", lexical_only=True) == [[]]
     by_word = reduce_query("the cello")
     assert [m.id for m, _ in engine._ranked([by_word], "ann", lexical_only=True)[0]] == [cello]
+
+
+def test_a_newer_lexical_hit_with_fewer_of_the_words_counts_for_a_question_about_now() -> None:
+    from tap.records import Hit
+
+    def hit(content: str, score: float, day: int) -> Hit:
+        memory = make_memory(scope="s", content=content)
+        memory.valid_from = 1_750_000_000.0 + day * 86400
+        return Hit(memory=memory, score=score)
+
+    best = hit("Streaky is my habit tracker app, its backend and database are firebase", 4.9, day=0)
+    newer = hit("moved Streaky off firebase to supabase", 0.7, day=60)  # a seventh of the best
+    older = hit("Streaky had a logo contest", 0.7, day=-10)
+    weak = hit("moved the blog to supabase", 0.3, day=90)  # below a ninth: not relevant even when newer
+    hits = [best, newer, older, weak]
+    kept = RecallEngine._relevant_lexical(hits, newer_count=True)
+    assert [h.memory.content for h in kept] == [best.memory.content, newer.memory.content]
+    assert RecallEngine._relevant_lexical(hits) == [best]  # any other question: a third of the best
