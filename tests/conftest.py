@@ -1,5 +1,10 @@
 """Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine.
 
+Every test also runs with SSL_CERT_FILE naming a one-certificate trust store (`loopback_trust`):
+tests only speak to loopback servers, and an HTTP client (httpx under the Anthropic, OpenAI and
+Ollama SDKs) otherwise loads the ~150 public roots for each client it builds, ~30 ms each, several
+hundred times a run. Tests of TLS set SSL_CERT_FILE themselves.
+
 Adapters: `hash_embedder` and `memory_store` are the fast fakes (tests/fakes.py); `embedder` is the
 real ONNX embedder (loaded once) and `store` a real ChromaStore, embedded and (marked slow: it
 starts a `chroma run` process) on a Chroma server.
@@ -7,6 +12,7 @@ starts a `chroma run` process) on a Chroma server.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 from collections.abc import Iterator
@@ -16,12 +22,41 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture(scope="session")
+def loopback_trust(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trust store holding one throwaway self-signed certificate (that nothing serves)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tap tests trust no public root")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    path = tmp_path_factory.mktemp("trust") / "loopback-only.pem"
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return path
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback_trust: Path) -> Iterator[Path]:
     """Point TAP_HOME at a fresh folder and run from it, so no real state is touched."""
     home = tmp_path / "taphome"
     home.mkdir()
     monkeypatch.setenv("TAP_HOME", str(home))
+    monkeypatch.setenv("SSL_CERT_FILE", str(loopback_trust))
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     monkeypatch.delenv("TAP_CONFIG", raising=False)
     monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")

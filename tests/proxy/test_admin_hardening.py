@@ -55,7 +55,7 @@ async def test_bearer_is_accepted_in_any_case(isolated_home: Path, scheme: str) 
             b'{"scope": "a", "conversation": "c", "source": "hook", "messages": []}',
             {"Content-Encoding": "gzip"},
         ),
-        ("/tap/recall", gzip.compress(b'{"text": "x"}'), {"Content-Encoding": "zstd"}),
+        ("/tap/recall", gzip.compress(b'{"text": "x"}', mtime=0), {"Content-Encoding": "zstd"}),
         ("/tap/memories", b'{"scope": "ann", "content": "x", "importance": null, "kind": null}', {}),
         ("/tap/memories", b'{"scope": "", "content": "x"}', {}),
         ("/tap/memories", b'{"scope": "ann", "content": "<private>only this</private>"}', {}),

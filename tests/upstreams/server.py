@@ -144,9 +144,15 @@ class FakeUpstream:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._closing.set()
+        self.end_hangs()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def end_hangs(self) -> None:
+        """End every hang and held wait now, as closing the fake does: a hang before the headers
+        answers 503, a `hang_after` answer is finished. Lets a client that sits in front of the fake
+        (tap) finish its request before it is itself shut down, instead of waiting out its timeout."""
+        self._closing.set()
 
     # -- scripting ------------------------------------------------------------------------------
 
