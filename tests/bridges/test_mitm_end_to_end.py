@@ -244,7 +244,8 @@ async def test_inside_tap_serve_mitm_runs_in_its_own_thread_and_calls_the_server
 
 
 async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: Path, certs: TestCA) -> None:
-    async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
+    deadline = "[recall]\ndeadline_ms = 150"
+    async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home, extra_toml=deadline) as tap:
         assert tap.rt is not None
         release = threading.Event()
         hold_embedder(tap.rt.embedder, release)

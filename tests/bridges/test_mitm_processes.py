@@ -75,6 +75,10 @@ class MitmProcess:
         return out or ""
 
 
+# a busy test host must not shed the recall these tests check (the default deadline is 150 ms)
+GENEROUS_DEADLINE = "[recall]\ndeadline_ms = 3000\n"
+
+
 def config(tmp: Path, text: str) -> Path:
     path = tmp / "config.toml"
     path.write_text(text)
@@ -84,7 +88,7 @@ def config(tmp: Path, text: str) -> Path:
 async def test_tap_serve_runs_mitm_when_enabled(isolated_home: Path, tmp_path: Path) -> None:
     port = free_port()
     async with FakeAnthropic() as up:
-        toml = f'[mitm]\nenabled = true\nregular = false\nreverse = ["{up.url}@{port}"]\n'
+        toml = f'[mitm]\nenabled = true\nregular = false\nreverse = ["{up.url}@{port}"]\n' + GENEROUS_DEADLINE
         server = ServeProcess(isolated_home, config=config(tmp_path, toml))
         await asyncio.to_thread(server.start)
         try:
@@ -108,10 +112,10 @@ async def test_tap_serve_runs_mitm_when_enabled(isolated_home: Path, tmp_path: P
     assert f"mitm:     http://127.0.0.1:{port} (reverse)" in out and "Traceback" not in out
 
 
-async def test_standalone_mitm_goes_through_a_running_server(isolated_home: Path) -> None:
+async def test_standalone_mitm_goes_through_a_running_server(isolated_home: Path, tmp_path: Path) -> None:
     port = free_port()
     async with FakeAnthropic() as up:
-        server = await asyncio.to_thread(ServeProcess(isolated_home).start)
+        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config(tmp_path, GENEROUS_DEADLINE)).start)
         mitm: MitmProcess | None = None
         try:
             await asyncio.to_thread(

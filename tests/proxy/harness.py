@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import msgspec
 from aiohttp import web
 
 from proxy.web_app import make_web_app
@@ -22,6 +23,8 @@ from tap.tasks import running_tasks
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
 from tests.fakes import fake_adapters
+
+TEST_DEADLINE_MS = 3000
 
 
 def hold_embedder(embedder: Any, release: threading.Event) -> None:
@@ -61,6 +64,11 @@ class TapProxy:
             extra_toml,
         ]
         self.config = parse_config("\n".join(lines))
+        if "deadline_ms" not in extra_toml:
+            # a busy test host must not shed the recalls these tests expect (the default is 150 ms);
+            # the deadline tests hold the embedder and set the deadline themselves
+            recall = msgspec.structs.replace(self.config.recall, deadline_ms=TEST_DEADLINE_MS)
+            self.config = msgspec.structs.replace(self.config, recall=recall)
         self.home = home
         self.events: list[IngestEvent] = []
         self.url = ""

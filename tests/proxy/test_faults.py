@@ -127,7 +127,8 @@ async def test_store_failure_degrades_but_the_request_succeeds(isolated_home: Pa
 
 
 async def test_slow_recall_hits_the_deadline_and_forwards_unchanged(isolated_home: Path) -> None:
-    async with FakeAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
+    deadline = "[recall]\ndeadline_ms = 150"
+    async with FakeAnthropic() as up, TapProxy(isolated_home, extra_toml=deadline, anthropic=up.url) as tap:
         assert tap.rt is not None
         release = threading.Event()
         hold_embedder(tap.rt.embedder, release)
