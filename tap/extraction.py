@@ -329,9 +329,9 @@ class Extraction:
             words = set(content_words(old.content))
             found = self.store.get(ids)
             for turn in turns:
-                passages = [m for m in found if turn in m.sources and OUTDATED_TAG not in m.tags]
+                passages = [m for m in found if turn in m.sources]
                 best = max(passages, key=lambda m: len(words & set(content_words(m.content))), default=None)
-                if best is not None and words & set(content_words(best.content)):
+                if best is not None and OUTDATED_TAG not in best.tags and words & set(content_words(best.content)):
                     best.tags = [*best.tags, OUTDATED_TAG]
                     tagged.append(best)
         if tagged:

@@ -253,7 +253,7 @@ def _newest_first_weighting(scored: list[tuple[Memory, float]], floor: float) ->
     CURRENT_HALF_LIFE_DAYS, never below `floor`), so the latest mention of a fact outranks
     older ones whatever the wall clock says; the floor keeps the history in the block (LongMemEval
     knowledge updates count the old mention as evidence too); an excerpt of a turn whose statement
-    was superseded weighs OUTDATED_WEIGHT more (it still says the old value). When the question says it asks for
+    was superseded is multiplied by OUTDATED_WEIGHT (it still says the old value). When the question says it asks for
     now (the lower floor), an older excerpt also yields to the best newer statement (measured:
     doing so for every present-tense question cost LoCoMo 0.7 points)."""
     if not scored:
