@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import CHROMIUM, launch
+from tests.browser import CHROMIUM
 from tests.proxy.ui_pages import Api, card, pick_scope, signed_in
 from tests.serve_process import ServeProcess
 
@@ -33,30 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     served = ServeProcess(tmp_path_factory.mktemp("ui-home")).start()
     yield served
     served.stop()
-
-
-@pytest.fixture(scope="module")
-def api(server: ServeProcess) -> Api:
-    return Api(server)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any, server: ServeProcess) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(15_000)
-    yield opened
-    context.close()
 
 
 def test_without_a_token_the_page_says_where_to_find_it(page: Any, server: ServeProcess) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import CHROMIUM, launch
+from tests.browser import CHROMIUM
 from tests.proxy.ui_pages import Api, card, pick_scope, signed_in, wait_until
 from tests.serve_process import ServeProcess
 from tests.threaded import InThread
@@ -45,30 +45,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
             yield served
         finally:
             served.stop()
-
-
-@pytest.fixture(scope="module")
-def api(server: ServeProcess) -> Api:
-    return Api(server)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(15_000)
-    yield opened
-    context.close()
 
 
 def say(api: Api, scope: str, conversation: str, text: str, at: float) -> None:
