@@ -21,25 +21,6 @@ def _add(store: ChromaStore, embedder: Any, *texts: str, scope: str = "ann", **f
     return memories
 
 
-def test_round_trip_through_chroma_metadata_keeps_every_field(store: ChromaStore, embedder: Any) -> None:
-    memory = make_memory(
-        scope="ann",
-        content="Ann moved to Lisbon",
-        kind="event",
-        importance=5,
-        tags=["move", "city"],
-        source="proxy",
-        conversation="c1",
-        sources=["t1", "t2"],
-        valid_from=1_700_000_000.0,
-        now=1_700_000_123.25,  # Chroma may drop the last bit of arbitrary floats (e.g. time.time())
-    )
-    memory.embedder = embedder.model_id
-    memory.conflicts_with, memory.merged_from = ["m_a"], ["m_b", "m_c"]
-    store.add([memory], embedder.embed_documents([memory.content]))
-    assert store.get([memory.id]) == [memory]
-
-
 def test_other_embedder_is_refused(store: ChromaStore, embedder: Any, isolated_home: Path) -> None:
     name = store._col.name
     url = store.url

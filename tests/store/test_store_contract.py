@@ -67,6 +67,7 @@ def test_round_trip_keeps_every_field(store: MemoryStore, embedder: Any) -> None
         now=1_700_000_123.25,  # Chroma may drop the last bit of arbitrary floats (e.g. time.time())
     )
     memory.embedder = embedder.model_id
+    memory.conflicts_with, memory.merged_from = ["m_a"], ["m_b", "m_c"]
     store.add([memory], embedder.embed_documents([memory.content]))
     assert store.get([memory.id]) == [memory]
 
