@@ -198,22 +198,46 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
     floor = CHANGE_SIMILARITY if cue == "update" else NOW_SIMILARITY
     subject = subject_key(candidate.content)
     names = _names(candidate.content)
+    own = set(candidate.turn_ids)
     for hit in similar:
         old = hit.memory
         if hit.score < VALUE_CHANGE_SIMILARITY:
             break
         if old.kind in NON_SUPERSEDING or old.valid_from > candidate.valid_from or old.kind == "instruction":
             continue
+        if own & set(old.sources):
+            continue  # two statements of one turn: neither updates the other
         same_family = holder_family(candidate.holder, candidate.content) == holder_family(old.holder, old.content)
         if hit.score >= floor:
             linked = subject_key(old.content) == subject or (
-                same_family and (bool(names & _names(old.content)) or _value_changed(candidate.content, old.content))
+                same_family
+                and (
+                    bool(names & _names(old.content))
+                    or _value_changed(candidate.content, old.content)
+                    or _same_possession(candidate.content, old.content)
+                )
             )
         else:  # less alike: another value of the same kind, and a word of what it is about in common
-            linked = same_family and _value_changed(candidate.content, old.content) and _shares_a_word(candidate, old)
+            linked = same_family and (
+                (_value_changed(candidate.content, old.content) and _shares_a_word(candidate, old))
+                or (cue == "update" and _same_possession(candidate.content, old.content, whole=True))
+            )
         if linked:
             return Plan(action="supersede", target=old)
     return None
+
+
+_POSSESSION = re.compile(r"^the user's\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(?:is|are|was|were|changed|has|have)\b")
+
+
+def _same_possession(new: str, old: str, *, whole: bool = False) -> bool:
+    """Whether both statements are about the same thing of the user's, by its head noun: "the user's
+    thesis topic changed to …" and "the user's topic is …" (the last word before the verb); with
+    `whole`, by every word of it ("research topic" and "research topic")."""
+    a, b = _POSSESSION.match(new.lower()), _POSSESSION.match(old.lower())
+    if not (a and b):
+        return False
+    return a.group(1) == b.group(1) if whole else a.group(1).split()[-1] == b.group(1).split()[-1]
 
 
 def _shares_a_word(candidate: CandidateMemory, old: Memory) -> bool:

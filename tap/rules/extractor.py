@@ -42,7 +42,7 @@ from tap.rules.person import (
     rewrite_we,
     subject_for,
 )
-from tap.rules.slots import read_slot, slot_words, statement_holder
+from tap.rules.slots import read_slot, slot_words, statement_holder, tool_category_in
 from tap.rules.text import (
     clauses,
     content_words,
@@ -106,13 +106,20 @@ class RulesExtractor:
                 listener=_listener(chunk.turns, index),
             )
             found += self.from_turn(context)
-        return merge_duplicates(found)
+        return merge_duplicates(_apply_corrections(found))
 
     def from_turn(self, context: _TurnContext) -> list[CandidateMemory]:
         """Memories from one turn: shared photos, then its statements."""
         text, found = _take_photos(context.turn)
         question = context.question
-        for sentence in split_sentences(normalise_chat(text)):
+        for sentence in _join_new_values(split_sentences(normalise_chat(text))):
+            bare = _BARE_CORRECTION.search(sentence)
+            named = read_slot(sentence, context.turn.speaker).correction if bare is None else ()
+            if bare is not None or named:  # "scratch that, it's the 14th", "oops Elsa, not Ilse"
+                wrong, right = named if named else ("", bare.group("right") if bare else "")
+                found.append(_correction(sentence, wrong, right, context.turn))
+                question = None
+                continue
             statements = _statements(strip_lead(sentence, context.names), context.names)
             clean = ", ".join(statements)
             if question is not None and _answers_briefly(sentence, clean):
@@ -136,6 +143,11 @@ class RulesExtractor:
         reading = read_slot(statement, turn.speaker, work=is_work_talk(statement))
         slot = reading.slot
         kind = classify(statement, instruction=instruction, slot=slot)
+        if slot == "team|name":  # "we're Inkwell now" → "our team is now called Inkwell"
+            statement = _TEAM_NAMED.sub("our team is now called ", statement, count=1)
+            statement = re.sub(r"\s+now(?=\W*$)", "", statement)
+        if slot.endswith("|age"):  # "I'm 33" → "… is 33 years old": a bare number says nothing alone
+            statement = _BARE_AGE.sub(r"\g<0> years old", statement, count=1)
         body, dates = resolve_dates(statement, turn.timestamp)
         subject = subject_for(turn.speaker)
         content = _render(body, subject, instruction, listener)
@@ -186,7 +198,10 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
     for clause in clauses(sentence):
         if clause != sentence.strip():  # cut from a longer sentence: a reason clause is the user's premise
             clause = _PREMISE.sub("", clause)
-        if groups and not _OWN_SUBJECT.match(clause):
+        if groups and _elaborates(clause):
+            if judge(restore_subject(strip_lead(", ".join(groups[-1]), names))) in ("", "too-short"):
+                groups[-1].append(clause)  # a reason or feeling goes with what it is about, or not at all
+        elif groups and not _OWN_SUBJECT.match(clause):
             groups[-1].append(clause)
         else:
             groups.append([clause])
@@ -194,6 +209,145 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
     # filler is judged before a dropped "I" is restored: "have fun, …" is not "I have fun, …"
     statements = [s for s in (restore_subject(g) for g in stripped if not is_filler(g)) if s]
     return [part for statement in statements for part in _split_compound(statement)]
+
+
+_CHANGED_THING = re.compile(
+    r"^(?:(?:so|and|also|ok|okay)\s+)?(?:I\s+|we\s+)?(?:just\s+|finally\s+)?(?:changed|switched|updated|swapped)\s+"
+    r"(?P<thing>(?:my|our)\s+[\w'’-]+(?:\s+[\w'’-]+){0,2})\s*[!.…]*$",
+    re.IGNORECASE,
+)
+_NOW_ITS = re.compile(
+    r"^(?:and\s+|so\s+)?(?:now\s+)?(?:it'?s|it’s|its|it is)\s+(?:now\s+)?(?P<value>\S.*?)(?:\s+now)?\s*[!.…]*$",
+    re.IGNORECASE,
+)
+_RENAMED_NOW = re.compile(
+    r"\b(?P<verb>renamed|named|called)\s+(?P<thing>(?:the|my|our|his|her|their)\s+[\w'’-]+),?\s+"
+    r"(?:he|she|it|they)(?:'s|’s|s| is| are|'re|’re)\s+(?P<value>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+now\b"
+)
+
+
+def _join_new_values(sentences: list[str]) -> list[str]:
+    """What a chat says in two steps becomes one statement (the second step alone would be a
+    fragment): "changed my thesis topic!! now it's battery scheduling" → "my thesis topic changed to
+    battery scheduling"; "renamed the kitten, he's Mochi now" → "renamed the kitten Mochi"; "we
+    adopted a kitten!!! he's 10 weeks, named him Pickle" → one sentence."""
+    joined: list[str] = []
+    for sentence in sentences:
+        sentence = _RENAMED_NOW.sub(r"\g<verb> \g<thing> \g<value>", sentence)
+        keyed = _KEY_VALUE.match(sentence)
+        if keyed is not None and keyed.group("key").lower() not in _NOT_KEYS:  # "date: june 12 next year"
+            sentence = f"my {keyed.group('key')} is {keyed.group('value')}"
+        changed = _CHANGED_THING.match(joined[-1]) if joined else None
+        now = _NOW_ITS.match(sentence) if changed else None
+        if changed and now and len(now.group("value").split()) >= 1:
+            joined[-1] = f"{changed.group('thing')} changed to {now.group('value')}"
+            continue
+        if joined and _PRONOUN_DETAIL.match(sentence) and _ENDS_WITH_THING.search(joined[-1].rstrip(" !.…")):
+            joined[-1] = f"{joined[-1].rstrip(' !.…')}, {sentence[0].lower()}{sentence[1:]}"  # one thing, said in two
+            continue
+        joined.append(sentence)
+    return joined
+
+
+_PRONOUN_DETAIL = re.compile(
+    r"^(?:he|she|it|they)(?:'s|’s|s| is| was| are| were|'re|’re)\s+(?=[^.!?]*(?:\d|(?<=\s)[A-Z][a-z]))", re.IGNORECASE
+)
+_ENDS_WITH_THING = re.compile(r"\b(?:a|an|my|our|the)\s+(?:[a-z][\w'’-]+\s+){0,2}[a-z][\w'’-]+$", re.IGNORECASE)
+
+
+_KEY_VALUE = re.compile(
+    r"^(?:(?:ok|okay|so|and|also)\s+)?(?P<key>[a-z]{3,}(?:\s+[a-z]{3,})?):\s+"
+    r"(?P<value>(?![^:;?]*\b(?:is|are|was|were|has|have|had)\b)[^:;?,]*\d[^:;?,]{0,30}?)\s*[.!]*$"
+)
+_NOT_KEYS = frozenset(
+    "note edit update question answer context example error output input step tldr summary reminder warning tip "
+    "fyi btw result results version log logs code".split()
+)
+_BARE_CORRECTION = re.compile(
+    r"\b(?:scratch that|sorry|i mean|i meant|correction|actually|wait,? no|no wait|my bad|typo)\b[,:;!.\s-]*"
+    r"(?:it'?s|its|it’s|it is|it should be|should be|make that)\s+(?:on\s+)?(?:the\s+)?"
+    r"(?P<right>\d{1,2}(?:st|nd|rd|th)\b|\d[\d.,:]*(?:\s?(?:am|pm))?|[A-Z][\w'’-]+)\s*[.!…]*$",
+    re.IGNORECASE,
+)
+_TYPED_SLOTS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?<![\d.,:£$€])\b\d{1,2}(?:st|nd|rd|th)?\b(?![\d.,:%])"),  # a day of the month
+    re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE),  # a time of day
+    re.compile(r"\d[\d.,]*"),  # an amount
+    re.compile(r"(?<=\s)[A-Z][\w'’-]+"),  # a name (not the opening word)
+)
+
+
+def _correction(sentence: str, wrong: str, right: str, turn: Turn) -> CandidateMemory:
+    """A correction ("it's Dana, not Diana"; a bare "scratch that, it's the 14th" has no wrong value):
+    `_apply_corrections` settles it inside the chunk, else reconcile against the stored memories."""
+    return CandidateMemory(
+        content=tidy(sentence),
+        kind="fact",
+        importance=3,
+        tags=["correction"],
+        turn_ids=[turn.id],
+        valid_from=turn.timestamp,
+        correction=[wrong, right],
+    )
+
+
+def _apply_corrections(found: list[CandidateMemory]) -> list[CandidateMemory]:
+    """Corrections settled inside the chunk: the latest earlier statement naming the wrong value (for a
+    bare "scratch that, it's the 14th": the latest with a value of the same type) is rewritten with
+    the right one and cites the correction's turn too; the wrong value is never stored. A correction
+    with nothing to correct here is kept for reconcile (it may correct a stored memory), except a bare
+    one, which means nothing alone."""
+    out: list[CandidateMemory] = []
+    for candidate in found:
+        if not candidate.correction:
+            out.append(candidate)
+            continue
+        wrong, right = candidate.correction[0], candidate.correction[1]
+        for index in range(len(out) - 1, -1, -1):
+            earlier = out[index]
+            target = wrong or _same_type_value(earlier.content, right)
+            if target and re.search(rf"\b{re.escape(target)}\b", earlier.content):
+                corrected = re.sub(rf"\b{re.escape(target)}\b(?!.*\b{re.escape(target)}\b)", right, earlier.content)
+                turns = earlier.turn_ids + [t for t in candidate.turn_ids if t not in earlier.turn_ids]
+                out[index] = msgspec.structs.replace(earlier, content=corrected, turn_ids=turns)
+                break
+        else:
+            if wrong:
+                out.append(candidate)
+    return out
+
+
+def _same_type_value(content: str, right: str) -> str:
+    """The last value in the content of the type the right value has (a day, a time, an amount, a name)."""
+    for pattern in _TYPED_SLOTS:
+        if pattern.fullmatch(right):
+            values = [m.group(0) for m in pattern.finditer(content)]
+            return values[-1] if values else ""
+    return ""
+
+
+_BARE_AGE = re.compile(r"\b(?:I'm|I’m|I am|turned|is)\s+\d{1,3}\b(?!\s*(?:years?|yrs?|y/?o)\b)", re.IGNORECASE)
+_TEAM_NAMED = re.compile(r"^(?:(?:ok|okay|so|and)\s+)?we(?:'re|’re| are)\s+(?:now\s+)?(?:called\s+)?", re.IGNORECASE)
+_FIRST_PERSON_OPENING = re.compile(
+    r"^(?:(?:and|but|so|plus|also)\s+)?I(?:'m|’m|'ve|’ve)?(?![\w'’])"
+    # what changed, a plan or a liking is news of its own, not a remark on the clause before
+    r"(?!\s+(?:(?:really|also|just|kinda|kind of|so|totally|absolutely)\s+)?(?:was|used to|moved|left|quit|switched"
+    r"|started|joined|stopped|no longer|will|going to|gonna|plan|want|like|love|hate|prefer|enjoy|adore"
+    r"|can'?t stand)\b)"
+)
+_DETAIL = re.compile(r"\d|(?<=\s)(?!I\b|I['’])[A-Z]")
+
+
+def _elaborates(clause: str) -> bool:
+    """A first-person clause after another clause of the same sentence that adds no detail of its own
+    (no name, number or tool, no slot, nothing taken back): the reason for or a feeling about what
+    the clause before it says ("always give me prices in euros, I never know what yen means"; "I
+    hate audiobooks, I fall asleep every time"). It stays with that clause rather than becoming a
+    memory of its own ("The user never knows what yen means" means little alone)."""
+    if not _FIRST_PERSON_OPENING.match(clause) or _DETAIL.search(clause) or tool_category_in(clause):
+        return False
+    reading = read_slot(clause, "user")
+    return not (reading.slot or reading.retracts or reading.correction or reading.change)
 
 
 _COMPOUND = re.compile(
@@ -298,6 +452,7 @@ def _answer_memory(answer: str, turn: Turn, question: Turn) -> CandidateMemory:
     asked = _last_question(question.text)
     asker = "" if question.speaker == UNNAMED_ASSISTANT else f" by {question.speaker}"
     subject = subject_for(turn.speaker)
+    reading = read_slot(answer, turn.speaker)  # "no fish either, full veggie": the diet, as a statement would
     return CandidateMemory(
         content=finish(f'Asked{asker} "{asked}", {subject} said: {tidy(answer)}', []),
         kind="fact",
@@ -305,6 +460,10 @@ def _answer_memory(answer: str, turn: Turn, question: Turn) -> CandidateMemory:
         tags=["answer"],
         turn_ids=[question.id, turn.id],
         valid_from=turn.timestamp,
+        slot=reading.slot,
+        slot_part=reading.part,
+        slot_value=reading.value,
+        context=slot_words(reading.slot),
     )
 
 

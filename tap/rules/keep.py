@@ -69,7 +69,8 @@ _HYPOTHETICAL = re.compile(
     r"|in theory|theoretically|ideally|maybe|perhaps|unless)\b"
     r"|\b(?:if (?:I|we|my|our)|were I|I were|hypothetically|in theory|imagine (?:if|that|I))\b"
     r"|\bI(?:'d|’d| would)\b(?!\s+(?:rather|prefer|love to|like to|really like to|also like to))"
-    r"|\b(?:should I|could I|would I|can I|do I|am I)\b",
+    r"|\b(?:should I|could I|would I|can I|do I|am I)\b"
+    r"|\b(?:thinking|probably|possibly)\s+maybe\b|\bmaybe\s+(?:next|this|in|around|spring|summer|autumn|fall|winter)\b",
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -88,6 +89,12 @@ _FILLER = re.compile(
     r"|afternoon)|bye|cheers|lol|haha|oh no|oops|yikes|ugh|sure thing|fine by (?:me|us)|works for (?:me|us)"
     r"|ok by me|that works|sounds fine|deal\b|no rush|all good|I know(?=\s*(?:[^\w\s]|but\b|$))"
     r"|ok\b|okay\b|alright)",
+    re.IGNORECASE,
+)
+# where someone is at the moment: "we're in a meeting now", "I'm on the train right now"
+_PASSING = re.compile(
+    r"^(?:I(?:'m|’m| am)|we(?:'re|’re| are))\s+(?:just\s+|still\s+)?(?:in|at|on)\s+(?:a|an|the|my|our)\s+"
+    r"[\w'’-]+(?:\s+[\w'’-]+)?\s+(?:now|right now|atm|at the moment)\W*$",
     re.IGNORECASE,
 )
 _VAGUE = frozenset(
@@ -134,7 +141,8 @@ _PERSONAL_FACT = re.compile(
 _PRONOUN_START = re.compile(
     r"^(?!these days\b|this (?:week|month|year|weekend|morning|evening|summer|winter|spring|autumn)\b)"  # time
     r"(?:it|it's|it’s|its|that|that's|that’s|this|they|they're|they’re|they've|these|those|he|he's|she|she's"
-    r"|there|there's|there’s|them|which|who|both|one|some|all|most)\b(?!\s+(?:is\s+)?(?:my|our)\b)",
+    r"|there|there's|there’s|them|which|who|(?:both|one|some|all|most)(?!\s+[a-z]+s\s+(?:are|were|run|use|have)\b))"
+    r"\b(?!\s+(?:is\s+)?(?:my|our)\b)",
     re.IGNORECASE,
 )
 _SUBORDINATE_START = re.compile(
@@ -226,7 +234,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
         return "question"
     if _REQUEST.match(sentence):
         return "request"
-    if _FILLER.match(sentence) or _TRY_ADVICE.match(sentence):
+    if _FILLER.match(sentence) or _TRY_ADVICE.match(sentence) or _PASSING.match(sentence):
         return "filler"
     if _SECOND_PERSON.match(sentence):
         return "about-assistant"
@@ -242,7 +250,8 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
 
 
 _VALUE_STATEMENT = re.compile(
-    r"^(?:the\s+|our\s+|my\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}\s+(?:is|are)\s+(?:now\s+)?(?:about\s+|around\s+)?"
+    # also as the consequence of what came first: "the insurance went up so the fee is £25 now"
+    r"^(?:[^,;]{3,60}?\s+so\s+)?(?:the\s+|our\s+|my\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}\s+(?:is|are)\s+(?:now\s+)?(?:about\s+|around\s+)?"
     r"(?:[£$€¥]\s?)?\d",
     re.IGNORECASE,
 )

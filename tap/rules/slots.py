@@ -85,6 +85,7 @@ _TOOLS: dict[str, str] = {
     "monitoring": "datadog grafana prometheus sentry newrelic",
     "cloud storage": "dropbox onedrive icloud gdrive",
     "dataframe library": "pandas polars dask pyspark modin vaex",
+    "runtime": "node node.js nodejs deno",
     "site generator": "jekyll hugo eleventy 11ty hexo pelican docusaurus mkdocs wordpress ghost astro",
 }
 TOOL_CATEGORIES: dict[str, str] = {term: category for category, terms in _TOOLS.items() for term in terms.split()}
@@ -103,6 +104,10 @@ _ALIASES = {
     "k8s": "kubernetes",
     "nextjs": "next.js",
     "golang": "go",
+    "node.js": "node",
+    "nodejs": "node",
+    "veggie": "vegetarian",
+    "meat": "vegetarian",  # only ever a diet value: "no longer eat meat"
 }
 _MULTIWORD = {
     "vs code": "vs-code",
@@ -220,6 +225,23 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(rf"\b(?:rent|rents|renting|own|owns)\s+(?:an?\s+|the\s+)?[\w\s-]{{0,25}}?\s+in\s+{_VALUE}"),
     ),
     ("residence", re.compile(rf"\b(?:live|lives|living|based|settled)\s+in\s+{_LOWER_VALUE}", re.IGNORECASE)),
+    (
+        "residence",  # "toronto rent is eating me alive": the rent one pays is where one lives
+        re.compile(
+            r"^(?P<value>[A-Za-z][a-z]+(?:\s+[A-Z][a-z]+)?)\s+rent\s+(?:is|went|keeps|has)\b(?=.*\b(?:me|my|I)\b)"
+        ),
+    ),
+    (
+        "residence",  # "I'm in Leeds now", "we're in montreal now!!": being somewhere *now* is living there
+        re.compile(
+            r"^(?:I(?:'m|’m| am)|we(?:'re|’re| are))\s+(?:now\s+|back\s+|finally\s+)*in\s+"
+            rf"(?!(?:bed|class|school|work|the office|office|town|trouble|love|charge|line|pain|hospital|therapy"
+            rf"|a |an |the |my |our |it\b|there\b|here\b|touch|shape|debt|luck)){_LOWER_VALUE}"
+            r"\s+(?:now|these days|nowadays)\b"
+            r"(?![\s,]*(?:for|visiting|on (?:holiday|vacation|a trip|business)|until|till|with)\b)",  # a visit
+            re.IGNORECASE,
+        ),
+    ),
     ("residence", re.compile(rf"\b(?:moved|relocated)\s+(?:back\s+)?to\s+{_LOWER_VALUE}", re.IGNORECASE)),
     ("employer", re.compile(rf"\bwork(?:s|ing)?\s+(?:at|for)\s+{_VALUE}")),
     ("employer", re.compile(rf"\bwork(?:s|ing)?\s+as\s+(?:an?\s+)?[\w\s-]{{1,30}}?\s+(?:at|for)\s+{_VALUE}")),
@@ -295,6 +317,16 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "diet",  # "I no longer eat meat", "stopped eating meat": a vegetarian diet
+        re.compile(r"\b(?:no longer|don'?t|do not|stopped|quit|gave up)\s+(?:eat(?:ing)?\s+)?(?P<value>meat)\b", re.I),
+    ),
+    (
+        "diet",  # "no fish either, full veggie", "strictly vegan these days"
+        re.compile(
+            r"\b(?:full|fully|strict|strictly|totally|now)\s+(?P<value>veggie|vegetarian|vegan|pescatarian)\b", re.I
+        ),
+    ),
+    (
         "name",
         re.compile(r"\b(?:my name is|call me|I go by|I(?:'m|’m| am))\s+(?P<value>[A-Z][\w'’-]+)(?=\s*(?:[,.!;]|$))"),
     ),
@@ -308,6 +340,14 @@ _NAMED_THING = (
         r"\b(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?:is\s+)?(?:now\s+)?(?:called|named)\s+(?P<value>[A-Z][\w'’-]+)"
     ),
     re.compile(r"\b(?:re)?named\s+(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?P<value>[A-Z][\w'’-]+)"),
+    re.compile(  # "we're Inkwell now": a team or company that took another name
+        r"^(?:(?:ok|okay|so|and)\s+)?(?P<holder>we)(?:'re|’re| are)\s+(?:now\s+)?(?:called\s+)?"
+        r"(?P<value>(?!I\b)[A-Z][\w'’.-]+(?:\s+[A-Z][\w'’.-]+)?)\s+now\b"
+    ),
+    re.compile(  # "adopted a kitten, he's 10 weeks, named him Pickle"
+        r"\b(?:adopted|got|bought|rescued|have|has)\s+(?:a|an|my|our)\s+(?:[a-z]+\s+){0,2}?(?P<holder>[a-z]+)(?=\s*[,!.;…]|\s+(?:named|called|and|who)\b)"
+        r"[^.!?]{0,60}?\bnamed\s+(?:him|her|it|them)\s+(?P<value>[A-Z][\w'’-]+)"
+    ),
     re.compile(  # "renamed the band to Low Tide"
         r"\brenamed\s+(?:my|our|the)\s+(?P<holder>[a-z]+)\s+(?:to\s+)?(?P<value>(?:The\s+)?[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)"
     ),
@@ -480,7 +520,8 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     for pattern in _NAMED_THING:
         named = pattern.search(sentence)
         if named:
-            return f"{who}:{_norm_noun(named.group('holder'))}|name", "", normalise_value(named.group("value"))
+            holder = "team" if named.group("holder").lower() == "we" else f"{who}:{_norm_noun(named.group('holder'))}"
+            return f"{holder}|name", "", normalise_value(named.group("value"))
     holder, part = _holder(sentence, who, work)
     for attribute, pattern in _PERSON_ATTRIBUTES:
         match = pattern.search(sentence)
@@ -502,7 +543,19 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     apposed = _APPOSED_NAME.match(sentence.strip())
     if apposed:
         return f"{who}:{apposed.group('holder')}|name", "", normalise_value(apposed.group("value"))
+    own = _OWN_ATTRIBUTE.search(sentence)
+    if own:  # "my research topic is …" / "my thesis topic changed to …": one value at a time
+        return f"{who}|{own.group('attribute').lower()}", "", normalise_value(" ".join(own.group("value").split()[:6]))
     return "", "", ""
+
+
+# What a person has one value of at a time, named with "my": their topic, budget, salary, commute…
+_OWN_ATTRIBUTE = re.compile(
+    r"^(?:my|our)\s+(?:[a-z]+\s+){0,2}?(?P<attribute>topic|budget|deadline|salary|rent|commute|schedule|address"
+    r"|birthday|major|degree|goal|target|flight|shift|hours|phone number|email|username|handle|nickname|pronouns)\s+"
+    r"(?:is|are|changed to|is now|are now|moved to)\s+(?:now\s+)?(?P<value>[^,;.!?]+)",
+    re.IGNORECASE,
+)
 
 
 def _switch(sentence: str) -> tuple[str, str] | None:

@@ -68,11 +68,18 @@ _DROPPED_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 _DROPPED_POSSESSIVE = re.compile(
-    r"^(?:fav|fave|favourite|favorite|current|new|old|main|usual|daily|go-to)\s+\w+(?:\s+\w+)?\s+(?:is|are|was)\b",
+    r"^(?:fav|fave|favourite|favorite|current|new|old|main|usual|daily|go-to)\s+\w+(?:\s+\w+)?\s+(?:is|are|was)\b"
+    # what a person has one of, named without "my": "topic is battery modelling", "budget is around 20k"
+    r"|^(?:topic|thesis|budget|deadline|salary|rent|commute|schedule|address|birthday|major|degree|diet|role"
+    r"|title|goal|target|plan|wedding|flight|appointment|shift|team|stack)\s+(?:is|are)\s+(?!\w+ing\b)",
+    re.IGNORECASE,
+)
+_VERBLESS_ON = re.compile(
+    r"^(?P<np>(?:all|the|our|my|both|every)\s+(?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*)\s+(?=(?:on|in)\s+[^,;]{1,30}\s+now\b)",
     re.IGNORECASE,
 )
 _BARE_KIN = re.compile(
-    r"^(?:mum|mom|dad|mother|father|sister|brother|wife|husband|partner|son|daughter|grandma|grandpa|boss"
+    r"^(?:the\s+)?(?:mum|mom|dad|mother|father|sister|brother|wife|husband|partner|son|daughter|grandma|grandpa|boss"
     r"|manager|landlord|girlfriend|boyfriend|kids|parents)\s+(?!is\b|are\b)[a-z]+(?:s|ed)\b",
     re.IGNORECASE,
 )
@@ -238,7 +245,12 @@ def restore_subject(sentence: str) -> str:
     """Put back the 'I' that chat drops: 'Gonna try it' → "I'm gonna try it", 'Went home' → 'I went
     home', 'fav author is Le Guin' → 'my fav author is Le Guin'."""
     if _DROPPED_POSSESSIVE.match(sentence) or _BARE_KIN.match(sentence):
-        return "my " + sentence
+        return "my " + re.sub(r"^the\s+", "", sentence, flags=re.IGNORECASE)  # "the kids renamed…": the speaker's
+    verbless = _VERBLESS_ON.match(sentence)
+    if verbless:  # "all services on node 22 now" → "all services are on node 22 now"
+        noun = verbless.group("np").split()[-1].lower()
+        verb = "are" if noun.endswith("s") and not noun.endswith("ss") else "is"
+        return f"{verbless.group('np')} {verb}{sentence[verbless.end('np') :]}"
     if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
         return "I'm " + sentence
     match = _DROPPED_SUBJECT.match(sentence)

@@ -130,7 +130,7 @@ def test_questions_requests_filler_hypotheticals_and_fragments_make_no_memory(te
 def test_a_slot_and_an_event_in_one_sentence_become_two_statements() -> None:
     # the age can be updated later without taking the knitting with it
     found = contents(turn("u", "User", "I'm 33 and just picked up knitting"), turn("a", "Assistant", "Nice!"))
-    assert found == ["The user is 33", "The user just picked up knitting"]
+    assert found == ["The user is 33 years old", "The user just picked up knitting"]
 
 
 def test_a_statement_inside_a_question_is_kept_without_the_question() -> None:
@@ -334,3 +334,90 @@ def test_excerpts_cover_every_turn_that_says_anything_each_citing_its_turn() -> 
     assert all(len(e.candidate.content.split()) <= PASSAGE_WORDS + 1 for e in excerpts)
     assert excerpts[1].candidate.context.startswith("User: Which hotel")  # searched with the question it answers
     assert len({e.key for e in excerpts}) == len(excerpts)
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "slot"),
+    [
+        # a reason or a feeling stays with what it is about instead of becoming a fragment of its own
+        (
+            "always give me temperatures in celsius, I never remember the conversion",
+            "Standing instruction from the user: always give me temperatures in celsius, I never remember the "
+            "conversion",
+            "",
+        ),
+        ("I like cycling, I go most weekends", "The user likes cycling, they go most weekends", ""),
+        # what chat says in two steps, or without a verb or a "my"
+        (
+            "changed my research topic! now it's coral reef acoustics. my advisor is thrilled",
+            "The user's research topic changed to coral reef acoustics",
+            "user|topic",
+        ),
+        ("the kids renamed the puppy, she's Luna now", "The user's kids renamed the puppy Luna", "user:puppy|name"),
+        (
+            "we adopted a rescue greyhound! she's 4, named her Nova",
+            "The user adopted a rescue greyhound, she's 4, named her Nova",
+            "user:greyhound|name",
+        ),
+        ("all services on deno 2 now.", "All services are on deno 2 now", "team|runtime"),
+        ("ok trip: march 3 next year. like 6 people", "The user's trip is march 3 (in 2024)", ""),
+        ("the gym raised prices so the fee is £35 now", "The gym raised prices so the fee is £35 now", ""),
+        # where one lives, a team's new name, an age with its unit
+        ("we're in boise now!!", "The user is in boise now", "user|residence"),
+        (
+            "denver rent is brutal for me, 2400 for a studio",
+            "Denver rent is brutal for the user, 2400 for a studio",
+            "user|residence",
+        ),
+        ("ok we're Northwind now", "The team is now called Northwind", "team|name"),
+        ("I'm 41, is that too late to learn piano?", "The user is 41 years old", "user|age"),
+    ],
+)
+def test_statements_a_careful_reader_would_write(text: str, content: str, slot: str) -> None:
+    memories = extract(turn("u1", "User", text))
+    assert memories[0].content == content, [m.content for m in memories]
+    assert memories[0].slot == slot
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "that was fun, I laughed so hard",
+        "thinking maybe next year",
+        "we're in a meeting now",
+        "I'm in bed now",
+    ],
+)
+def test_passing_remarks_make_no_memory(text: str) -> None:
+    assert contents(turn("u1", "User", text)) == []
+
+
+def test_being_somewhere_now_for_a_visit_is_not_where_one_lives() -> None:
+    [memory] = extract(turn("u1", "User", "we're in Boise now for the weekend, visiting friends"))
+    assert memory.slot != "user|residence"
+
+
+@pytest.mark.parametrize(
+    ("first", "correction", "content"),
+    [
+        ("our flight is on the 9th", "sorry, it's the 11th", "The user's flight is on the 11th"),
+        (
+            "my cousin Ilse is visiting in June",
+            "oops Elsa, not Ilse",
+            "The user's cousin Elsa is visiting (in June 2023)",
+        ),
+        ("ok date: june 12 next year", "wait scratch that, its the 14th", "The user's date is june 14th (in 2024)"),
+    ],
+)
+def test_a_correction_in_the_same_chunk_rewrites_what_it_corrects(first: str, correction: str, content: str) -> None:
+    memories = extract(turn("u1", "User", first), turn("a1", "Assistant", "Noted."), turn("u2", "User", correction))
+    assert [(m.content, m.turn_ids) for m in memories] == [(content, ["u1", "u2"])]
+
+
+def test_a_bare_correction_with_nothing_to_correct_is_dropped() -> None:
+    assert extract(turn("u1", "User", "sorry, it's the 11th")) == []
+
+
+def test_a_correction_of_something_said_earlier_is_left_for_reconcile() -> None:
+    [memory] = extract(turn("u1", "User", "actually it's Max, not Rex"))
+    assert memory.correction == ["Rex", "Max"]

@@ -123,6 +123,22 @@ UPDATES = [
         "after work",
         "mornings",
     ),
+    # said in two steps, or by inference a careful reader makes
+    (
+        "we got a puppy!! she's 9 weeks, named her Biscuit",
+        "the kids renamed the puppy, she's Luna now",
+        "Biscuit",
+        "Luna",
+    ),
+    (
+        "my research topic is protein folding with graph networks",
+        "changed my research topic! now it's coral reef acoustics",
+        "protein",
+        "coral",
+    ),
+    ("I no longer eat meat.", "I'm strictly vegan now", "no longer", "vegan"),
+    ("denver rent is brutal for me, 2400 for a studio", "we're in boise now!!", "denver", "boise"),
+    ("my gym fee is £30 a month", "the gym raised prices so the fee is £35 now", "£30", "£35"),
 ]
 
 
@@ -151,6 +167,8 @@ NEAR_MISSES = [
     ("Lucas still uses vim at work every day.", "I switched from vim to helix."),
     ("I go to yoga on Mondays.", "the team standup is on Tuesdays from now on"),
     ("gave up on vs code last year", "I'm on zed now"),
+    ("I live in Denver.", "we're in Boise now for the weekend, visiting friends"),
+    ("My dog is called Rex.", "the neighbours renamed their cat, she's Mittens now"),
 ]
 
 
