@@ -266,7 +266,7 @@ _NOT_KEYS = frozenset(
 _BARE_CORRECTION = re.compile(
     r"\b(?:scratch that|sorry|i mean|i meant|correction|actually|wait,? no|no wait|my bad|typo)\b[,:;!.\s-]*"
     r"(?:it'?s|its|it’s|it is|it should be|should be|make that)\s+(?:on\s+)?(?:the\s+)?"
-    r"(?P<right>\d{1,2}(?:st|nd|rd|th)\b|\d[\d.,:]*(?:\s?(?:am|pm))?|[A-Z][\w'’-]+)\s*[.!…]*$",
+    r"(?P<right>\d{1,2}(?:st|nd|rd|th)\b|\d[\d.,:]*(?:\s?(?:am|pm))?|(?-i:[A-Z][\w'’-]+))\s*[.!…]*$",
     re.IGNORECASE,
 )
 _TYPED_SLOTS: tuple[re.Pattern[str], ...] = (

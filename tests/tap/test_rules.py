@@ -414,6 +414,15 @@ def test_a_correction_in_the_same_chunk_rewrites_what_it_corrects(first: str, co
     assert [(m.content, m.turn_ids) for m in memories] == [(content, ["u1", "u2"])]
 
 
+def test_a_remark_is_no_correction() -> None:
+    memories = extract(
+        turn("u1", "User", "my sister Ines lives in Porto"),
+        turn("a1", "Assistant", "Lovely."),
+        turn("u2", "User", "actually it's fine"),
+    )
+    assert [m.content for m in memories] == ["The user's sister Ines lives in Porto"]
+
+
 def test_a_bare_correction_with_nothing_to_correct_is_dropped() -> None:
     assert extract(turn("u1", "User", "sorry, it's the 11th")) == []
 
