@@ -191,6 +191,8 @@ class Session:
                 time.sleep(poll_s)
         except KeyboardInterrupt:
             self.ui.say("tap: stopping; extracting what was read (Ctrl-C again to leave it queued)")
+            if self.rt is not None:  # a chunk cut short by Ctrl-C mid-extraction goes again, now
+                self.rt.queue.release_running()
         finally:
             signal.signal(signal.SIGTERM, previous)
         with contextlib.suppress(KeyboardInterrupt):

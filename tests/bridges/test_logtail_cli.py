@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
+from tap.worker import ExtractionWorker
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,
@@ -148,6 +149,28 @@ def test_format_option_overrides_detection(tmp_path: Path) -> None:
     path.write_text("random header line\nUser: I live in Oslo.\n", encoding="utf-8")
     code, out, _ = run("ingest", str(path), "--format", "jsonl", "--json")
     assert code == 0 and json.loads(out)["skipped"] == {"broken JSON": 2}
+
+
+def test_ctrl_c_during_an_extraction_still_extracts_that_chunk(
+    tmp_path: Path, isolated_home: Path, fast_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = write_projects(tmp_path)
+    extracted: list[str] = []
+    process = ExtractionWorker._process
+
+    def ctrl_c_in_the_first(worker: ExtractionWorker, extraction: Any, item: Any) -> str | None:
+        extracted.append(item.chunk.id)
+        if len(extracted) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while the first chunk is being extracted
+        return process(worker, extraction, item)
+
+    monkeypatch.setattr(ExtractionWorker, "_process", ctrl_c_in_the_first)
+    code, out, err = run("--config", str(fast_config), "ingest", str(projects), "--follow", "--json")
+    assert code == 0, err
+    assert "stopping; extracting what was read" in err and json.loads(out)["memories_written"] > 0
+    assert extracted.count(extracted[0]) == 2  # cut short, then extracted before the command ended
+    with sqlite3.connect(isolated_home / "queue.db") as db:
+        assert {state for (state,) in db.execute("SELECT state FROM chunks")} == {"done"}
 
 
 # -- real processes ---------------------------------------------------------------------------------
