@@ -75,7 +75,7 @@ def render_status(doc: dict[str, Any]) -> str:
     store = doc.get("store")
     if store and store.get("shared"):
         lines.append(
-            f"store: shared Chroma server; lexical index {store['indexed']} memories, "
+            f"store: shared Chroma server; lexical index {plural(store['indexed'], 'memory', 'memories')}, "
             f"at most {store.get('behind_s', 0)} s behind the other processes' writes"
         )
     ex = doc.get("extraction") or {}

@@ -168,6 +168,7 @@ def status_doc(n: int) -> dict[str, Any]:
             "dead_letters": [{"id": "c_1", "attempts": n, "error": "boom"}],
         },
         "consolidation": {"at": 1_780_000_000.0, "scopes": n, "resumed": n},
+        "store": {"shared": True, "indexed": n, "behind_s": 0.5},
     }
 
 
@@ -176,6 +177,7 @@ def test_status_counts_agree_with_one() -> None:
     assert "1 recall in 1 batch," in one and "2 recalls in 2 batches," in two
     assert "1 turn waiting" in one and "2 turns waiting" in two
     assert "(1 try)" in one and "(2 tries)" in two
+    assert "lexical index 1 memory," in one and "lexical index 2 memories," in two
     assert "1 scope consolidated, 1 step of an interrupted run" in one
     assert "2 scopes consolidated, 2 steps of an interrupted run" in two
     assert "(s)" not in one + two
