@@ -371,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for background in (False, True) if not args.no_background else (False,):
             for arm in run_person(sim, background):
                 results.setdefault(arm.name, []).append(arm)
-        print(f"{sim.conversation.id}: done", file=sys.stderr, flush=True)
+        benchutil.note(f"{sim.conversation.id}: done")
     arm_names = list(results)
     arms = {name: rates_of(found) for name, found in results.items()}
     first = arm_names[0]

@@ -270,12 +270,10 @@ def _progress(label: str, entry: dict[str, Any]) -> None:
     for name in ("tap", "baseline"):
         if name in entry:
             side = entry[name]
-            print(
+            benchutil.note(
                 f"{label} {name}: with memories {100 * side['share_with_memories']:.1f}%, TTFB p50/p99 "
                 f"{side['ttfb_ms'].get('p50')}/{side['ttfb_ms'].get('p99')} ms, direct {direct['ttfb_ms'].get('p50')}/"
-                f"{direct['ttfb_ms'].get('p99')} ms, errors {side['errors']}, degraded {side['degraded']}",
-                file=sys.stderr,
-                flush=True,
+                f"{direct['ttfb_ms'].get('p99')} ms, errors {side['errors']}, degraded {side['degraded']}"
             )
 
 

@@ -38,6 +38,7 @@ import msgspec
 
 from tap.config import ConsolidateConfig
 from tap.consolidate import ArchivePick, MergeGroup, ScopePlan, merge, plan_scope
+from tap.plural import plural
 from tap.ports import MemoryStore
 from tap.records import Memory
 from tap.repeatlog import RepeatLog
@@ -158,13 +159,21 @@ class Consolidator:
         last = {scope: self.journal.last_run(scope) for scope in self.scopes()}
         return sorted((s for s, at in last.items() if at <= cutoff), key=lambda s: (last[s], s))
 
-    def run(self, scope: str | None = None, *, dry_run: bool = False) -> Report:
-        """Consolidate one scope, or every scope, now (after finishing an interrupted run)."""
+    def run(
+        self, scope: str | None = None, *, dry_run: bool = False, on_scope: Callable[[int, int], object] | None = None
+    ) -> Report:
+        """Consolidate one scope, or every scope, now (after finishing an interrupted run);
+        `on_scope(done, total)` is called once the scopes are known and after each one (progress)."""
         report = Report(dry_run=dry_run)
         if not dry_run:
             report.resumed = self.replay(scope)
-        for name in [scope] if scope is not None else self.scopes():
+        names = [scope] if scope is not None else self.scopes()
+        for done, name in enumerate(names):
+            if on_scope is not None:
+                on_scope(done, len(names))
             report.add(self.consolidate_scope(name, dry_run=dry_run))
+        if on_scope is not None:
+            on_scope(len(names), len(names))
         return report
 
     def plan(self, scope: str) -> ScopePlan:
@@ -210,7 +219,7 @@ class Consolidator:
                 self._archive([str(i) for i in payload["ids"]])
             self.journal.done(step_id)
         if steps:
-            log.info("consolidation: finished %d step(s) of an interrupted run", len(steps))
+            log.info("consolidation: finished %s of an interrupted run", plural(len(steps), "step"))
         return len(steps)
 
     def _merge(self, into: str, member_ids: list[str], planned: Memory | None) -> None:

@@ -30,6 +30,7 @@ from tap.conflicts import Conflict, Settled, live, pairs, resolve
 from tap.consolidation import Consolidator
 from tap.history import SourceTurn, TurnSource, version_turns, versions
 from tap.jsonbody import decode
+from tap.plural import plural
 from tap.ports import Embedder, MemoryStore, StoreStats
 from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
@@ -281,7 +282,8 @@ class MemoryService:
         counts: dict[str, int] = {}
         if self.queue is not None:
             counts["queue"] = self.queue.drop_scope(scope)
-            log.info("forgetting scope %s: dropped %d queued window(s) and chunk(s)", scope, counts["queue"])
+            dropped = plural(counts["queue"], "queued window or chunk", "queued windows and chunks")
+            log.info("forgetting scope %s: dropped %s", scope, dropped)
             if not self.queue.wait_settled(scope, settle_s):
                 log.warning(
                     "forgetting scope %s: a chunk still being extracted after %.0f s may add memories", scope, settle_s
@@ -359,12 +361,15 @@ class MemoryService:
         """Settle a conflict: keep one (the other is superseded by it) or, with `both`, both."""
         return resolve(self.store, keep, drop, both=both, now=self._now)
 
-    def consolidate(self, *, scope: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+    def consolidate(
+        self, *, scope: str | None = None, dry_run: bool = False, on_scope: Callable[[int, int], object] | None = None
+    ) -> dict[str, Any]:
         """Merge near-duplicates and archive stale memories now (tap.consolidation); the report as
-        JSON (the shape of `POST /tap/consolidate`)."""
+        JSON (the shape of `POST /tap/consolidate`). `on_scope(done, total)` follows the scopes."""
         if self.consolidator is None:
             raise ValueError("this service has no consolidator")
-        return msgspec.to_builtins(self.consolidator.run(scope, dry_run=dry_run))  # type: ignore[no-any-return]
+        report = self.consolidator.run(scope, dry_run=dry_run, on_scope=on_scope)
+        return msgspec.to_builtins(report)  # type: ignore[no-any-return]
 
     def archive(self, memory_id: str) -> Memory:
         """Set a current memory aside: still listed, never recalled, restorable (KeyError: unknown

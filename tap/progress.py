@@ -1,4 +1,5 @@
-"""Progress on stderr for long CLI work (import, export, extraction, benchmarks).
+"""Progress on stderr for long CLI work (import, export, extraction, log-tail backfill,
+consolidation, benchmarks).
 
 A rich bar when stderr is a terminal and the command is not printing JSON; nothing at all
 otherwise, so a script, a pipe or `--json` gets only the result. rich is imported only when a bar
@@ -23,12 +24,19 @@ def shown(*, quiet: bool = False) -> bool:
 class Bar:
     """One progress line: `with Bar("importing", total=n, quiet=as_json) as bar: bar.advance(k)`.
 
-    `total=None` draws a pulsing bar with the count; `in_bytes` counts bytes (shown as kB / MB).
-    Outside a terminal every method does nothing.
+    `total=None` draws a pulsing bar with the count; `in_bytes` counts bytes (shown as kB / MB);
+    `counted=False` draws a spinner and the time elapsed only, for work that reports no steps (a
+    request the server answers when it is done). Outside a terminal every method does nothing.
     """
 
     def __init__(
-        self, description: str, total: float | None = None, *, quiet: bool = False, in_bytes: bool = False
+        self,
+        description: str,
+        total: float | None = None,
+        *,
+        quiet: bool = False,
+        in_bytes: bool = False,
+        counted: bool = True,
     ) -> None:
         self._progress: Progress | None = None
         self._task: TaskID | None = None
@@ -40,19 +48,18 @@ class Bar:
             DownloadColumn,
             MofNCompleteColumn,
             Progress,
+            ProgressColumn,
+            SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
 
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn() if in_bytes else MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
+        columns: list[ProgressColumn] = [SpinnerColumn(), TimeElapsedColumn()]
+        if counted:
+            count = DownloadColumn() if in_bytes else MofNCompleteColumn()
+            columns = [BarColumn(), count, TimeElapsedColumn(), TimeRemainingColumn()]
+        self._progress = Progress(TextColumn("{task.description}"), *columns, console=Console(stderr=True))
         self._task = self._progress.add_task(description, total=total)
 
     @property

@@ -80,7 +80,7 @@ class ChunkQueue:
         self._db.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
         self._db.executescript(_SCHEMA)
         self._db.execute("DELETE FROM chunks WHERE state = 'dropped'")
-        self._db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'")
+        self.release_running()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -199,6 +199,12 @@ class ChunkQueue:
         return tail
 
     # -- the queue ------------------------------------------------------------------------------
+
+    def release_running(self) -> int:
+        """Put every chunk left `running` back in the queue (its extraction was cut short: a crash,
+        or Ctrl-C in the one process that works this queue); how many. Done at every start."""
+        with self._tx() as db:
+            return db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'").rowcount
 
     def claim(self) -> QueuedChunk | None:
         """Take the oldest ready chunk (state → running), or None."""

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tap.plural import plural
+
 
 @dataclass
 class _Kind:
@@ -68,7 +70,7 @@ class RepeatLog:
         with self._lock:
             entry = self._kinds.pop(kind, None)
         if entry is not None:
-            self.log.info(message + f" (after {entry.total} failure(s))", *args)
+            self.log.info(message + f" (after {plural(entry.total, 'failure')})", *args)
 
     def count(self, kind: str) -> int:
         """Failures of a kind since it last recovered."""

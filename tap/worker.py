@@ -47,6 +47,7 @@ from tap.batching import VectorCache, WriteBuffer
 from tap.config import ExtractConfig
 from tap.errors import EmbedderError, ProviderError, StoreError
 from tap.extraction import BudgetExhausted, Extraction
+from tap.plural import plural
 from tap.priority import lower_thread_priority
 from tap.queue import ChunkQueue, QueuedChunk
 from tap.repeatlog import RepeatLog
@@ -159,7 +160,7 @@ class ExtractionWorker:
                 for item, _ in finished:
                     self._wait_for_store(item.chunk.id, exc)
             else:
-                self._log.failed("flush", "writing the memories of %d chunk(s) failed", len(finished), exc=exc)
+                self._log.failed("flush", "writing the memories of %s failed", plural(len(finished), "chunk"), exc=exc)
                 for item, _ in finished:
                     self._failed(item.chunk.id, item.attempts, exc, True, None)
             return len(claimed)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
+
+from tests.waits import wait_until
 
 
 def free_port() -> int:
@@ -33,17 +34,22 @@ class ChromaServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"chroma run exited with {self._proc.returncode}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("chroma server did not come up")
+        try:
+            wait_until(self._answers, within=timeout, poll=0.2, what="chroma run to answer its heartbeat")
+        except AssertionError:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        """Up: it answers the heartbeat (RuntimeError when it exited)."""
+        assert self._proc is not None
+        if self._proc.poll() is not None:
+            raise RuntimeError(f"chroma run exited with {self._proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1):
+                return True
+        except OSError:
+            return False
 
     def stop(self) -> None:
         if self._proc is not None:

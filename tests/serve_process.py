@@ -7,9 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
+
+from tests.waits import wait_until
 
 
 class ServeProcess:
@@ -34,18 +35,24 @@ class ServeProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + timeout
+        try:
+            wait_until(self._answers, within=timeout, poll=0.1, what="tap serve to answer /tap/health")
+        except AssertionError:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        """Up: it wrote server.json and answers /tap/health (RuntimeError when it exited)."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}")
         info = self.home / "server.json"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}")
-            if info.exists():
-                self.url = json.loads(info.read_text())["url"]
-                with urllib.request.urlopen(self.url + "/tap/health", timeout=5):
-                    return self
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("tap serve did not start in time")
+        if not info.exists():
+            return False
+        self.url = json.loads(info.read_text())["url"]
+        with urllib.request.urlopen(self.url + "/tap/health", timeout=5):
+            return True
 
     @property
     def token(self) -> str:

@@ -1,8 +1,9 @@
 """The CLI start-up benchmark (bench/cli.py) runs in its tiny mode and writes its result.
 
-Nothing is compared against the 0.5 s target here (the machine may be busy): the run must exit 0,
-time every command in both modes next to the interpreter baseline, and the commands that talk to
-a running server must have been faster than the same commands opening the store themselves.
+Nothing is timed or compared here (the machine may be busy; speed is the benchmark's to report):
+the run must exit 0 and time every command in both modes, wall clock and CPU, next to the
+interpreter baseline. That the commands against a running server leave the store and the model
+to it is tested on what they import (tests/tap/test_cli_startup.py), not on how long they take.
 """
 
 from __future__ import annotations
@@ -35,6 +36,5 @@ def test_cli_benchmark_quick_run(tmp_path: Path) -> None:
         assert set(result[mode]) == COMMANDS
         assert all(row["runs"] == 2 and row["median_s"] > 0 for row in result[mode].values())
         assert result[mode]["python -c pass"]["ratio_to_python"] == 1.0
-    for command in ("tap status", "tap memories list", "tap recall TEXT"):
-        assert result["with_server"][command]["cpu_median_s"] < result["without_server"][command]["cpu_median_s"]
+        assert all("cpu_median_s" in row for row in result[mode].values())
     assert "meets_target" in result["with_server"]["tap status"]

@@ -127,3 +127,15 @@ def test_load(tmp_path: Path) -> None:
         assert entry["tap"]["errors"] == 0 and entry["direct"]["errors"] == 0
         assert "added_ttfb_p99_ms" in entry and "p99" in entry["tap"]["inter_chunk_gap_ms"]
     assert result["levels"]["1"]["tap"]["share_with_memories"] > 0
+    assert "TTFB p50/p99" not in (tmp_path / "load.log").read_text()  # its progress lines: only on a terminal
+
+
+def test_consolidate(tmp_path: Path) -> None:
+    result = run_bench("consolidate", tmp_path / "consolidate.json", "--quick")
+    assert result["simulation"]["people"] == 3 and result["simulation"]["restated_or_repeated_turns"] > 0
+    assert list(result["arms"]) == ["before", "after", "after+excerpts", "background"]
+    before, after = result["arms"]["before"], result["arms"]["after"]
+    assert before["near_duplicates_left"] > 0 and after["near_duplicates_left"] == 0
+    assert after["store"]["superseded"] > before["store"]["superseded"]  # merged, kept as history
+    assert set(result["verdicts"]) == {"after", "after+excerpts", "background"}
+    assert ": done" not in (tmp_path / "consolidate.log").read_text()  # progress only on a terminal

@@ -41,6 +41,7 @@ from bridges.hooks.payload import HookInput, context_output
 from bridges.hooks.scope import hook_scope
 from bridges.hooks.state import HookState
 from tap.config import HooksConfig
+from tap.plural import plural
 from tap.recall import is_excerpt, pack_block
 from tap.records import IngestEvent, Memory, Message, RecallResult
 from tap.repeats import Skip
@@ -183,7 +184,7 @@ class HookService:
             output=context_output(EVENTS[event], result.block),
             session=session,
             given=ids,
-            outcome=f"gave {len(ids)} {'memory' if len(ids) == 1 else 'memories'} ({result.tokens} tokens)",
+            outcome=f"gave {plural(len(ids), 'memory', 'memories')} ({result.tokens} tokens)",
         )
 
     # -- capture -----------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ class HookService:
         if chunks:
             self.backend.extract_soon()
         self._counters.turns_queued += turns
-        return HookReply(session=session, outcome=f"queued {turns} turns, {chunks} chunks")
+        return HookReply(session=session, outcome=f"queued {plural(turns, 'turn')}, {plural(chunks, 'chunk')}")
 
     def _transcript(self, payload: HookInput, scope: str) -> int:
         if not payload.transcript_path:

@@ -18,6 +18,7 @@ from pathlib import Path
 from bridges.logtail.state import OffsetStore
 from bridges.logtail.tailer import Tailer
 from tap.config import LogtailConfig
+from tap.plural import plural
 from tap.records import IngestEvent
 from tap.tasks import create_task
 
@@ -38,7 +39,7 @@ async def follow(tailer: Tailer, stop: asyncio.Event, poll_s: float) -> None:
             log.exception("log tail pass failed; retrying in %.1f s", poll_s)
         else:
             if queued:
-                log.info("logtail: queued %d new turn(s)", queued)
+                log.info("logtail: queued %s", plural(queued, "new turn"))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), poll_s)
 

@@ -32,6 +32,7 @@ from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli.base import emit_json, state
 from tap.config import LoadedConfig
+from tap.plural import plural
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -102,7 +103,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _detail(stats: TailStats) -> str:
-    return f"{stats.lines:,} lines · {stats.turns:,} turns queued"
+    return f"{plural(stats.lines, 'line')} · {plural(stats.turns, 'turn')} queued"
 
 
 def _local_sink(rt: Runtime) -> Callable[[Sequence[IngestEvent]], int]:
@@ -190,6 +191,8 @@ class Session:
                 time.sleep(poll_s)
         except KeyboardInterrupt:
             self.ui.say("tap: stopping; extracting what was read (Ctrl-C again to leave it queued)")
+            if self.rt is not None:  # a chunk cut short by Ctrl-C mid-extraction goes again, now
+                self.rt.queue.release_running()
         finally:
             signal.signal(signal.SIGTERM, previous)
         with contextlib.suppress(KeyboardInterrupt):
@@ -307,6 +310,6 @@ def render_summary(doc: dict[str, Any]) -> str:
         lines.append(
             f"memories written: {doc['memories_written']}"
             + (f" ({parts})" if parts else "")
-            + f" from {doc['chunks']} chunk(s)"
+            + f" from {plural(doc['chunks'], 'chunk')}"
         )
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 An agent runs `tap hook …` on every prompt, so its start-up is on the user's path. tap.cli imports
 every command's dependencies (chromadb, onnxruntime, aiohttp, the Telegram library: seconds), so a
 hook invocation is recognised here first and handed to bridges.hooks.command, which needs the
-standard library only when a `tap serve` is running; without one it opens the store itself
+standard library and platformdirs only when a `tap serve` is running; without one it opens the store itself
 (tap.wiring.hooks, imported only then). Everything else goes to the click CLI (tap.cli), which
 also has `tap hook` (same behaviour, for `--help` and tests).
 """

@@ -15,6 +15,8 @@ import click
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli.base import backend, emit_json, state
 from tap.cli.memories import json_option, memories
+from tap.plural import plural
+from tap.progress import Bar
 from tap.render import when
 from tap.views import memory_view
 
@@ -25,24 +27,41 @@ from tap.views import memory_view
 @json_option
 def consolidate_cmd(scope: str | None, dry_run: bool, as_json: bool) -> None:
     """Merge near-duplicates into one memory citing all their sources (the old ones stay as its
-    history) and archive stale low-importance memories ([consolidate] in the config)."""
+    history) and archive stale low-importance memories ([consolidate] in the config). Progress
+    shows on stderr when it is a terminal and --json is not given: scope by scope, or, through a
+    running server (which answers when it is done), the time it has been working."""
     with backend() as svc:
-        report: dict[str, Any] = svc.consolidate(scope=scope, dry_run=dry_run)
+        report = _consolidate(svc, scope, dry_run, as_json)
     if as_json:
         emit_json(report)
         return
     verb = ("would merge", "would archive") if dry_run else ("merged", "archived")
     groups = report["groups"]
-    resumed = f", {report['resumed']} step(s) of an interrupted run finished" if report["resumed"] else ""
+    resumed = f", {plural(report['resumed'], 'step')} of an interrupted run finished" if report["resumed"] else ""
     click.echo(
-        f"{verb[0]} {report['merged']} memories into {len(groups)}, {verb[1]} {report['archived']}"
-        f" ({report['scopes']} scope(s){resumed})"
+        f"{verb[0]} {plural(report['merged'], 'memory', 'memories')} into {len(groups)},"
+        f" {verb[1]} {report['archived']} ({plural(report['scopes'], 'scope')}{resumed})"
     )
     for group in groups:
         into = "" if dry_run else f" → {group['into']}"
         click.echo(f"  merge {', '.join(group['members'])}{into}\n    {group['content']}")
     for pick in report["archived_memories"]:
         click.echo(f"  archive {pick['id']} ({pick['reason']}): {pick['content']}")
+
+
+def _consolidate(svc: Any, scope: str | None, dry_run: bool, as_json: bool) -> dict[str, Any]:
+    """Run consolidation on `svc` (the store here, or the running server) behind a progress line."""
+    from tap.client import AdminClient  # urllib only
+
+    if isinstance(svc, AdminClient):
+        with Bar("consolidating (tap serve)", quiet=as_json, counted=False):
+            return svc.consolidate(scope=scope, dry_run=dry_run)
+    with Bar("consolidating scopes", quiet=as_json) as bar:
+        return dict(
+            svc.consolidate(
+                scope=scope, dry_run=dry_run, on_scope=lambda done, total: bar.update(completed=done, total=total)
+            )
+        )
 
 
 @memories.command("conflicts")

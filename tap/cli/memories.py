@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 import click
 
 from tap.cli.base import backend, emit_json, state
+from tap.plural import plural
 from tap.progress import Bar, shown
 from tap.records import KINDS
 from tap.render import chain_text, console, memories_table, stats_table
@@ -116,7 +117,7 @@ def show_cmd(memory_id: str, as_json: bool) -> None:
         emit_json({"id": memory_id, "chain": [memory_view(m) for m in chain], "history": history_view(chain, turns)})
     else:
         current = next((m.id for m in chain if m.current), memory_id)
-        click.echo(f"{len(chain)} version(s), oldest first (current: {current}):\n\n{chain_text(chain, turns)}")
+        click.echo(f"{plural(len(chain), 'version')}, oldest first (current: {current}):\n\n{chain_text(chain, turns)}")
 
 
 @memories.command("add")
@@ -192,9 +193,10 @@ def forget_cmd(memory_id: str | None, scope: str | None, yes: bool, as_json: boo
     if as_json:
         emit_json(forgotten)
         return
-    click.echo(f"deleted {len(forgotten.deleted)} version(s): {', '.join(forgotten.deleted)}")
+    click.echo(f"deleted {plural(len(forgotten.deleted), 'version')}: {', '.join(forgotten.deleted)}")
     if forgotten.excerpts:
-        click.echo(f"and {len(forgotten.excerpts)} excerpt(s) of its source turns: {', '.join(forgotten.excerpts)}")
+        excerpts = plural(len(forgotten.excerpts), "excerpt")
+        click.echo(f"and {excerpts} of its source turns: {', '.join(forgotten.excerpts)}")
     removed = ", ".join(f"{n} from the {where}" for where, n in forgotten.source_turns.items() if n)
     if removed:
         click.echo(f"source turns removed: {removed}")
@@ -241,7 +243,7 @@ def export_cmd(scope: str | None, output: Path | None) -> None:
             with tmp.open("wb") as handle:
                 count = _write_lines(svc.export(scope=scope), handle, bar)
             tmp.replace(output)
-    click.echo(f"exported {count} record{'' if count == 1 else 's'} to {output}", err=True)
+    click.echo(f"exported {plural(count, 'record')} to {output}", err=True)
 
 
 def _write_lines(lines: Any, handle: BinaryIO, bar: Bar) -> int:
@@ -335,10 +337,9 @@ def recall(text: str, scope: str, budget_tokens: int | None, as_json: bool) -> N
             click.echo(_nothing_recalled(svc, text, scope, budget_tokens))
         else:
             click.echo(view["block"])
-            count = len(view["memories"])
+            count = plural(len(view["memories"]), "memory", "memories")
             click.echo(
-                f"\n({count} {'memory' if count == 1 else 'memories'}, {view['tokens']} tokens, "
-                f"{view['elapsed_ms']:.1f} ms)",
+                f"\n({count}, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)",
                 err=True,
             )
 

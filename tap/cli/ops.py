@@ -8,6 +8,7 @@ import click
 
 from tap.admin_token import ensure_token, read_server_info
 from tap.cli.base import backend, emit_json, state
+from tap.plural import plural
 from tap.progress import Bar
 from tap.render import when
 from tap.scopes import scope_rule
@@ -67,14 +68,14 @@ def render_status(doc: dict[str, Any]) -> str:
     recall = doc.get("recall")
     if recall:
         lines.append(
-            f"recall batches: {recall['served']} recalls in {recall['batches']} batches, "
+            f"recall batches: {plural(recall['served'], 'recall')} in {plural(recall['batches'], 'batch', 'batches')}, "
             f"{recall['lexical_only']} BM25-only and {recall['shed']} shed under load, "
             f"{recall['cache_hits']} from the cache, ~{recall['ms_per_recall']} ms each"
         )
     store = doc.get("store")
     if store and store.get("shared"):
         lines.append(
-            f"store: shared Chroma server; lexical index {store['indexed']} memories, "
+            f"store: shared Chroma server; lexical index {plural(store['indexed'], 'memory', 'memories')}, "
             f"at most {store.get('behind_s', 0)} s behind the other processes' writes"
         )
     ex = doc.get("extraction") or {}
@@ -82,7 +83,7 @@ def render_status(doc: dict[str, Any]) -> str:
         q = ex["queue"]
         lines.append(
             f"queue: {q['queued']} queued, {q['running']} running, {q['done']} done, {q['dead']} dead, "
-            f"{q['turns_waiting']} turns waiting for a full chunk"
+            f"{plural(q['turns_waiting'], 'turn')} waiting for a full chunk"
         )
         cost = ex["cost_today"]
         lines.append(f"LLM spend today ({cost['day']}): ${cost['cost_usd']:.4f} of ${ex['daily_budget_usd']:.2f}")
@@ -91,18 +92,15 @@ def render_status(doc: dict[str, Any]) -> str:
         if ex.get("waiting_for_store"):
             lines.append(f"WAITING for the memory store (chunks are kept and retried): {ex['waiting_for_store']}")
         for dead in ex.get("dead_letters", []):
-            lines.append(f"dead letter {dead['id']} ({dead['attempts']} tries): {dead['error']}")
+            lines.append(f"dead letter {dead['id']} ({plural(dead['attempts'], 'try', 'tries')}): {dead['error']}")
         if q["dead"]:
             lines.append("requeue dead letters with `tap extract retry` (works while tap serve runs)")
     consolidation = doc.get("consolidation") or {}
     if consolidation:
+        resumed = consolidation["resumed"]
         lines.append(
-            f"consolidation: last cycle {when(consolidation['at'])}, {consolidation['scopes']} scope(s) consolidated"
-            + (
-                f", {consolidation['resumed']} step(s) of an interrupted run finished"
-                if consolidation["resumed"]
-                else ""
-            )
+            f"consolidation: last cycle {when(consolidation['at'])}, {plural(consolidation['scopes'], 'scope')}"
+            " consolidated" + (f", {plural(resumed, 'step')} of an interrupted run finished" if resumed else "")
         )
     return "\n".join(lines)
 
@@ -127,14 +125,14 @@ def extract_run(as_json: bool) -> None:
     if as_json:
         emit_json({"processed": done, **result})
     else:
-        click.echo(f"processed {done} chunk(s)\n" + render_status({"server": None, "extraction": result}))
+        click.echo(f"processed {plural(done, 'chunk')}\n" + render_status({"server": None, "extraction": result}))
 
 
 @extract.command("retry")
 def extract_retry() -> None:
     """Put every dead-lettered chunk back in the queue (through the running server, if any)."""
     with backend() as svc:
-        click.echo(f"requeued {svc.requeue_dead()} chunk(s)")
+        click.echo(f"requeued {plural(svc.requeue_dead(), 'chunk')}")
 
 
 @click.command("ui")

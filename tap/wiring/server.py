@@ -34,6 +34,7 @@ from tap.errors import TapError
 from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
+from tap.plural import plural
 from tap.priority import lower_thread_priority
 from tap.retention import keep_pruning
 from tap.scopes import scope_rule
@@ -171,7 +172,7 @@ async def _warm_vectors(rt: Runtime) -> None:
         log.warning("could not load scope vectors at start: %s", exc)
         return
     if loaded:
-        log.info("loaded the vectors of %d scope(s) into memory", loaded)
+        log.info("loaded the vectors of %s into memory", plural(loaded, "scope"))
 
 
 async def _drain_background_tasks(exclude: asyncio.Task[None]) -> None:

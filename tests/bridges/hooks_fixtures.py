@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,7 +121,6 @@ class HookRun:
     returncode: int
     stdout: bytes
     stderr: bytes
-    seconds: float
 
     def context(self) -> str:
         """The additionalContext it printed ("" when it printed nothing)."""
@@ -147,6 +145,5 @@ def run_hook(
         args += ["--agent", agent]
     environment = {k: v for k, v in os.environ.items() if k not in ("TAP_CONFIG", "TAP_ADMIN_TOKEN")}
     environment.update({"TAP_HOME": str(home), **(env or {})})
-    started = time.monotonic()
     proc = subprocess.run(args, input=body, capture_output=True, env=environment, timeout=timeout, check=False)
-    return HookRun(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+    return HookRun(proc.returncode, proc.stdout, proc.stderr)

@@ -8,7 +8,6 @@ memory; not again in the session; again after /clear.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,10 @@ import pytest
 from store.lock import DataDirLock
 from tap.errors import StoreError
 from tests.bridges.hooks_fixtures import HookRun, Transcript, payload, run_hook
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.slow
+STORE = {"chromadb", "onnxruntime", "tokenizers"}
 
 
 def extraction_finished(home: Path) -> bool:
@@ -41,8 +42,9 @@ def test_scripted_session_without_a_server(isolated_home: Path, tmp_path: Path) 
     session = "b2f1e0aa-embedded"
     transcript = Transcript(tmp_path / "projects" / "-garden" / f"{session}.jsonl", session, project)
 
-    def hook(event: str, name: str, **fields: object) -> HookRun:
-        run = run_hook(event, payload(name, session, project, transcript.path, **fields), home=isolated_home)
+    def hook(event: str, name: str, env: dict[str, str] | None = None, **fields: object) -> HookRun:
+        body = payload(name, session, project, transcript.path, **fields)
+        run = run_hook(event, body, home=isolated_home, env=env)
         assert run.returncode == 0, run.stderr
         return run
 
@@ -50,12 +52,11 @@ def test_scripted_session_without_a_server(isolated_home: Path, tmp_path: Path) 
     assert hook("user-prompt-submit", "UserPromptSubmit", prompt=said).stdout == b""
     transcript.user(said)
     transcript.assistant("Rhubarb in Leith, lovely.")
-    stop = hook("stop", "Stop", stop_hook_active=False)
-    assert stop.stdout == b"" and stop.seconds < 3.0  # only the queue: no store opened
-    deadline = time.monotonic() + 120
-    while not extraction_finished(isolated_home):
-        assert time.monotonic() < deadline, "the detached drain did not finish"
-        time.sleep(0.5)
+    stop = hook("stop", "Stop", env={"PYTHONPROFILEIMPORTTIME": "1"}, stop_hook_active=False)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in stop.stderr.decode().splitlines() if "|" in line}
+    assert stop.stdout == b"" and "bridges" in imported
+    assert not imported & STORE, sorted(imported & STORE)  # only the queue: the store is the drain's to open
+    wait_until(lambda: extraction_finished(isolated_home), within=120, what="the detached drain to finish")
 
     question = "where is my allotment?"
     answer = hook("user-prompt-submit", "UserPromptSubmit", prompt=question)

@@ -151,7 +151,7 @@ def test_stop_reads_only_new_transcript_lines_and_extraction_follows(rig: Rig) -
     answered = transcript.assistant("Good, UUID keys stay for invoices.", tool=True)
     transcript.stop_summary()
     stop = payload("Stop", session, rig.project, transcript.path, stop_hook_active=False)
-    assert rig.send("stop", stop).outcome == "queued 2 turns, 1 chunks"
+    assert rig.send("stop", stop).outcome == "queued 2 turns, 1 chunk"
     assert rig.seen(session) == sorted([asked, answered])
     assert rig.send("stop", stop).outcome == "queued 0 turns, 0 chunks"  # nothing new since the offset
     rig.rt.worker.drain(flush=False)
@@ -169,7 +169,7 @@ def test_stop_hook_active_queues_the_lines_but_keeps_the_exchange_open(rig: Rig)
     assert rig.send("stop", active).outcome == "queued 2 turns, 0 chunks"
     transcript.assistant("Anything else?")
     done = payload("Stop", session, rig.project, transcript.path, stop_hook_active=False)
-    assert rig.send("stop", done).outcome == "queued 1 turns, 1 chunks"
+    assert rig.send("stop", done).outcome == "queued 1 turn, 1 chunk"
 
 
 @pytest.mark.parametrize("event", ["pre-compact", "session-end"])
@@ -181,7 +181,7 @@ def test_pre_compact_and_session_end_send_pending_lines_now(rig: Rig, event: str
     extra = {"trigger": "auto"} if event == "pre-compact" else {"reason": "exit"}
     name = "PreCompact" if event == "pre-compact" else "SessionEnd"
     reply = rig.send(event, payload(name, session, rig.project, transcript.path, **extra))
-    assert reply.output is None and reply.outcome == "queued 2 turns, 1 chunks"
+    assert reply.output is None and reply.outcome == "queued 2 turns, 1 chunk"
 
 
 def test_hooks_and_log_tail_reading_one_transcript_queue_each_turn_once(rig: Rig, tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ def test_codex_turn_is_captured_from_its_prompt_and_stop(rig: Rig) -> None:
         last_assistant_message="Buildkite noted.",
         **common,
     )
-    assert rig.send("stop", stop, agent="codex").outcome == "queued 2 turns, 1 chunks"
+    assert rig.send("stop", stop, agent="codex").outcome == "queued 2 turns, 1 chunk"
     assert rig.seen(session) == ["turn-7:assistant", "turn-7:user"]
     assert rig.send("stop", stop, agent="codex").outcome.startswith("queued 0 turns")
 

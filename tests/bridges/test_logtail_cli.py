@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
+from tap.worker import ExtractionWorker
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,
@@ -29,6 +29,8 @@ from tests.bridges.transcripts import (
     user,
     write_claude_session,
 )
+from tests.terminal import with_terminal_stderr
+from tests.waits import wait_until
 
 BO_CWD = "/home/bo/garden"
 BO_SESSION = "9d3f7a52-1b6e-4c0a-8f21-5e4d3c2b1a09"
@@ -149,6 +151,28 @@ def test_format_option_overrides_detection(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["skipped"] == {"broken JSON": 2}
 
 
+def test_ctrl_c_during_an_extraction_still_extracts_that_chunk(
+    tmp_path: Path, isolated_home: Path, fast_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = write_projects(tmp_path)
+    extracted: list[str] = []
+    process = ExtractionWorker._process
+
+    def ctrl_c_in_the_first(worker: ExtractionWorker, extraction: Any, item: Any) -> str | None:
+        extracted.append(item.chunk.id)
+        if len(extracted) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while the first chunk is being extracted
+        return process(worker, extraction, item)
+
+    monkeypatch.setattr(ExtractionWorker, "_process", ctrl_c_in_the_first)
+    code, out, err = run("--config", str(fast_config), "ingest", str(projects), "--follow", "--json")
+    assert code == 0, err
+    assert "stopping; extracting what was read" in err and json.loads(out)["memories_written"] > 0
+    assert extracted.count(extracted[0]) == 2  # cut short, then extracted before the command ended
+    with sqlite3.connect(isolated_home / "queue.db") as db:
+        assert {state for (state,) in db.execute("SELECT state FROM chunks")} == {"done"}
+
+
 # -- real processes ---------------------------------------------------------------------------------
 
 
@@ -163,16 +187,35 @@ def tap_process(home: Path, config: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except sqlite3.OperationalError:
-            pass  # queue.db not created yet
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
+def count_seen(home: Path) -> int:
+    """How many turns the queue has seen (0 before the process created queue.db)."""
+    try:
+        return len(seen_turns(home))
+    except sqlite3.OperationalError:
+        return 0
+
+
+def read_through(home: Path, path: Path) -> bool:
+    """The tailer has read the whole file and handed every turn in it to ingestion: its committed
+    offset is the file's size, at the size and mtime it last looked at (tap.logtail.state)."""
+    status = path.stat()
+    try:
+        with sqlite3.connect(home / "logtail.db") as db:
+            row = db.execute("SELECT offset, seen_size, seen_mtime FROM files WHERE path = ?", (str(path),)).fetchone()
+    except sqlite3.OperationalError:
+        return False  # logtail.db not created yet
+    return row is not None and tuple(row) == (status.st_size, status.st_size, status.st_mtime_ns)
+
+
+def extracted(home: Path) -> bool:
+    """Every queued turn is extracted: no turn waits in an open window, no chunk is queued or being
+    extracted (read from queue.db as `tap status` counts them; tap.queue.ChunkQueue.counts)."""
+    with sqlite3.connect(home / "queue.db") as db:
+        (busy,) = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()
+        (waiting,) = db.execute(
+            "SELECT coalesce(sum(max(0, json_array_length(CAST(turns AS TEXT)) - covered)), 0) FROM windows"
+        ).fetchone()
+    return busy == 0 and waiting == 0
 
 
 @pytest.fixture
@@ -182,7 +225,6 @@ def fast_config(tmp_path: Path) -> Path:
     return config
 
 
-@pytest.mark.slow
 @pytest.mark.slow
 def test_one_shot_in_a_real_process(tmp_path: Path, isolated_home: Path, fast_config: Path) -> None:
     projects = write_projects(tmp_path)
@@ -195,6 +237,14 @@ def test_one_shot_in_a_real_process(tmp_path: Path, isolated_home: Path, fast_co
 
 
 @pytest.mark.slow
+def test_one_shot_shows_its_bar_on_a_terminal(tmp_path: Path, isolated_home: Path, fast_config: Path) -> None:
+    projects = write_projects(tmp_path)
+    code, out, terminal = with_terminal_stderr(["--config", str(fast_config), "ingest", str(projects)], isolated_home)
+    assert code == 0 and f"new turns queued: {len(EXPECTED) + 6}" in out
+    assert "reading logs" in terminal and "3/3" in terminal and "turns queued" in terminal
+    assert "extracting memories" in terminal and "\x1b[" in terminal  # drawn, with the terminal's escapes
+
+
 @pytest.mark.slow
 def test_follow_picks_up_appends_and_new_files_then_stops_on_ctrl_c(
     tmp_path: Path, isolated_home: Path, fast_config: Path
@@ -202,13 +252,13 @@ def test_follow_picks_up_appends_and_new_files_then_stops_on_ctrl_c(
     projects = write_projects(tmp_path)
     proc = tap_process(isolated_home, fast_config, "ingest", str(projects), "--follow", "--json")
     try:
-        wait_for(lambda: len(seen_turns(isolated_home)) == len(EXPECTED) + 6)
+        wait_until(lambda: count_seen(isolated_home) == len(EXPECTED) + 6, what="the first turns queued")
         with (projects / "-home-bo-garden" / f"{BO_SESSION}.jsonl").open("a", encoding="utf-8") as handle:
             handle.write("".join(jsonl_line(e) for e in bo_entries(3, 2, parent="bo-a2")))
         late = projects / "-home-cy-notes" / "c0ffee00-0000-4000-8000-000000000001.jsonl"
         late.parent.mkdir()
         late.write_text("".join(jsonl_line({**e, "cwd": "/home/cy/notes"}) for e in bo_entries(50, 1)), "utf-8")
-        wait_for(lambda: len(seen_turns(isolated_home)) == len(EXPECTED) + 12)
+        wait_until(lambda: count_seen(isolated_home) == len(EXPECTED) + 12, what="the appended turns queued")
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -218,7 +268,6 @@ def test_follow_picks_up_appends_and_new_files_then_stops_on_ctrl_c(
     assert "bo-u3" in seen_turns(isolated_home) and "bo-u50" in seen_turns(isolated_home)
 
 
-@pytest.mark.slow
 @pytest.mark.slow
 def test_kill_9_and_restart_loses_nothing_and_doubles_nothing(
     tmp_path: Path, isolated_home: Path, fast_config: Path
@@ -230,12 +279,12 @@ def test_kill_9_and_restart_loses_nothing_and_doubles_nothing(
     path.write_text("".join(entries[:8]), encoding="utf-8")
     proc = tap_process(isolated_home, fast_config, "ingest", str(projects), "--follow", "--json")
     try:
-        wait_for(lambda: len(seen_turns(isolated_home)) == 2)
+        wait_until(lambda: count_seen(isolated_home) == 2, what="the first two turns queued")
         with path.open("a", encoding="utf-8") as handle:
             for line in entries[8:20]:
                 handle.write(line)
                 handle.flush()
-                time.sleep(0.03)
+                time.sleep(0.03)  # a writer appending line by line, so the kill lands mid-stream (not a wait)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
@@ -243,8 +292,10 @@ def test_kill_9_and_restart_loses_nothing_and_doubles_nothing(
         handle.write("".join(entries[20:]))
     proc = tap_process(isolated_home, fast_config, "ingest", str(projects), "--follow", "--json")
     try:
-        wait_for(lambda: len(seen_turns(isolated_home)) >= len(EXPECTED))
-        time.sleep(1.0)  # a few more polls: nothing more may arrive
+        wait_until(
+            lambda: read_through(isolated_home, path) and extracted(isolated_home),
+            what="the whole file read and its turns extracted",
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from click.testing import CliRunner
 from tap.cli.main import main
 from tests.bridges.transcripts import CWD, EXPECTED, SESSION, claude_session_entries, jsonl_line, write_claude_session
 from tests.serve_process import ServeProcess
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -34,15 +33,6 @@ def seen_turns(home: Path) -> list[str]:
         return sorted(row[0] for row in db.execute("SELECT turn_id FROM seen"))
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
-
-
 def test_ingest_goes_through_the_running_server(tmp_path: Path, isolated_home: Path) -> None:
     config = tmp_path / "tap.toml"
     config.write_text("[extract]\nflush_after_s = 0.0\n", encoding="utf-8")
@@ -55,7 +45,7 @@ def test_ingest_goes_through_the_running_server(tmp_path: Path, isolated_home: P
         summary = json.loads(result.stdout)
         assert summary["server"] == server.url and summary["turns"] == len(EXPECTED)
         assert summary["memories_written"] is None and summary["chunks"] is None
-        wait_for(lambda: any("Postgres" in m["content"] for m in memories(server, CWD)))
+        wait_until(lambda: any("Postgres" in m["content"] for m in memories(server, CWD)), what="the Postgres memory")
         again = json.loads(
             CliRunner().invoke(main, ["--config", str(config), "ingest", str(projects), "--json"]).stdout
         )
@@ -79,15 +69,12 @@ def test_serve_follows_the_configured_paths(tmp_path: Path, isolated_home: Path)
     )
     server = ServeProcess(isolated_home, config=config).start()
     try:
-        wait_for(lambda: len(seen_turns(isolated_home)) == 4)
+        wait_until(lambda: len(seen_turns(isolated_home)) == 4, what="the first four turns queued")
         with path.open("a", encoding="utf-8") as handle:
             handle.write("".join(entries[20:]))
-        wait_for(lambda: seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED))
-        wait_for(lambda: any("June 30" in m["content"] for m in memories(server, CWD)))
+        wait_until(lambda: seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED), what="every turn queued")
+        wait_until(lambda: any("June 30" in m["content"] for m in memories(server, CWD)), what="the June 30 memory")
     finally:
-        started = time.monotonic()
-        output = server.stop()
-        stopped_in = time.monotonic() - started
+        output = server.stop()  # SIGTERM; killed, without "tap: stopped", if it has not exited in 30 s
     assert "logtail: following" in output and "tap: stopped" in output
     assert f"{tmp_path / 'not-yet'}: no such file or directory" in output
-    assert stopped_in < 15

@@ -250,7 +250,7 @@ def test_concurrent_appends_while_following(tmp_path: Path, recorder: Recorder) 
             with path.open("ab") as handle:
                 handle.write(data[position : position + step])
             position += step
-            time.sleep(rng.random() * 0.004)
+            time.sleep(rng.random() * 0.004)  # a writer at its own pace, racing the polls (not a wait)
         done.set()
 
     tailer = recorder.tailer([tmp_path / "projects"], tmp_path / "state")

@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from tap.capture import TurnLog
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeAnthropic
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
@@ -42,17 +42,19 @@ def admin(url: str, token: str, path: str, payload: Any = None) -> Any:
         return json.loads(resp.read())
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[str] | None = None, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"exited early:\n{proc.stdout.read() if proc.stdout else ''}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on {port}")
+def listening(port: int, proc: subprocess.Popen[str] | None = None) -> bool:
+    """Something accepts connections on the port (RuntimeError when `proc` exited meanwhile)."""
+    if proc is not None and proc.poll() is not None:
+        raise RuntimeError(f"exited early:\n{proc.stdout.read() if proc.stdout else ''}")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[str] | None = None) -> None:
+    wait_until(lambda: listening(port, proc), what=f"something listening on port {port}")
 
 
 class MitmProcess:
@@ -129,7 +131,11 @@ async def test_standalone_mitm_goes_through_a_running_server(isolated_home: Path
             await asyncio.to_thread(wait_for_port, port, mitm.proc)
             async with httpx.AsyncClient() as http:
                 r = await http.post(f"http://127.0.0.1:{port}/v1/messages", json=ASK)
-            await asyncio.sleep(1.0)  # the capture goes to the server in the background
+
+            def queued() -> bool:  # the capture goes to the server in the background
+                return sum(admin(server.url, server.token, "/tap/status")["extraction"]["queue"].values()) >= 1
+
+            await asyncio.to_thread(wait_until, queued, what="the exchange's turns in the server's queue")
             out = await asyncio.to_thread(mitm.stop)
             ingested = await asyncio.to_thread(admin, server.url, server.token, "/tap/status")
         finally:

@@ -7,8 +7,8 @@ captured (the exchange ingested with source "telegram" into the chat's own scope
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -208,18 +208,18 @@ async def test_slow_model_gets_an_apology_and_the_turn_is_kept_for_retry(isolate
             isolated_home, api.url, anthropic=llm.url, extra="reply_timeout_s = 1.0", typing_interval_s=0.25
         ) as tap,
     ):
-        llm.reply(body=anthropic_text("Too late"), latency=5.0)
-        started = time.monotonic()
+        held = asyncio.Event()  # the model answers only once the apology is out (or the fake closes)
+        llm.reply(body=anthropic_text("Too late"), hold=held)
         await tap.post(text_update("Remember that I like figs"))
-        (apology,) = await api.wait_for("sendMessage")
-        waited = time.monotonic() - started
+        (apology,) = await api.wait_for("sendMessage")  # sent at reply_timeout_s, the model still thinking
+        held.set()
         typing = len(api.sent("sendChatAction"))
         assert turns(isolated_home)[0][2:] == (None, "pending")
         llm.reply(body=anthropic_text("Noted: you like figs."))
         await tap.post(text_update("/retry"))
         _, answer = await api.wait_for("sendMessage", 2)
         await tap.settle_ingest()
-    assert "Sorry" in apology.text and "/retry" in apology.text and 0.9 <= waited < 4
+    assert "did not answer within 1 s" in apology.text and "/retry" in apology.text  # the timeout, not an error
     assert typing >= 3  # typing re-sent every interval while waiting
     assert answer.text == "Noted: you like figs."
     assert last_user_text(llm.requests[-1].json()).startswith("Remember that I like figs")
@@ -232,14 +232,12 @@ async def test_model_down_gets_an_apology_at_once_and_nothing_crashes(isolated_h
         FakeBotAPI() as api,
         TapTelegram(isolated_home, api.url, anthropic="http://127.0.0.1:9") as tap,
     ):
-        started = time.monotonic()
         await tap.post(text_update("Anyone there?"))
-        (apology,) = await api.wait_for("sendMessage")
-        elapsed = time.monotonic() - started
+        (apology,) = await api.wait_for("sendMessage")  # at once: reply_timeout_s (90 s) is far past its guard
         assert turns(isolated_home)[0][3] == "pending"
         status, _ = await tap.post(text_update("Still there?"))  # the bridge keeps working
         await api.wait_for("sendMessage", 2)
-    assert status == 200 and "could not get an answer from the model" in apology.text and elapsed < 10
+    assert status == 200 and "could not get an answer from the model" in apology.text  # the error, not the timeout
     assert tap.events == []
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tests.bridges.telegram_harness import (
     text_update,
 )
 from tests.upstreams import FakeAnthropic
+from tests.waits import until
 
 
 @pytest.fixture(autouse=True)
@@ -164,10 +164,8 @@ async def test_forget_all_drops_the_chats_conversation_waiting_for_extraction(is
         (question,) = await api.wait_for("sendMessage")
         (_, yes), _ = buttons(question.json("reply_markup"))
         await tap.post(button_update(yes))
-        for _ in range(1000):  # until the chunk is dropped; the confirmation then waits for the worker
-            if queue.in_flight(PRIVATE_ANN):
-                break
-            await asyncio.sleep(0.01)
+        # the chunk is dropped; the confirmation then waits for the worker
+        await until(lambda: queue.in_flight(PRIVATE_ANN), poll=0.01, what="the chunk in flight to be held back")
         assert queue.in_flight(PRIVATE_ANN) == 1
         assert api.sent("editMessageText") == []
         tap.remember("Ann planted twelve trees", PRIVATE_ANN)  # what the chunk in flight extracted…

@@ -4,7 +4,6 @@ connects once the Bot API answers properly."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from aiohttp import web
 from tests.bridges.fake_telegram import TOKEN, BotCall, FakeBotAPI
 from tests.bridges.telegram_harness import ANTHROPIC_KEY, TapTelegram, anthropic_text, set_env, text_update
 from tests.upstreams import FakeAnthropic
+from tests.waits import until
 
 
 class ResultlessBotAPI(FakeBotAPI):
@@ -46,11 +46,12 @@ async def test_a_bot_api_answer_without_result_is_logged_and_tap_keeps_serving(
             assert status == 503  # Telegram delivers it again later
             api.fixed = True
             llm.reply(body=anthropic_text("Connected."))
-            for _ in range(60):  # the bridge retries getMe with backoff (1 s, 2 s, …)
+
+            async def accepted() -> int:  # the bridge retries getMe with backoff (1 s, 2 s, …)
                 status, _ = await tap.post(text_update("now?"))
-                if status != 503:
-                    break
-                await asyncio.sleep(0.25)
+                return status if status != 503 else 0
+
+            status = await until(accepted, poll=0.25, what="the bridge to take updates again")
             (sent,) = await api.wait_for("sendMessage")
             await tap.settle_ingest()
     assert status == 200 and sent.text == "Connected."

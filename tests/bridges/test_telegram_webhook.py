@@ -25,6 +25,7 @@ from tests.bridges.telegram_harness import (
     text_update,
 )
 from tests.upstreams import FakeAnthropic
+from tests.waits import until
 
 
 @pytest.fixture(autouse=True)
@@ -235,11 +236,12 @@ async def test_an_unreachable_bot_api_does_not_stop_tap_and_the_bridge_reconnect
         assert status == 503  # Telegram will deliver it again later
         async with FakeBotAPI(port=port) as api:
             llm.reply(body=anthropic_text("Back online."))
-            for _ in range(50):  # the bridge retries getMe with backoff (1 s, 2 s, …)
+
+            async def accepted() -> int:  # the bridge retries getMe with backoff (1 s, 2 s, …)
                 status, _ = await tap.post(text_update("now?"))
-                if status != 503:
-                    break
-                await asyncio.sleep(0.2)
+                return status if status != 503 else 0
+
+            status = await until(accepted, poll=0.2, what="the bridge to take updates again")
             (sent,) = await api.wait_for("sendMessage")
             await tap.settle_ingest()
     assert status == 200 and sent.text == "Back online."

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from tests.browser import CHROMIUM
-from tests.proxy.ui_pages import Api, card, pick_scope, signed_in, wait_until
+from tests.proxy.ui_pages import Api, card, pick_scope, signed_in
 from tests.serve_process import ServeProcess
 from tests.threaded import InThread
 from tests.upstreams import FakeAnthropic
+from tests.waits import wait_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -76,7 +77,7 @@ def test_a_conflict_found_by_extraction_is_settled_from_the_page(page: Any, serv
     say(api, "conflicts", "job-1", "I work at Google in Dublin.", said)  # an employer is often held twice:
     say(api, "conflicts", "job-2", "I work at Stripe.", said + 30 * DAY)  # no "joined" or "now", so a conflict
     say(api, "conflicts", "home", "I live in Porto. I live in Braga.", said)  # two homes at one moment
-    wait_until(lambda: len(api("GET", "/tap/conflicts?scope=conflicts")[1]["conflicts"]) == 2, "two conflicts")
+    wait_until(lambda: len(api("GET", "/tap/conflicts?scope=conflicts")[1]["conflicts"]) == 2, what="two conflicts")
     google, stripe = "The user works at Google in Dublin", "The user works at Stripe"
 
     signed_in(page, server)
@@ -164,7 +165,7 @@ def test_why_explains_a_proxied_request_candidate_by_candidate(page: Any, server
 
     ids = seed_for_why(api)
     request_id = proxied(server, "why", "Where does Ann live in Lisbon, and what does she love there?")
-    record = wait_until(lambda: (r := api("GET", f"/tap/why/{request_id}"))[0] == 200 and r[1], "the record")
+    record = wait_until(lambda: (r := api("GET", f"/tap/why/{request_id}"))[0] == 200 and r[1], what="the record")
 
     signed_in(page, server)
     pick_scope(page, "why")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from tap.records import Memory, Recalled, RecallResult
 from tap.why import RecallTrace, RequestNote, WhyLog
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeAnthropic
+from tests.waits import until
 
 SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
 QUESTION = f"Where does Ann live in Lisbon, and what does she love there? (my key is {SECRET})"
@@ -116,15 +116,15 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
 
 async def wait_for_record(request_id: str) -> dict[str, Any]:
     """The record is kept right after the response, on a worker thread: wait for it."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    async def kept() -> dict[str, Any] | None:
         try:
             record: dict[str, Any] = json.loads(await asyncio.to_thread(why, request_id, "--json"))
-            return record
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
+        except Exception:  # not recorded yet: `tap why` exits 1
+            return None
+        return record
+
+    return await until(kept, what=f"the record of request {request_id}")
 
 
 def test_why_needs_a_running_server(isolated_home: Path) -> None:

@@ -4,10 +4,8 @@ to check what the page did) and a few steps on the page."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from typing import Any
 
 from tests.serve_process import ServeProcess
@@ -33,18 +31,6 @@ class Api:
         status, body = self("POST", "/tap/memories", {"scope": scope, "content": content, **fields})
         assert status == 201, body
         return str(body["id"])
-
-
-def wait_until[T](probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
-    """Poll `probe` until it returns something other than None (or falsy), and return that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def signed_in(page: Any, server: ServeProcess) -> Any:

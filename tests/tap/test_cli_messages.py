@@ -1,5 +1,6 @@
-"""What the CLI says in the small cases: a recall budget too small for any memory, one memory
-(not "1 memories"), and `tap memories forget` asking on a terminal and needing --yes elsewhere."""
+"""What the CLI says in the small cases: a recall budget too small for any memory, counts that agree
+with one ("1 memory", "1 turn waiting", never "1 memories" or "turn(s)"), and `tap memories
+forget` asking on a terminal and needing --yes elsewhere."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
+from tap.cli.ops import render_status
+from tap.plural import plural
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -112,7 +116,7 @@ def test_forget_on_a_terminal_asks_first(isolated_home: Path) -> None:
     assert code == 1 and "Delete " + memory in shown and "Aborted" in shown
     assert active_ids() == [memory]
     code, shown = on_a_terminal(["memories", "forget", memory], "y", isolated_home)
-    assert code == 0 and "deleted 1 version(s)" in shown
+    assert code == 0 and "deleted 1 version:" in shown
     assert active_ids() == []
 
 
@@ -144,3 +148,44 @@ def test_export_counts_one_record_in_the_singular(isolated_home: Path, tmp_path:
     add("Ann keeps bees")
     code, _, err = run("memories", "export", "-o", str(tmp_path / "out.jsonl"))
     assert code == 0 and f"exported 1 record to {tmp_path / 'out.jsonl'}" in err
+
+
+def test_plural_agrees_with_the_count() -> None:
+    assert [plural(n, "turn") for n in (0, 1, 2)] == ["0 turns", "1 turn", "2 turns"]
+    assert plural(1, "batch", "batches") == "1 batch" and plural(3, "batch", "batches") == "3 batches"
+    assert plural(1200, "memory", "memories") == "1,200 memories"
+
+
+def status_doc(n: int) -> dict[str, Any]:
+    """A `tap status` document (the server's shape) where every count is n."""
+    return {
+        "server": "http://127.0.0.1:8787",
+        "recall": {"served": n, "batches": n, "lexical_only": 0, "shed": 0, "cache_hits": 0, "ms_per_recall": 2.0},
+        "extraction": {
+            "queue": {"queued": n, "running": 0, "done": n, "dead": n, "turns_waiting": n},
+            "cost_today": {"day": "2026-01-01", "cost_usd": 0.0},
+            "daily_budget_usd": 1.0,
+            "dead_letters": [{"id": "c_1", "attempts": n, "error": "boom"}],
+        },
+        "consolidation": {"at": 1_780_000_000.0, "scopes": n, "resumed": n},
+        "store": {"shared": True, "indexed": n, "behind_s": 0.5},
+    }
+
+
+def test_status_counts_agree_with_one() -> None:
+    one, two = render_status(status_doc(1)), render_status(status_doc(2))
+    assert "1 recall in 1 batch," in one and "2 recalls in 2 batches," in two
+    assert "1 turn waiting" in one and "2 turns waiting" in two
+    assert "(1 try)" in one and "(2 tries)" in two
+    assert "lexical index 1 memory," in one and "lexical index 2 memories," in two
+    assert "1 scope consolidated, 1 step of an interrupted run" in one
+    assert "2 scopes consolidated, 2 steps of an interrupted run" in two
+    assert "(s)" not in one + two
+
+
+def test_show_and_forget_count_one_version_in_the_singular(isolated_home: Path) -> None:
+    memory = add("Ann keeps bees")
+    code, out, _ = run("memories", "show", memory)
+    assert code == 0 and out.startswith("1 version, oldest first")
+    code, out, _ = run("memories", "forget", memory, "--yes")
+    assert code == 0 and out.startswith(f"deleted 1 version: {memory}")

@@ -1,57 +1,19 @@
-"""Long CLI work shows a progress bar on a terminal (import, export, extraction) and stays quiet with
---json or when stderr is not a terminal; import in batches numbers bad lines as in the file."""
+"""Long CLI work shows a progress bar on a terminal (import, export, extraction, consolidation) and
+stays quiet with --json or when stderr is not a terminal; import in batches numbers bad lines as
+in the file."""
 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
-
-
-def with_terminal_stderr(args: list[str], home: Path) -> tuple[int, str, str]:
-    """Run `tap ARGS` with stderr on a pseudo-terminal and stdout on a pipe: (code, stdout, terminal)."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tap", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        env={**os.environ, "TAP_HOME": str(home), "COLUMNS": "100"},
-        close_fds=True,
-    )
-    os.close(follower)
-    seen, deadline = b"", time.monotonic() + 180
-    waiting = select.poll()
-    waiting.register(leader, select.POLLIN)
-    try:
-        while time.monotonic() < deadline:
-            ready = waiting.poll(200)
-            if ready:
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif proc.poll() is not None:
-                break
-        out = proc.stdout.read().decode() if proc.stdout else ""
-        return proc.wait(timeout=30), out, seen.decode(errors="replace")
-    finally:
-        os.close(leader)
-        if proc.poll() is None:
-            proc.kill()
+from tests.serve_process import ServeProcess
+from tests.terminal import with_terminal_stderr
 
 
 def export_file(path: Path, count: int, bad_line: int) -> None:
@@ -96,6 +58,45 @@ def test_extract_run_shows_a_bar_only_on_a_terminal(isolated_home: Path) -> None
     assert code == 0 and "extracting" in terminal
     code, out, terminal = with_terminal_stderr(["extract", "run", "--json"], isolated_home)
     assert code == 0 and "extracting" not in terminal and json.loads(out)["processed"] == 0
+
+
+def seed_duplicates(home: Path, scopes: list[str]) -> None:
+    """Two memories that say the same thing in each scope (on disk, for the CLI to read)."""
+    from tap.config import LoadedConfig, parse_config
+    from tap.records import Memory
+    from tap.wiring.runtime import configured_adapters, open_runtime
+
+    rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home), adapters=configured_adapters)
+    try:
+        rt.memories.write(
+            [
+                Memory(id=f"m_{scope}{n}", scope=scope, content=content, sources=[f"t_{scope}{n}"])
+                for scope in scopes
+                for n, content in enumerate(("The user lives in Lisbon", "The user lives in Lisbon!"))
+            ]
+        )
+    finally:
+        rt.close()
+
+
+@pytest.mark.slow
+def test_consolidate_shows_progress_on_a_terminal_here_and_through_the_server(isolated_home: Path) -> None:
+    seed_duplicates(isolated_home, ["ann", "bob"])
+    code, out, terminal = with_terminal_stderr(["memories", "consolidate", "--dry-run", "--json"], isolated_home)
+    assert code == 0 and json.loads(out)["merged"] == 4 and "consolidating" not in terminal
+    code, out, terminal = with_terminal_stderr(["memories", "consolidate"], isolated_home)
+    assert code == 0 and "merged 4 memories into 2, archived 0 (2 scopes)" in out
+    assert "consolidating scopes" in terminal and "2/2" in terminal  # scope by scope, here
+
+    server = ServeProcess(isolated_home).start()
+    try:
+        code, out, terminal = with_terminal_stderr(["memories", "consolidate", "--scope", "ann"], isolated_home)
+        assert code == 0 and "merged 0 memories into 0, archived 0 (1 scope)" in out
+        assert "consolidating (tap serve)" in terminal  # the server answers when done: a spinner and the time
+        code, out, terminal = with_terminal_stderr(["memories", "consolidate", "--json"], isolated_home)
+        assert code == 0 and json.loads(out)["scopes"] == 2 and "consolidating" not in terminal
+    finally:
+        server.stop()
 
 
 def test_benchmark_progress_is_quiet_off_a_terminal(capsys: object) -> None:

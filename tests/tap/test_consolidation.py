@@ -7,8 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tap.priority import lower_thread_priority, thread_nice
 from tap.records import Memory
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tests.fakes import real_embedder_in_memory
+from tests.waits import until
 
 NOW = 1_780_000_000.0
 DAY = 86400.0
@@ -225,13 +225,6 @@ def test_a_crash_mid_consolidation_leaves_the_store_consistent_and_the_next_run_
         rt.close()
 
 
-async def wait_for(condition: Callable[[], bool], within: float) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 async def test_the_background_job_runs_at_low_priority_once_per_interval(rt: Runtime) -> None:
     rt.memories.write(DUPLICATES[:3])
     nice: list[int] = []
@@ -243,9 +236,9 @@ async def test_the_background_job_runs_at_low_priority_once_per_interval(rt: Run
     stop = asyncio.Event()
     task = asyncio.create_task(job.keep_running(stop, first_delay_s=0, every_s=0.05))  # noqa: TID251 - a test's own task
     try:
-        await wait_for(lambda: bool(job.last), within=30)
+        await until(lambda: bool(job.last), what="the first background cycle")
         cycles = job.last["at"]
-        await wait_for(lambda: job.last["at"] > cycles, within=30)  # another cycle: the scope was not due
+        await until(lambda: job.last["at"] > cycles, what="another cycle")  # the scope was not due in it
     finally:
         stop.set()
         await task

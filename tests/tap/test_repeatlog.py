@@ -24,8 +24,12 @@ def test_a_failure_storm_logs_one_traceback_and_counted_lines(caplog: pytest.Log
         lines[1].getMessage()
         == "writing chunk 60 failed: ConnectionError: refused (and 59 more like it in the last 60 s)"
     )
-    assert lines[3].getMessage() == "the store is back (after 150 failure(s))"
+    assert lines[3].getMessage() == "the store is back (after 150 failures)"
     assert failures.count("store") == 0
+    with caplog.at_level(logging.INFO, logger="tap.test"):
+        failures.failed("store", "writing failed", exc=ConnectionError("refused"))
+        failures.recovered("store", "the store is back")
+    assert caplog.records[-1].getMessage() == "the store is back (after 1 failure)"
 
 
 def test_kinds_are_counted_apart(caplog: pytest.LogCaptureFixture) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import sqlite3
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeOllama
+from tests.waits import until
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
@@ -45,15 +44,6 @@ def call(server: ServeProcess, method: str, path: str, body: Any = None) -> tupl
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
-
-
-async def wait_for(predicate: Any) -> None:
-    deadline = time.monotonic() + 60.0
-    while time.monotonic() < deadline:
-        if await asyncio.to_thread(predicate):
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def chunk_states(home: Path) -> list[str]:
@@ -98,13 +88,13 @@ async def test_kill_9_mid_extraction_loses_nothing(isolated_home: Path, tmp_path
         server = ServeProcess(isolated_home, config=config).start()
         try:
             assert call(server, "POST", "/tap/ingest", CONVERSATION)[0] == 202
-            await wait_for(lambda: len(llm.requests) == 1)
+            await until(lambda: len(llm.requests) == 1, what="the first extraction request")
             assert chunk_states(isolated_home) == ["running"]
         finally:
             server.stop(sig=signal.SIGKILL)
         server = ServeProcess(isolated_home, config=config).start()
         try:
-            await wait_for(lambda: chunk_states(isolated_home) == ["done"])
+            await until(lambda: chunk_states(isolated_home) == ["done"], what="the chunk extracted after the restart")
             status, listed = call(server, "GET", "/tap/memories?scope=ana")
         finally:
             server.stop()

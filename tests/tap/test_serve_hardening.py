@@ -90,7 +90,7 @@ def test_dead_letters_are_requeued_through_the_running_server(served: ServeProce
     assert claimed is not None
     queue.kill(claimed.chunk.id, "ProviderError: invalid x-api-key")
     result = CliRunner().invoke(main, ["extract", "retry"], catch_exceptions=False)
-    assert result.exit_code == 0 and result.stdout.strip() == "requeued 1 chunk(s)"
+    assert result.exit_code == 0 and result.stdout.strip() == "requeued 1 chunk"
     assert queue.counts()["dead"] == 0
     queue.close()
 

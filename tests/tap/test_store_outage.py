@@ -15,6 +15,7 @@ from tap.health import check_health
 from tap.records import IngestEvent, Message
 from tap.wiring.runtime import open_runtime
 from tests.chroma_server import ChromaServer
+from tests.waits import until
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +36,6 @@ def event(n: int) -> IngestEvent:
     )
 
 
-async def wait_for(condition: object, within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
-
-
 async def test_chunks_wait_for_the_store_and_none_is_lost(tmp_path: Path, isolated_home: Path) -> None:
     server = ChromaServer(tmp_path / "chroma-data")
     server.start()
@@ -55,13 +49,13 @@ async def test_chunks_wait_for_the_store_and_none_is_lost(tmp_path: Path, isolat
     try:
         for n in range(3):
             await rt.ingestor.ingest_async(event(n))
-        await wait_for(lambda: rt.queue.counts()["done"] >= 3, 30, "extraction before the outage")
+        await until(lambda: rt.queue.counts()["done"] >= 3, what="extraction before the outage")
 
         server.stop()
         for n in range(3, CONVERSATIONS):  # traffic during the outage
             await rt.ingestor.ingest_async(event(n))
-            await asyncio.sleep(OUTAGE_S / CONVERSATIONS)
-        await wait_for(lambda: rt.worker.waiting_for_store != "", 15, "the worker to notice the outage")
+            await asyncio.sleep(OUTAGE_S / CONVERSATIONS)  # traffic spread over the outage (pacing, not a wait)
+        await until(lambda: rt.worker.waiting_for_store != "", what="the worker to notice the outage")
         down = await check_health(rt.store, rt.embedder, rt.worker.status)
         counts = rt.queue.counts()
         assert down["status"] == "down" and not down["checks"]["store"]["ok"]
@@ -69,10 +63,9 @@ async def test_chunks_wait_for_the_store_and_none_is_lost(tmp_path: Path, isolat
         assert counts["dead"] == 0 and counts["done"] == 3 and rt.worker.postponed_for_outage > 0
 
         await asyncio.to_thread(server.start)
-        await wait_for(
+        await until(
             lambda: rt.queue.counts()["done"] >= CONVERSATIONS and rt.queue.counts()["queued"] == 0,
-            45,
-            "every chunk to be extracted after the store came back",
+            what="every chunk to be extracted after the store came back",
         )
         up = await check_health(rt.store, rt.embedder, rt.worker.status)
         counts = rt.queue.counts()
