@@ -5,13 +5,7 @@ forget` asking on a terminal and needing --yes elsewhere."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import select
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +15,7 @@ from click.testing import CliRunner
 from tap.cli.main import main
 from tap.cli.ops import render_status
 from tap.plural import plural
+from tests.terminal import on_a_terminal
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -71,51 +66,13 @@ def test_forget_without_a_terminal_needs_yes(isolated_home: Path) -> None:
     assert code == 0 and json.loads(out)["deleted"] == [memory] and active_ids() == []
 
 
-def on_a_terminal(args: list[str], answer: str, home: Path) -> tuple[int, str]:
-    """Run `tap ARGS` with a pseudo-terminal as stdin/stdout/stderr; type `answer` at the prompt."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tap", *args],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env={**os.environ, "TAP_HOME": str(home)},
-        close_fds=True,
-    )
-    os.close(follower)
-    seen, answered, deadline = b"", False, time.monotonic() + 120
-    waiting = select.poll()  # not select(): in a long test run the descriptor can be past 1024
-    waiting.register(leader, select.POLLIN)
-    try:
-        while time.monotonic() < deadline:
-            ready = waiting.poll(200)
-            if ready:
-                try:
-                    chunk = os.read(leader, 4096)
-                except OSError:  # the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            if not answered and b"[y/N]" in seen:
-                os.write(leader, answer.encode() + b"\n")
-                answered = True
-            if proc.poll() is not None and not ready:
-                break
-        return proc.wait(timeout=30), seen.decode(errors="replace")
-    finally:
-        os.close(leader)
-        if proc.poll() is None:
-            proc.kill()
-
-
 @pytest.mark.slow
 def test_forget_on_a_terminal_asks_first(isolated_home: Path) -> None:
     memory = add("Ann keeps bees")
-    code, shown = on_a_terminal(["memories", "forget", memory], "n", isolated_home)
+    code, shown = on_a_terminal(["memories", "forget", memory], isolated_home, prompt=b"[y/N]", answer="n")
     assert code == 1 and "Delete " + memory in shown and "Aborted" in shown
     assert active_ids() == [memory]
-    code, shown = on_a_terminal(["memories", "forget", memory], "y", isolated_home)
+    code, shown = on_a_terminal(["memories", "forget", memory], isolated_home, prompt=b"[y/N]", answer="y")
     assert code == 0 and "deleted 1 version:" in shown
     assert active_ids() == []
 
