@@ -280,7 +280,7 @@ class LexicalIndex:
         )
         rows = self._db.execute(
             "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
-            "ORDER BY rank LIMIT ?",
+            "ORDER BY rank, id LIMIT ?",  # ties by id: the same hits whatever order the rows were written in
             (match, first_row, k),
         ).fetchall()
         return [(row[0], -float(row[1])) for row in rows]

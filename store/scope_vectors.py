@@ -87,9 +87,16 @@ class _Scope:
         take = min(k, len(self.ids))
         out: list[list[tuple[str, float]]] = []
         for row in scores:
-            best = np.argpartition(-row, take - 1)[:take] if take < len(row) else np.arange(len(row))
-            best = best[np.argsort(-row[best], kind="stable")]
-            out.append([(self.ids[i], float(row[i])) for i in best])
+            if take < len(row):
+                # every row tying with the k-th best competes too, so which of equal vectors (the
+                # passages of one assistant turn share theirs) make the cut does not depend on the
+                # order rows were loaded in (a rewritten record moves to the end)
+                cut = row[np.argpartition(-row, take - 1)[take - 1]]
+                best = np.flatnonzero(row >= cut)
+            else:
+                best = np.arange(len(row))
+            ranked = sorted(best.tolist(), key=lambda i: (-row[i], self.ids[i]))[:take]
+            out.append([(self.ids[i], float(row[i])) for i in ranked])
         return out
 
 

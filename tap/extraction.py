@@ -37,7 +37,7 @@ from tap.ledger import CostLedger, next_utc_midnight
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.ports import Embedder, LLMProvider, MemoryStore
 from tap.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
-from tap.records import OUTDATED_TAG, Hit, Memory
+from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 from tap.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.rules.text import content_words
 
@@ -59,15 +59,6 @@ def memory_id(chunk_id: str, kind: str, content: str) -> str:
     """Deterministic id of a memory extracted from a chunk (re-processing finds it again)."""
     digest = hashlib.sha256(f"{chunk_id}\x1f{kind}\x1f{content}".encode()).hexdigest()[:20]
     return ("e_" if kind == "episode" else "m_") + digest
-
-
-MAX_PASSAGES = 16  # passages of one turn looked up when its statement is superseded
-
-
-def excerpt_id(scope: str, conversation: str, key: str) -> str:
-    """Deterministic id of an excerpt: the same turn passage from any chunk gets the same id."""
-    digest = hashlib.sha256(f"{scope}\x1f{conversation}\x1f{key}".encode()).hexdigest()[:20]
-    return "x_" + digest
 
 
 class Extraction:

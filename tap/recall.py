@@ -41,11 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 from tap.config import RecallConfig
 from tap.conflicts import with_partners
+from tap.history_partners import with_history
 from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
-from tap.records import OUTDATED_TAG, Hit, Memory, Recalled, RecallResult
+from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
+from tap.snippets import excerpt_snippet, terms_of
 from tap.tokens import count_tokens
 from tap.validate import safe_day
 
@@ -81,12 +83,18 @@ def day_heading(label: str) -> str:
 
 
 CONFLICT_MARK = " (unresolved: contradicts another note here; both kept)"
+OUTDATED_MARK = " (updated later)"
 
 
-def render_line(memory: Memory) -> str:
+def render_line(memory: Memory, terms: frozenset[str] = frozenset()) -> str:
     """One memory as it appears in the block (under its day's heading): its content on one line,
-    marked when it contradicts another memory in the block (tap.conflicts)."""
-    return "- " + " ".join(memory.content.split()) + (CONFLICT_MARK if memory.conflicts_with else "")
+    marked when it contradicts another memory in the block (tap.conflicts); an excerpt cut to its
+    sentences that hold one of the question's `terms` (tap.snippets)."""
+    content = " ".join(memory.content.split())
+    if terms and is_excerpt(memory):
+        content = excerpt_snippet(content, terms)
+    marks = (CONFLICT_MARK if memory.conflicts_with else "") + (OUTDATED_MARK if OUTDATED_TAG in memory.tags else "")
+    return "- " + content + marks
 
 
 def min_tokens(line: str) -> int:
@@ -111,13 +119,14 @@ def is_excerpt(memory: Memory) -> bool:
     return memory.kind == "episode"
 
 
-def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int) -> RecallResult:
+def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: str = "") -> RecallResult:
     """Greedy by score into at most `budget` tokens (see `_Packer`); then rendered: the chosen
     statements under one heading per day, days in order, then the chosen excerpts the same way
     under their own heading. A date is paid for once per day and section, and an excerpt never
     stands above a statement (a newer statement of a fact must not read as outranked by an old
-    verbatim line)."""
-    packer = _Packer(budget)
+    verbatim line). With the `query`, excerpts are shown cut to the sentences that hold its words
+    (tap.snippets)."""
+    packer = _Packer(budget, terms_of(query) if query else frozenset())
     deferred: list[tuple[Memory, float]] = []
     for memory, score in ranked:
         if memory.sources and packer.covered.issuperset(memory.sources):
@@ -133,8 +142,9 @@ class _Packer:
     """The block being filled: a memory costs its line, plus its day's heading when that day is new
     in its section, plus the excerpts heading for the first excerpt."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, terms: frozenset[str] = frozenset()) -> None:
         self.budget = budget
+        self.terms = terms
         self.used = count_tokens(HEADER) + count_tokens(FOOTER) + 1
         self.chosen: list[Recalled] = []
         self.sections: dict[bool, dict[tuple[int, str], list[str]]] = {False: {}, True: {}}
@@ -143,7 +153,7 @@ class _Packer:
 
     def place(self, memory: Memory, score: float) -> bool:
         """Add the memory if it fits; whether it did."""
-        line = render_line(memory)
+        line = render_line(memory, self.terms)
         excerpt = is_excerpt(memory)
         days = self.sections[excerpt]
         day = memory_day(memory)
@@ -219,6 +229,28 @@ _AGGREGATE = re.compile(
     r"|more than|less than|fewer than|each|both|between)\b",
     re.IGNORECASE,
 )
+
+
+_ASKS_ASSISTANT = re.compile(
+    r"\byou(?:'ve)?\s+(?:\w+\s+){0,2}?(?:said|mentioned|recommended|suggested|provided|told|gave|listed|explained"
+    r"|described|shared|wrote|proposed|offered|came up with)\b|\bdid you\b|\bremind me\b"
+    r"|\bwe\s+(?:\w+\s+){0,2}?(?:discussed|talked|covered|went over)\b"
+    r"|\b(?:our|the|that|your)\s+(?:\w+\s+)?(?:previous|last|earlier|past|other)\s+(?:conversation|chat|discussion|session)",
+    re.IGNORECASE,
+)
+MODEL_EXCERPT_WEIGHT = 0.7
+"""An excerpt of what an unnamed assistant said, for a question that is not about what it said."""
+
+
+def asks_about_assistant(query: str) -> bool:
+    """Whether the question asks what the assistant said earlier ("which hotel did you recommend?",
+    "remind me of the list you gave me", "in our previous chat …")."""
+    return _ASKS_ASSISTANT.search(query) is not None
+
+
+def model_excerpt(memory: Memory) -> bool:
+    """An excerpt of an unnamed assistant's turn (a named speaker is a person in the chat)."""
+    return is_excerpt(memory) and "assistant" in memory.tags and memory.content.startswith("Assistant: ")
 
 
 _HISTORY = re.compile(
@@ -314,6 +346,11 @@ def rank_order(chosen: Sequence[Recalled]) -> list[Recalled]:
     return sorted(chosen, key=lambda r: -key(r))
 
 
+def _passage_ids(memory: Memory, turn: str) -> list[str]:
+    """The ids of every passage's excerpt of one source turn of a memory (tap.history_partners)."""
+    return [excerpt_id(memory.scope, memory.conversation, f"{turn}\x1f{i}") for i in range(MAX_PASSAGES)]
+
+
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """Vectors for several queries in one call: the embedder's `embed_queries` when it has one
     (an optional capability: the ONNX and Ollama embedders do), else one `embed_query` each."""
@@ -389,7 +426,8 @@ class RecallEngine:
         if reduced.empty:
             return empty_result()
         ranked = self._traced(reduced, scope, trace) if trace is not None else self._ranked([reduced], scope)[0]
-        return self._packed(ranked, skip, budget_tokens or self.config.budget_tokens, started, trace)
+        budget = budget_tokens or self.config.budget_tokens
+        return self._packed(ranked, skip, budget, started, trace, query=reduced.lexical)
 
     async def recall_async(
         self,
@@ -451,7 +489,7 @@ class RecallEngine:
                 try:
                     traced = ask.trace if id(item) not in found else None
                     ranking = found[id(item)] if traced is None else self._traced(ask.query, scope, traced)
-                    result = self._packed(ranking, ask.skip, ask.budget, ask.started, traced)
+                    result = self._packed(ranking, ask.skip, ask.budget, ask.started, traced, query=ask.query.lexical)
                     result.lexical_only = lexical_only
                     item.future.set_result(result)
                 except Exception as exc:
@@ -465,7 +503,7 @@ class RecallEngine:
             return []
         if lexical_only:
             found_lexical = self._candidates(queries, scope, vectors=False)
-            return [self._rank(q.lexical, scope, c) for q, c in zip(queries, found_lexical, strict=True)]
+            return [self._rank(q.lexical, scope, c, history=False) for q, c in zip(queries, found_lexical, strict=True)]
         revision = self.store.revision(scope)
         found: dict[RecallQuery, Ranked] = {}
         for query in queries:
@@ -509,27 +547,37 @@ class RecallEngine:
         budget: int,
         started: float,
         trace: RecallTrace | None = None,
+        *,
+        query: str = "",
     ) -> RecallResult:
         if skip is not None:
             ranked = [(m, s) for m, s in ranked if not skip(m)]
         ranked = with_partners(ranked, self.store.get)
-        result = self._pack(ranked, budget)
+        result = self._pack(ranked, budget, query)
         self._note_access([r.memory.id for r in result.memories])
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         if trace is not None:
             trace.packed(ranked, result)
         return result
 
-    def _rank(self, query: str, scope: str, found: Candidates | None = None) -> list[tuple[Memory, float]]:
+    def _rank(
+        self, query: str, scope: str, found: Candidates | None = None, *, history: bool = True
+    ) -> list[tuple[Memory, float]]:
+        """The scored candidates best first; with `history`, each statement that replaced another
+        followed by the excerpt of the value it replaced (tap.history_partners; one store read, left
+        out of the lexical-only fallback under overload)."""
         vector_hits, lexical_hits = found if found is not None else self._candidates([reduce_query(query)], scope)[0]
         floor = current_floor(query)
         lexical = self._relevant_lexical(lexical_hits, newer_count=floor < 1.0)
         fused = self._fuse(self._relevant_vector(vector_hits), lexical)
         now = self._now()
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
+        if MODEL_EXCERPT_WEIGHT < 1.0 and not asks_about_assistant(query):
+            scored = [(m, s * MODEL_EXCERPT_WEIGHT if model_excerpt(m) else s) for m, s in scored]
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
-        return sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
+        ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
+        return with_history(ranked, self.store.get, _passage_ids) if history else ranked
 
     def _relevant_vector(self, hits: list[Hit]) -> list[Hit]:
         return [h for h in hits if h.score >= self.config.min_similarity]
@@ -550,9 +598,18 @@ class RecallEngine:
 
     @staticmethod
     def _fuse(*rankings: list[Hit]) -> dict[str, tuple[Memory, float]]:
+        """Reciprocal-rank fusion. Hits of one ranking that tie on the score and cite the same turns
+        share a rank, and the next hit takes the next rank: the passages of one assistant turn are
+        embedded from the turn's opening words (tap.rules.excerpts), so the vector side judged the
+        turn once, not each passage (before, the nine passages of one long answer took vector
+        ranks 0-8 and pushed everything else down)."""
         fused: dict[str, tuple[Memory, float]] = {}
         for hits in rankings:
-            for rank, hit in enumerate(hits):
+            rank, previous = -1, None
+            for hit in hits:
+                key = (hit.score, tuple(hit.memory.sources))
+                if key != previous or not hit.memory.sources:
+                    rank, previous = rank + 1, key
                 memory, score = fused.get(hit.memory.id, (hit.memory, 0.0))
                 fused[hit.memory.id] = (memory, score + 1.0 / (RRF_K + rank + 1))
         return fused
@@ -577,8 +634,8 @@ class RecallEngine:
         return 0.5 + 0.5 * float(0.5 ** (age_days / self.config.recency_half_life_days))
 
     @staticmethod
-    def _pack(ranked: list[tuple[Memory, float]], budget: int) -> RecallResult:
-        return pack_block(ranked, budget)
+    def _pack(ranked: list[tuple[Memory, float]], budget: int, query: str = "") -> RecallResult:
+        return pack_block(ranked, budget, query=query)
 
     def _note_access(self, ids: list[str]) -> None:
         if not ids:

@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from typing import Annotated, Literal
@@ -29,6 +30,17 @@ value, so recall lets it yield for questions about the present (it stays searcha
 Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "manual", "import"]
 SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "manual", "import")
 Importance = Annotated[int, msgspec.Meta(ge=1, le=5)]
+
+
+MAX_PASSAGES = 16
+"""Passages of one turn looked up by excerpt id (a turn of up to 16 x 60 words)."""
+
+
+def excerpt_id(scope: str, conversation: str, key: str) -> str:
+    """Deterministic id of an excerpt (`key`: the turn id and the passage's position, joined by
+    \x1f): the same turn passage from any chunk gets the same id."""
+    digest = hashlib.sha256(f"{scope}\x1f{conversation}\x1f{key}".encode()).hexdigest()[:20]
+    return "x_" + digest
 
 
 def new_id() -> str:

@@ -93,3 +93,18 @@ def test_store_serves_small_scopes_from_memory_and_follows_its_writes(isolated_h
         assert ids == {small[1].id, small[2].id}
     finally:
         store.close()
+
+
+def test_equal_vectors_are_cut_and_ordered_by_id_whatever_order_they_were_loaded_in() -> None:
+    rng = np.random.default_rng(3)
+    shared, others = unit(rng, 1)[0], unit(rng, 20)
+    ids = [f"p{i}" for i in range(6)] + [f"o{i}" for i in range(20)]
+    vectors = [shared] * 6 + list(others)
+    results = []
+    for order in (list(range(26)), list(reversed(range(26))), [5, 0, 3, 1, 4, 2, *range(6, 26)]):
+        cache = ScopeVectors()
+        assert cache.load("ana", [ids[i] for i in order], [vectors[i] for i in order], version=cache.version)
+        got = cache.search("ana", [shared], 3)
+        assert got is not None
+        results.append([memory_id for memory_id, _ in got[0]])
+    assert results == [["p0", "p1", "p2"]] * 3  # the passages of one turn share a vector: ties go by id

@@ -256,3 +256,68 @@ def test_a_newer_lexical_hit_with_fewer_of_the_words_counts_for_a_question_about
     kept = RecallEngine._relevant_lexical(hits, newer_count=True)
     assert [h.memory.content for h in kept] == [best.memory.content, newer.memory.content]
     assert RecallEngine._relevant_lexical(hits) == [best]  # any other question: a third of the best
+
+
+def test_a_replacing_statement_brings_the_old_values_turn_after_it_and_never_the_old_statement(
+    engine: RecallEngine,
+) -> None:
+    from tap.records import OUTDATED_TAG, excerpt_id
+
+    store = engine.store
+    old = make_memory(
+        scope="ann",
+        content="The user's favourite BBQ sauce is Sweet Baby Ray's",
+        conversation="c1",
+        sources=["t1"],
+        valid_from=NOW - 300 * DAY,
+        now=NOW,
+    )
+    turn = (
+        "User: I'm making ribs for the party and need a side dish that feeds twelve people. "
+        "I need to stock up on my favourite BBQ sauce, Sweet Baby Ray's. Any smoked brisket recipes?"
+    )
+    excerpt = make_memory(scope="ann", content=turn, kind="episode", conversation="c1", sources=["t1"], now=NOW)
+    excerpt.id = excerpt_id("ann", "c1", "t1\x1f0")
+    excerpt.valid_from = NOW - 300 * DAY
+    excerpt.tags = ["excerpt", "user", OUTDATED_TAG]
+    new = make_memory(
+        scope="ann",
+        content="The user is obsessed with Kansas City Masterpiece sauce now",
+        conversation="c2",
+        sources=["t9"],
+        valid_from=NOW - 10 * DAY,
+        now=NOW,
+    )
+    new.supersedes, old.superseded_by = old.id, new.id
+    filler = [f"The user's cousin number {i} collects stamps from island number {i}" for i in range(12)]
+    others = [make_memory(scope="ann", content=text, sources=[f"f{i}"], now=NOW) for i, text in enumerate(filler)]
+    memories = [old, excerpt, new, *others]
+    store.add(memories, engine.embedder.embed_documents([m.content for m in memories]))
+
+    result = engine.recall("Which sauce am I currently obsessed with?", scope="ann")
+    ids = [r.memory.id for r in result.memories]
+    assert ids[0] == new.id and excerpt.id in ids and old.id not in ids  # history after the current value
+    assert "Sweet Baby Ray's. … (updated later)" in result.block  # cut to the sentence about it, marked
+    assert "side dish" not in result.block
+
+
+def test_what_an_unnamed_assistant_said_yields_to_the_users_own_words_unless_the_question_asks_for_it(
+    engine: RecallEngine,
+) -> None:
+    from tap.recall import asks_about_assistant, model_excerpt
+
+    text = "the Ferrari model was started three weeks ago on a Sunday afternoon"
+    user = _put(engine, f"User: {text}", kind="episode", tags=["excerpt", "user"], sources=["t1"])
+    advice = _put(engine, f"Assistant: {text}", kind="episode", tags=["excerpt", "assistant"], sources=["t2"])
+
+    def scores(question: str) -> dict[str, float]:
+        return {m.id: score for m, score in engine.search(question, scope="ann")}
+
+    about_me = scores("When did I start the Ferrari model?")
+    assert about_me[advice] < 0.8 * about_me[user]  # the same words, but the user's own turn counts more
+    about_you = scores("When did you say the Ferrari model was started?")
+    assert about_you[advice] > 0.9 * about_you[user]
+    assert asks_about_assistant("which hotel did you recommend?") and asks_about_assistant("remind me of the list")
+    assert not asks_about_assistant("Can you recommend a show for tonight?")
+    named = make_memory(scope="ann", content="Melanie: I painted a sunset", kind="episode", tags=["assistant"])
+    assert not model_excerpt(named)  # a named speaker is a person in the chat, whatever its role

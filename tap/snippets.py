@@ -1,0 +1,97 @@
+"""Excerpts cut to what the question is about, for the block (tap.recall).
+
+An excerpt (kind `episode`) is a verbatim passage of up to 60 words of one turn. Users' turns
+often open with an unrelated ask and mention the detail in passing ("I'm planning a trip to Jordan
+… By the way, I visited the Natural History Museum with my dad yesterday"), and assistant turns
+are long lists: a whole passage costs 60-90 tokens, most of them about something else, and a 500-
+token block held about seven memories. So the block shows an excerpt as the sentences that hold a
+word of the question, verbatim, with "…" where sentences were left out (the memory itself, its
+id, date and citation are unchanged; `tap memories show` has the whole passage):
+
+- a passage of one sentence, or one where no sentence holds a word of the question (found by its
+  meaning, not its words), is shown whole;
+- otherwise every sentence that holds a word of the question is kept, and the sentence after one
+  that ends with ":" (a list's lead-in: "I'd suggest these hotels:"); when what is kept is most
+  of the passage (`WHOLE_SHARE` of its words) the whole passage is shown;
+- words are compared lower-cased, without stop words and with a light stemmer ("hotels",
+  "hotel"; "visited", "visit"); the same function reads the question and the passage, so the
+  two sides always agree.
+
+Pure functions, no I/O; the same (content, terms) always gives the same line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["ELLIPSIS", "excerpt_snippet", "terms_of"]
+
+ELLIPSIS = "…"
+WHOLE_SHARE = 0.75
+MAX_SPEAKER_CHARS = 40
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_SENTENCE_GAP = re.compile(r"(?<=[.!?…:])\s+(?=\S)")
+_STOP = frozenset(
+    "a about after again all also am an and any are as at be been before being but by can could did do does "
+    "doing done for from get got had has have having he her here hers him his how i i'd i'll i'm i've if in "
+    "into is it it's its just let me mine my myself no nor not now of off on once only or other our ours out "
+    "over own said say says she should so some such than that that's the their theirs them then there these "
+    "they this those through to too under until up us very was we were what what's when where which while "
+    "who whom why will with would you your yours yourself tell told remember mentioned mention".split()
+)
+
+
+def stem(word: str) -> str:
+    """A light stemmer: enough for a question's word to meet the same word in a passage."""
+    word = word.lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) <= 4:
+        return word
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def terms_of(text: str) -> frozenset[str]:
+    """The stemmed content words of a text (stop words left out; numbers kept)."""
+    return frozenset(stem(w) for w in _WORD.findall(text) if w.lower().replace("’", "'") not in _STOP)
+
+
+def _speaker(content: str) -> tuple[str, str]:
+    """('User: ', passage) when the content opens with a speaker label, else ('', content)."""
+    head, sep, rest = content.partition(": ")
+    if sep and 0 < len(head) <= MAX_SPEAKER_CHARS and not re.search(r"[.!?:]", head):
+        return head + sep, rest
+    return "", content
+
+
+def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
+    """The excerpt's content as the block shows it for a question with these (stemmed) terms: its
+    sentences that hold one of them, "…" marking what was left out (see the module docstring)."""
+    wanted = frozenset(terms)
+    if not wanted:
+        return content
+    label, passage = _speaker(content)
+    sentences = _SENTENCE_GAP.split(passage)
+    if len(sentences) < 2:
+        return content
+    keep = [bool(terms_of(sentence) & wanted) for sentence in sentences]
+    if not any(keep):
+        return content
+    for i in range(len(sentences) - 1):
+        if keep[i] and sentences[i].endswith(":"):
+            keep[i + 1] = True
+    kept_words = sum(len(s.split()) for s, k in zip(sentences, keep, strict=True) if k)
+    if kept_words >= WHOLE_SHARE * len(passage.split()):
+        return content
+    parts: list[str] = []
+    for i, sentence in enumerate(sentences):
+        if keep[i]:
+            parts.append(sentence)
+        elif not parts or parts[-1] != ELLIPSIS:
+            parts.append(ELLIPSIS)
+    return label + " ".join(parts)
