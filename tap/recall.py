@@ -450,10 +450,6 @@ class RecallEngine:
         future = self._batcher.submit(ask, deadline_s=timeout)
         return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
 
-    def busy(self, *, within_s: float = 0.0) -> bool:
-        """Whether proxied recalls are waiting or running (or were, within `within_s`)."""
-        return self._batcher.busy(within_s=within_s)
-
     def search(self, query: str, *, scope: str, limit: int = 20) -> list[tuple[Memory, float]]:
         """Ranked relevant memories without packing (for `tap memories search`)."""
         reduced = reduce_query(query)

@@ -92,14 +92,6 @@ class RecallBatcher:
             threading.Thread(target=self._work, name=f"tap-recall-{n}", daemon=True) for n in range(max(1, workers))
         ]
         self._started = False
-        self._running = 0
-        self._last_active = float("-inf")
-
-    def busy(self, *, within_s: float = 0.0) -> bool:
-        """Whether recalls are waiting or running (or were, less than `within_s` ago): background
-        work that can wait (extraction) checks this to stay off the cores and the GIL meanwhile."""
-        with self._cond:
-            return bool(self._waiting) or self._running > 0 or self._now() - self._last_active < within_s
 
     @property
     def workers(self) -> int:
@@ -201,8 +193,6 @@ class RecallBatcher:
             started = [w for w in batch if w.future.set_running_or_notify_cancel()]
             if not started:
                 continue
-            with self._cond:
-                self._running += 1
             began = self._now()
             try:
                 self._run(started)
@@ -214,8 +204,6 @@ class RecallBatcher:
             elapsed_ms = (self._now() - began) * 1000
             kind = started[0].lexical_only
             with self._cond:
-                self._running -= 1
-                self._last_active = self._now()
                 self.cost_ms[kind] += _SMOOTHING * (elapsed_ms / len(started) - self.cost_ms[kind])
                 self.batches += 1
                 self.served += len(started)

@@ -59,8 +59,6 @@ MAX_OUTAGE_BACKOFF_S = 30.0
 MIN_OUTAGE_BACKOFF_S = 0.05
 OUTAGE_ERRORS = (StoreError, EmbedderError)
 BATCH_CHUNKS = 32
-YIELD_MAX_S = 1.0  # the longest a chunk waits for the hot path to go quiet
-YIELD_STEP_S = 0.02
 CHUNKS_PER_EMBED = 4  # texts of this many chunks per embedder call: enough to keep every core busy
 
 
@@ -85,8 +83,6 @@ class ExtractionWorker:
         flush_idle_s: float = 60.0,
         poll_s: float = 0.5,
         now: Callable[[], float] = time.time,
-        hot_path_busy: Callable[[], bool] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.queue = queue
         self.extraction = extraction
@@ -102,9 +98,6 @@ class ExtractionWorker:
         self._vectors: VectorCache | None = None
         self._outage_delay = 0.0
         self._log = RepeatLog(log)
-        self._hot_path_busy = hot_path_busy
-        self._sleep = sleep
-        self.yielded_s = 0.0
 
     def backoff(self, attempts: int, retry_after: float | None) -> float:
         """Seconds before the next try: exponential with jitter, at least the server's hint."""
@@ -148,7 +141,6 @@ class ExtractionWorker:
                 if outage is not None:  # the store is down: the rest of the batch waits with it
                     self._wait_for_store(item.chunk.id, outage)
                     continue
-                self._yield_to_hot_path()
                 try:
                     outcome = self._process(extraction, item)
                 except OUTAGE_ERRORS as exc:
@@ -178,19 +170,6 @@ class ExtractionWorker:
             self.processed += 1
             self.queue.done(item.chunk.id, outcome)
         return len(claimed)
-
-    def _yield_to_hot_path(self) -> None:
-        """Before each chunk, wait while proxied requests are being recalled for (at most
-        YIELD_MAX_S): extraction's Python work holds the GIL that the event loop and the recall
-        threads need within milliseconds, and its chunks are durable, so they can wait. Under
-        unending load the chunks still move, one per YIELD_MAX_S."""
-        if self._hot_path_busy is None:
-            return
-        waited = 0.0
-        while waited < YIELD_MAX_S and self._hot_path_busy():
-            self._sleep(YIELD_STEP_S)
-            waited += YIELD_STEP_S
-        self.yielded_s += waited
 
     def _reachable(self) -> bool:
         """Whether the store and the embedder answer right now (a cheap read and one short embed)."""
@@ -317,7 +296,6 @@ class ExtractionWorker:
             "paused": self.paused,
             "waiting_for_store": self.waiting_for_store,
             "postponed_for_outage": self.postponed_for_outage,
-            "yielded_to_recall_s": round(self.yielded_s, 1),
             "gate_pass_rate": round(passed / chunks, 3) if chunks else None,
             "counters": counters,
             "cost_today": self.extraction.ledger.today(),

@@ -31,10 +31,6 @@ from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
 from tap.worker import ExtractionWorker
 
-# Extraction waits while proxied recalls run and this long after the last one (tap.worker): a
-# stream of requests a few tens of ms apart keeps it waiting, a single request does not.
-HOT_PATH_QUIET_S = 0.05
-
 
 @dataclass
 class Runtime:
@@ -142,13 +138,7 @@ def open_runtime(
         extract_provider=make_llm_provider(extract, "extract"),
         now=now,
     )
-    worker = ExtractionWorker(
-        queue,
-        extraction,
-        extract,
-        flush_idle_s=extract.flush_after_s,
-        hot_path_busy=lambda: recall.busy(within_s=HOT_PATH_QUIET_S),
-    )
+    worker = ExtractionWorker(queue, extraction, extract, flush_idle_s=extract.flush_after_s)
     turn_log = TurnLog(loaded.data_dir / "turnlog.db")
     journal = Journal(loaded.data_dir / "consolidate.db")
     consolidator = Consolidator(store, journal, config.consolidate, before=recall.flush_access, now=now)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tap import worker as worker_module
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
 from tap.wiring.runtime import Runtime, open_runtime
@@ -122,25 +121,3 @@ def test_scopes_stay_apart(rt: Runtime) -> None:
     rt.worker.drain()
     assert active(rt, "bob") == []
     assert rt.memories.recall_json("allergies?", scope="bob")["memories"] == []
-
-
-def test_extraction_waits_while_proxied_recalls_run_but_never_stops(rt: Runtime) -> None:
-    say(rt, "c1", ("Ana", "I moved to Lisbon last month."), ("Bot", "Lovely!"))
-    asked: list[bool] = []
-    slept: list[float] = []
-    busy_for = iter([True, True, True, False])
-
-    def busy() -> bool:
-        asked.append(next(busy_for, False))
-        return asked[-1]
-
-    rt.worker._hot_path_busy, rt.worker._sleep = busy, slept.append
-    assert rt.worker.drain() == 1
-    assert len(slept) == 3 and active(rt)  # waited three steps, then extracted
-    asked.clear()
-    slept.clear()
-    say(rt, "c2", ("Ana", "My sister lives in Madrid."), ("Bot", "Nice."))
-    rt.worker._hot_path_busy = lambda: True  # unending load: the chunk still goes, after the longest wait
-    assert rt.worker.drain() == 1
-    assert sum(slept) == pytest.approx(worker_module.YIELD_MAX_S)
-    assert any("Madrid" in c for c in active(rt))

@@ -162,20 +162,3 @@ def test_close_sheds_what_is_waiting(gate: Gate) -> None:
         waiting.result(1)
     with pytest.raises(RecallOverloaded):
         batcher.submit("after", deadline_s=10)
-
-
-def test_busy_while_a_recall_waits_or_runs_and_for_a_moment_after() -> None:
-    clock = [100.0]
-    gate = Gate()
-    batcher = RecallBatcher(gate, workers=1, now=lambda: clock[0])
-    assert not batcher.busy(within_s=0.05)
-    done = batcher.submit("a", deadline_s=10)
-    assert gate.entered.acquire(timeout=10)
-    assert batcher.busy()  # running
-    gate.release.set()
-    done.result(10)
-    assert batcher.busy(within_s=0.05)  # just finished
-    assert not batcher.busy()
-    clock[0] += 0.06
-    assert not batcher.busy(within_s=0.05)
-    batcher.close()
