@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["ELLIPSIS", "excerpt_snippet", "terms_of"]
 
@@ -43,6 +44,7 @@ _STOP = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light stemmer: enough for a question's word to meet the same word in a passage."""
     word = word.lower().replace("’", "'")
@@ -61,6 +63,12 @@ def terms_of(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in _WORD.findall(text) if w.lower().replace("’", "'") not in _STOP)
 
 
+@lru_cache(maxsize=32768)
+def _sentences(passage: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The passage's sentences with their terms (the same excerpts come back query after query)."""
+    return tuple((sentence, terms_of(sentence)) for sentence in _SENTENCE_GAP.split(passage))
+
+
 def _speaker(content: str) -> tuple[str, str]:
     """('User: ', passage) when the content opens with a speaker label, else ('', content)."""
     head, sep, rest = content.partition(": ")
@@ -76,10 +84,11 @@ def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
     if not wanted:
         return content
     label, passage = _speaker(content)
-    sentences = _SENTENCE_GAP.split(passage)
-    if len(sentences) < 2:
+    split = _sentences(passage)
+    if len(split) < 2:
         return content
-    keep = [bool(terms_of(sentence) & wanted) for sentence in sentences]
+    sentences = [sentence for sentence, _ in split]
+    keep = [not terms.isdisjoint(wanted) for _, terms in split]
     if not any(keep):
         return content
     for i in range(len(sentences) - 1):
