@@ -175,6 +175,7 @@ class _Packer:
         self.sections: dict[bool, dict[tuple[int, str], list[str]]] = {False: {}, True: {}}
         self.years: dict[bool, set[str]] = {False: set(), True: set()}
         self.covered: set[str] = set()
+        self.lines: set[str] = set()
         self._excerpts_heading = count_tokens(EXCERPTS_HEADING) + 1
 
     def place(self, memory: Memory, score: float) -> bool:
@@ -182,6 +183,8 @@ class _Packer:
         if self.used + MIN_LINE_TOKENS > self.budget:
             return False  # full: no line costs less (a word and its newline)
         line = render_line(memory, self.terms)
+        if line in self.lines:
+            return False  # the same words again (another passage cut to the same sentence): nothing new
         excerpt = is_excerpt(memory)
         days = self.sections[excerpt]
         day = memory_day(memory)
@@ -198,6 +201,7 @@ class _Packer:
             return False
         self.used += cost
         self.covered.update(memory.sources)
+        self.lines.add(line)
         self.years[excerpt].add(year)
         days.setdefault(day, []).append(line)
         self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))

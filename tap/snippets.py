@@ -8,8 +8,9 @@ token block held about seven memories. So the block shows an excerpt as the sent
 word of the question, verbatim, with "…" where sentences were left out (the memory itself, its
 id, date and citation are unchanged; `tap memories show` has the whole passage):
 
-- a passage of one sentence, or one where no sentence holds a word of the question (found by its
-  meaning, not its words), is shown whole;
+- a passage of one sentence, one where no sentence holds a word of the question (found by its
+  meaning, not its words), or one that holds a list ("1. … 2. …", "- … - …": "what was the 7th
+  job in the list you gave me?" needs the items around the ones that match) is shown whole;
 - otherwise every sentence that holds a word of the question is kept, and the sentence after one
   that ends with ":" (a list's lead-in: "I'd suggest these hotels:"); when what is kept is most
   of the passage (`WHOLE_SHARE` of its words) the whole passage is shown;
@@ -33,6 +34,7 @@ WHOLE_SHARE = 0.75
 MAX_SPEAKER_CHARS = 40
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_LIST_ITEM = re.compile(r"(?<!\S)(?:\d{1,2}[.)]|[-*•])(?=\s)")
 _SENTENCE_GAP = re.compile(r"(?<=[.!?…:])\s+(?=\S)")
 _STOP = frozenset(
     "a about after again all also am an and any are as at be been before being but by can could did do does "
@@ -84,6 +86,8 @@ def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
     if not wanted:
         return content
     label, passage = _speaker(content)
+    if len(_LIST_ITEM.findall(passage)) >= 2:
+        return content  # a list: its items' order and neighbours are what "the 7th one" asks about
     split = _sentences(passage)
     if len(split) < 2:
         return content
