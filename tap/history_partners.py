@@ -21,7 +21,8 @@ statement's excerpt along (`with_history`):
   above its statement on its own (a question about the history) stays where it is;
 - the superseded statement itself never enters a block: only the active excerpt does, under its
   own (older) date and marked as replaced (tap.recall.render_line);
-- only the first `HISTORY_STATEMENTS` statements of the ranking that have a history are followed,
+- only the first `HISTORY_STATEMENTS` statements among the first `HISTORY_RANKS` of the ranking
+  that have a history are followed,
   with one read of the replaced versions (the recall engine keeps them in a cache: a replaced
   version never changes) and one read of the excerpts from the store's fast copy of the active
   memories for each version back, which bounds the cost of a recall.
@@ -38,6 +39,7 @@ __all__ = ["HISTORY_WEIGHT", "with_history"]
 HISTORY_WEIGHT = 0.5
 HISTORY_DEPTH = 2
 HISTORY_STATEMENTS = 6
+HISTORY_RANKS = 30  # a statement further down does not reach a block (~10-20 memories)
 
 Fetch = Callable[[Sequence[str]], list[Memory]]
 ExcerptIds = Callable[[Memory, str], list[str]]
@@ -50,7 +52,8 @@ def with_history(
     """The ranking with each replacing statement followed by its own turns' excerpts (the new value
     verbatim) and then the history excerpts (see the module docstring). `fetch` reads memories by
     id, superseded ones included (`versions`), or only active ones, the fast read (`active`)."""
-    heads = [m for m, _ in ranked if m.kind != "episode" and m.supersedes][:HISTORY_STATEMENTS]
+    top = ranked[:HISTORY_RANKS]
+    heads = [m for m, _ in top if m.kind != "episode" and m.supersedes][:HISTORY_STATEMENTS]
     if not heads:
         return ranked
     history = _history(heads, versions, active, excerpt_ids)

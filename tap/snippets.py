@@ -62,7 +62,15 @@ def stem(word: str) -> str:
 
 def terms_of(text: str) -> frozenset[str]:
     """The stemmed content words of a text (stop words left out; numbers kept)."""
-    return frozenset(stem(w) for w in _WORD.findall(text) if w.lower().replace("’", "'") not in _STOP)
+    found = set(map(_term, _WORD.findall(text.lower())))
+    found.discard("")
+    return frozenset(found)
+
+
+@lru_cache(maxsize=65536)
+def _term(word: str) -> str:
+    """A lower-cased word's stem, or "" for a stop word."""
+    return "" if word.replace("’", "'") in _STOP else stem(word)
 
 
 @lru_cache(maxsize=32768)
