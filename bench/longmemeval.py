@@ -455,10 +455,13 @@ def reworded(question: Question) -> str:
     return " ".join(reversed(question.question.split()))
 
 
-def repack(ranking: Sequence[dict[str, Any]], budget: int, keep: Callable[[dict[str, Any]], bool]) -> list[str]:
-    """Ids of the block tap.recall.pack_block makes of the ranking's memories that pass `keep`."""
+def repack(
+    ranking: Sequence[dict[str, Any]], budget: int, keep: Callable[[dict[str, Any]], bool], query: str
+) -> list[str]:
+    """Ids of the block tap.recall.pack_block makes of the ranking's memories that pass `keep`, for
+    the question (which cuts excerpts to its sentences)."""
     ranked = [(msgspec.convert(r["memory"], Memory), float(r["score"])) for r in ranking if keep(r["memory"])]
-    return [chosen.memory.id for chosen in pack_block(ranked, budget).memories]
+    return [chosen.memory.id for chosen in pack_block(ranked, budget, query=query).memories]
 
 
 def diagnose(
@@ -614,10 +617,12 @@ def score_question(api: Api, question: Question, block: dict[str, Any], budget: 
     versions = api.get("/tap/memories", scope=question.scope, limit=100000, all=1)["memories"]
     ranking = api.get("/tap/memories/search", q=question.question, scope=question.scope, limit=BIG_RANKING)["results"]
     by_id = {r["memory"]["id"]: r["memory"] for r in ranking}
-    same = repack(ranking, budget, lambda m: True)
+    same = repack(ranking, budget, lambda m: True, question.question)
     row.repack_matches = same == [m["id"] for m in memories]
     row.repacked_cited = cited(by_id[i] for i in same)
-    row.no_episode_cited = cited(by_id[i] for i in repack(ranking, budget, lambda m: m["kind"] != "episode"))
+    row.no_episode_cited = cited(
+        by_id[i] for i in repack(ranking, budget, lambda m: m["kind"] != "episode", question.question)
+    )
     row.misses, row.store = diagnose(question, block, versions, ranking, row.no_episode_cited)
     return row
 

@@ -296,6 +296,14 @@ class ChromaStore:
         }
         return [found[i] for i in ids if i in found]
 
+    def get_active(self, ids: Sequence[str]) -> list[Memory]:
+        """The active memories among these ids, from the lexical index's records (searches read
+        the same ones): well under a millisecond, where a Chroma read costs ~7 ms."""
+        if not ids:
+            return []
+        records = self._lexical.records(list(dict.fromkeys(ids)))
+        return [_decode(records[i]) for i in ids if i in records]
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """Active memories of the scope nearest to vector (score: cosine similarity)."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]

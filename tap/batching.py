@@ -87,6 +87,10 @@ class WriteBuffer:
         found = [self._buffered(i) or stored.get(i) for i in ids]
         return [m for m in found if m is not None]
 
+    def get_active(self, ids: Sequence[str]) -> list[Memory]:
+        """`get`, active ones only (buffered versions first)."""
+        return [m for m in self.get(ids) if m.active]
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """The store's hits as the buffer changed them, merged with buffered new memories."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]

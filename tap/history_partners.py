@@ -21,8 +21,11 @@ statement's excerpt along (`with_history`):
   above its statement on its own (a question about the history) stays where it is;
 - the superseded statement itself never enters a block: only the active excerpt does, under its
   own (older) date and marked as replaced (tap.recall.render_line);
-- only the first `HISTORY_STATEMENTS` statements of the ranking that have a history are followed
-  (one store read for all of them), which bounds the cost of a recall.
+- only the first `HISTORY_STATEMENTS` statements among the first `HISTORY_RANKS` of the ranking
+  that have a history are followed,
+  with one read of the replaced versions (the recall engine keeps them in a cache: a replaced
+  version never changes) and one read of the excerpts from the store's fast copy of the active
+  memories for each version back, which bounds the cost of a recall.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = ["HISTORY_WEIGHT", "with_history"]
 HISTORY_WEIGHT = 0.5
 HISTORY_DEPTH = 2
 HISTORY_STATEMENTS = 6
+HISTORY_RANKS = 30  # a statement further down does not reach a block (~10-20 memories)
 
 Fetch = Callable[[Sequence[str]], list[Memory]]
 ExcerptIds = Callable[[Memory, str], list[str]]
@@ -43,15 +47,16 @@ ExcerptIds = Callable[[Memory, str], list[str]]
 
 
 def with_history(
-    ranked: list[tuple[Memory, float]], fetch: Fetch, excerpt_ids: ExcerptIds
+    ranked: list[tuple[Memory, float]], versions: Fetch, active: Fetch, excerpt_ids: ExcerptIds
 ) -> list[tuple[Memory, float]]:
     """The ranking with each replacing statement followed by its own turns' excerpts (the new value
     verbatim) and then the history excerpts (see the module docstring). `fetch` reads memories by
-    id (superseded ones included)."""
-    heads = [m for m, _ in ranked if m.kind != "episode" and m.supersedes][:HISTORY_STATEMENTS]
+    id, superseded ones included (`versions`), or only active ones, the fast read (`active`)."""
+    top = ranked[:HISTORY_RANKS]
+    heads = [m for m, _ in top if m.kind != "episode" and m.supersedes][:HISTORY_STATEMENTS]
     if not heads:
         return ranked
-    history = _history(heads, fetch, excerpt_ids)
+    history = _history(heads, versions, active, excerpt_ids)
     if not history:
         return ranked
     position = {m.id: i for i, (m, _) in enumerate(ranked)}
@@ -85,7 +90,7 @@ def with_history(
     return out
 
 
-def _history(heads: list[Memory], fetch: Fetch, excerpt_ids: ExcerptIds) -> dict[str, list[Memory]]:
+def _history(heads: list[Memory], versions: Fetch, active: Fetch, excerpt_ids: ExcerptIds) -> dict[str, list[Memory]]:
     """For each head statement: the `outdated` excerpts of the statements it replaced, newest first."""
     found: dict[str, list[Memory]] = {}
     frontier = {head.id: head for head in heads}  # head id → the version whose predecessor is next
@@ -93,7 +98,7 @@ def _history(heads: list[Memory], fetch: Fetch, excerpt_ids: ExcerptIds) -> dict
         wanted = {head_id: m.supersedes for head_id, m in frontier.items() if m.supersedes}
         if not wanted:
             break
-        olds = {m.id: m for m in fetch(list(dict.fromkeys(wanted.values())))}
+        olds = {m.id: m for m in versions(list(dict.fromkeys(wanted.values())))}
         asks: dict[str, list[tuple[str, str]]] = {}  # head id → (excerpt id, turn)
         next_frontier: dict[str, Memory] = {}
         for head_id, old_id in wanted.items():
@@ -106,7 +111,7 @@ def _history(heads: list[Memory], fetch: Fetch, excerpt_ids: ExcerptIds) -> dict
                     asks.setdefault(head_id, []).extend((i, turn) for i in excerpt_ids(old, turn))
             next_frontier[head_id] = old
         ids = list(dict.fromkeys(i for pairs in asks.values() for i, _ in pairs))
-        excerpts = {m.id: m for m in fetch(ids) if m.active and OUTDATED_TAG in m.tags} if ids else {}
+        excerpts = {m.id: m for m in active(ids) if m.active and OUTDATED_TAG in m.tags} if ids else {}
         for head_id, pairs in asks.items():
             for excerpt_id, _ in pairs:
                 excerpt = excerpts.get(excerpt_id)

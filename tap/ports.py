@@ -76,6 +76,11 @@ class MemoryStore(Protocol):
         """The memories with these ids that exist, in the order asked."""
         ...
 
+    def get_active(self, ids: Sequence[str]) -> list[Memory]:
+        """The active memories among these ids, in the order asked, read the way searches read them
+        (the recall path: no round trip to the vector store where the store keeps its own copy)."""
+        ...
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """Active memories (current, not archived) of a scope nearest to the vector; score is cosine
         similarity."""

@@ -37,10 +37,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from tap.config import RecallConfig
 from tap.conflicts import with_partners
+from tap.dated import DateWindow, date_windows, day_of
 from tap.history_partners import with_history
 from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
 RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
 CACHE_TTL_S = 30.0
+REPLACED_CACHE_SIZE = 4096
+REPLACED_TTL_S = 3600.0  # a replaced version can still be forgotten (`tap memories forget`)
 CACHE_SIZE = 256  # each entry holds up to 2 x candidates decoded memories (~100 KB)
 Candidates = tuple[list[Hit], list[Hit]]
 """The vector hits and the lexical hits of one query."""
@@ -71,7 +75,12 @@ FOOTER = "</recalled-memories>"
 
 def memory_day(memory: Memory) -> tuple[int, str]:
     """(sort key, label) of the day a memory is about: '25 May 2023' (UTC), or 'Undated'."""
-    day = safe_day(memory.valid_from) or safe_day(memory.created_at)  # a stored value out of range: undated
+    return _day_label(memory.valid_from, memory.created_at)
+
+
+@lru_cache(maxsize=16384)
+def _day_label(valid_from: float, created_at: float) -> tuple[int, str]:
+    day = safe_day(valid_from) or safe_day(created_at)  # a stored value out of range: undated
     if day is None:
         return (0, "Undated")
     return (day.toordinal(), f"{day.day} {day:%b %Y}")
@@ -80,6 +89,16 @@ def memory_day(memory: Memory) -> tuple[int, str]:
 def day_heading(label: str) -> str:
     """The line that opens a day's memories in the block."""
     return f"{label}:"
+
+
+def _year_split(label: str) -> tuple[str, str]:
+    """('25 May', '2023') for '25 May 2023'; (label, '') for a label without a year ('Undated')."""
+    head, _, year = label.rpartition(" ")
+    return (head, year) if head and year.isdigit() else (label, "")
+
+
+def _year_cost(year: str) -> int:
+    return count_tokens(" " + year) if year else 0
 
 
 CONFLICT_MARK = " (unresolved: contradicts another note here; both kept)"
@@ -138,9 +157,15 @@ def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: st
     return packer.result()
 
 
+MIN_LINE_TOKENS = 3  # "- ", one word, the newline
+
+
 class _Packer:
     """The block being filled: a memory costs its line, plus its day's heading when that day is new
-    in its section, plus the excerpts heading for the first excerpt."""
+    in its section, plus the excerpts heading for the first excerpt. A section's headings name the
+    year only at its first day and where it changes ("8 May 2023:", "25 May:", "3 Jan 2024:"): the
+    first day of each year pays for the year, whichever day that turns out to be (the counter adds
+    up word by word, so the total is exact)."""
 
     def __init__(self, budget: int, terms: frozenset[str] = frozenset()) -> None:
         self.budget = budget
@@ -148,16 +173,25 @@ class _Packer:
         self.used = count_tokens(HEADER) + count_tokens(FOOTER) + 1
         self.chosen: list[Recalled] = []
         self.sections: dict[bool, dict[tuple[int, str], list[str]]] = {False: {}, True: {}}
+        self.years: dict[bool, set[str]] = {False: set(), True: set()}
         self.covered: set[str] = set()
+        self.lines: set[str] = set()
         self._excerpts_heading = count_tokens(EXCERPTS_HEADING) + 1
 
     def place(self, memory: Memory, score: float) -> bool:
         """Add the memory if it fits; whether it did."""
+        if self.used + MIN_LINE_TOKENS > self.budget:
+            return False  # full: no line costs less (a word and its newline)
         line = render_line(memory, self.terms)
+        if line in self.lines:
+            return False  # the same words again (another passage cut to the same sentence): nothing new
         excerpt = is_excerpt(memory)
         days = self.sections[excerpt]
         day = memory_day(memory)
-        heading = 0 if day in days else count_tokens(day_heading(day[1])) + 1
+        short, year = _year_split(day[1])
+        heading = 0
+        if day not in days:  # a day's heading names its year only where the year changes (see result())
+            heading = count_tokens(day_heading(short)) + 1 + (0 if year in self.years[excerpt] else _year_cost(year))
         if excerpt and not days:
             heading += self._excerpts_heading
         if self.used + heading + min_tokens(line) + 1 > self.budget:
@@ -167,6 +201,8 @@ class _Packer:
             return False
         self.used += cost
         self.covered.update(memory.sources)
+        self.lines.add(line)
+        self.years[excerpt].add(year)
         days.setdefault(day, []).append(line)
         self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
         return True
@@ -179,8 +215,11 @@ class _Packer:
         for excerpt in (False, True):
             if excerpt and self.sections[True]:
                 lines.append(EXCERPTS_HEADING)
+            shown = ""
             for day in sorted(self.sections[excerpt]):
-                lines += [day_heading(day[1]), *self.sections[excerpt][day]]
+                short, year = _year_split(day[1])
+                lines += [day_heading(short if year == shown else day[1]), *self.sections[excerpt][day]]
+                shown = year
         block = "\n".join([*lines, FOOTER])
         return RecallResult(block=block, tokens=count_tokens(block), memories=rank_order(self.chosen))
 
@@ -346,6 +385,15 @@ def rank_order(chosen: Sequence[Recalled]) -> list[Recalled]:
     return sorted(chosen, key=lambda r: -key(r))
 
 
+DATE_WEIGHT = 3.0
+"""A memory from a day (or month) the question names ("what did I say on 3 June 2023?")."""
+
+
+def _in_windows(memory: Memory, windows: Sequence[DateWindow]) -> bool:
+    day = day_of(_stamp(memory))
+    return day is not None and any(window.holds(day) for window in windows)
+
+
 def _passage_ids(memory: Memory, turn: str) -> list[str]:
     """The ids of every passage's excerpt of one source turn of a memory (tap.history_partners)."""
     return [excerpt_id(memory.scope, memory.conversation, f"{turn}\x1f{i}") for i in range(MAX_PASSAGES)]
@@ -406,6 +454,7 @@ class RecallEngine:
             CACHE_SIZE, ttl_s=CACHE_TTL_S, refresh=False
         )
         self._cache_hits = 0
+        self._replaced: LRU[str, Memory] = LRU(REPLACED_CACHE_SIZE, ttl_s=REPLACED_TTL_S, refresh=True)
         self._batcher = RecallBatcher(
             self._run_batch, workers=workers or _default_workers(), lexical_fallback=config.overload_lexical
         )
@@ -570,10 +619,22 @@ class RecallEngine:
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
         if MODEL_EXCERPT_WEIGHT < 1.0 and not asks_about_assistant(query):
             scored = [(m, s * MODEL_EXCERPT_WEIGHT if model_excerpt(m) else s) for m, s in scored]
+        windows = date_windows(query)
+        if windows:
+            scored = [(m, s * DATE_WEIGHT if _in_windows(m, windows) else s) for m, s in scored]
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
         ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
-        return with_history(ranked, self.store.get, _passage_ids) if history else ranked
+        return with_history(ranked, self._versions, self.store.get_active, _passage_ids) if history else ranked
+
+    def _versions(self, ids: Sequence[str]) -> list[Memory]:
+        """Memories by id, superseded ones included, through a cache: what history partners read
+        of the versions a statement replaced, which never change (tap.history_partners)."""
+        missing = [i for i in ids if self._replaced.get(i) is None]
+        for memory in self.store.get(missing) if missing else []:
+            self._replaced.put(memory.id, memory)
+        found = [self._replaced.get(i) for i in ids]
+        return [m for m in found if m is not None]
 
     def _relevant_vector(self, hits: list[Hit]) -> list[Hit]:
         return [h for h in hits if h.score >= self.config.min_similarity]

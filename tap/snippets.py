@@ -8,8 +8,9 @@ token block held about seven memories. So the block shows an excerpt as the sent
 word of the question, verbatim, with "…" where sentences were left out (the memory itself, its
 id, date and citation are unchanged; `tap memories show` has the whole passage):
 
-- a passage of one sentence, or one where no sentence holds a word of the question (found by its
-  meaning, not its words), is shown whole;
+- a passage of one sentence, one where no sentence holds a word of the question (found by its
+  meaning, not its words), or one that holds a list ("1. … 2. …", "- … - …": "what was the 7th
+  job in the list you gave me?" needs the items around the ones that match) is shown whole;
 - otherwise every sentence that holds a word of the question is kept, and the sentence after one
   that ends with ":" (a list's lead-in: "I'd suggest these hotels:"); when what is kept is most
   of the passage (`WHOLE_SHARE` of its words) the whole passage is shown;
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["ELLIPSIS", "excerpt_snippet", "terms_of"]
 
@@ -32,6 +34,7 @@ WHOLE_SHARE = 0.75
 MAX_SPEAKER_CHARS = 40
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_LIST_ITEM = re.compile(r"(?<!\S)(?:\d{1,2}[.)]|[-*•])(?=\s)")
 _SENTENCE_GAP = re.compile(r"(?<=[.!?…:])\s+(?=\S)")
 _STOP = frozenset(
     "a about after again all also am an and any are as at be been before being but by can could did do does "
@@ -43,6 +46,7 @@ _STOP = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light stemmer: enough for a question's word to meet the same word in a passage."""
     word = word.lower().replace("’", "'")
@@ -58,7 +62,21 @@ def stem(word: str) -> str:
 
 def terms_of(text: str) -> frozenset[str]:
     """The stemmed content words of a text (stop words left out; numbers kept)."""
-    return frozenset(stem(w) for w in _WORD.findall(text) if w.lower().replace("’", "'") not in _STOP)
+    found = set(map(_term, _WORD.findall(text.lower())))
+    found.discard("")
+    return frozenset(found)
+
+
+@lru_cache(maxsize=65536)
+def _term(word: str) -> str:
+    """A lower-cased word's stem, or "" for a stop word."""
+    return "" if word.replace("’", "'") in _STOP else stem(word)
+
+
+@lru_cache(maxsize=32768)
+def _sentences(passage: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The passage's sentences with their terms (the same excerpts come back query after query)."""
+    return tuple((sentence, terms_of(sentence)) for sentence in _SENTENCE_GAP.split(passage))
 
 
 def _speaker(content: str) -> tuple[str, str]:
@@ -76,10 +94,13 @@ def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
     if not wanted:
         return content
     label, passage = _speaker(content)
-    sentences = _SENTENCE_GAP.split(passage)
-    if len(sentences) < 2:
+    if len(_LIST_ITEM.findall(passage)) >= 2:
+        return content  # a list: its items' order and neighbours are what "the 7th one" asks about
+    split = _sentences(passage)
+    if len(split) < 2:
         return content
-    keep = [bool(terms_of(sentence) & wanted) for sentence in sentences]
+    sentences = [sentence for sentence, _ in split]
+    keep = [not terms.isdisjoint(wanted) for _, terms in split]
     if not any(keep):
         return content
     for i in range(len(sentences) - 1):

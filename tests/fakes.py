@@ -146,6 +146,10 @@ class InMemoryStore:
         """The memories with these ids that exist, in the order asked."""
         return [_copy(self._memories[i]) for i in ids if i in self._memories]
 
+    def get_active(self, ids: Sequence[str]) -> list[Memory]:
+        """The active memories among these ids, in the order asked."""
+        return [m for m in self.get(ids) if m.active]
+
     def _active(self, scope: str) -> list[Memory]:
         return [m for m in self._memories.values() if m.scope == scope and m.active]
 

@@ -97,6 +97,7 @@ def test_superseded_memories_leave_both_searches(store: MemoryStore, embedder: A
     assert vector_ids == [new.id]
     assert store.text_search("Porto", scope="ann", k=5) == []
     assert store.get([old.id])[0].superseded_by == new.id
+    assert [m.id for m in store.get_active([old.id, new.id, "m_missing", new.id])] == [new.id, new.id]
 
 
 def test_list_delete_and_stats(store: MemoryStore, embedder: Any) -> None:

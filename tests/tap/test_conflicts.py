@@ -80,7 +80,7 @@ def test_the_block_shows_both_with_their_dates_until_resolved(rt: Runtime) -> No
     ann = statements(rt, "ann")
     google, stripe = ann["The user works at Google in Dublin"], ann["The user works at Stripe"]
     block = rt.memories.recall_json("Is Stripe a good place to work?", scope="ann")["block"]
-    for memory, day in ((google, "14 Nov 2023:"), (stripe, "14 Dec 2023:")):  # both, each under its date
+    for memory, day in ((google, "\n14 Nov 2023:"), (stripe, "\n14 Dec:")):  # both, each under its date
         assert f"- {memory.content} (unresolved: contradicts another note here; both kept)" in block
         assert day in block
     settled = rt.memories.resolve(stripe.id, google.id)

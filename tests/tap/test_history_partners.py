@@ -33,7 +33,7 @@ def test_the_old_values_excerpts_follow_the_statement_and_its_own_turn() -> None
         return [everything[i] for i in ids if i in everything]
 
     own = make_memory(scope="s", content="User: sold a bike, three left", kind="episode", sources=["t9"])
-    ranked = with_history([(v3, 1.0), (other, 0.9), (x1, 0.1), (own, 0.05)], fetch, _ids)
+    ranked = with_history([(v3, 1.0), (other, 0.9), (x1, 0.1), (own, 0.05)], fetch, fetch, _ids)
     # the new value, its own turn verbatim, then its history newest first, then the rest
     assert [m.id for m, _ in ranked] == [v3.id, own.id, x2.id, x1.id, other.id]
     scores = dict((m.id, s) for m, s in ranked)
@@ -49,7 +49,7 @@ def test_nothing_is_read_without_a_replacing_statement_and_history_ranked_first_
         return []
 
     plain = make_memory(scope="s", content="The user rides on Sundays")
-    assert with_history([(plain, 1.0)], fetch, _ids) == [(plain, 1.0)] and not calls
+    assert with_history([(plain, 1.0)], fetch, fetch, _ids) == [(plain, 1.0)] and not calls
     old = make_memory(scope="s", content="The user has three bikes", conversation="c1", sources=["t1"])
     new = make_memory(scope="s", content="The user has four bikes", conversation="c2", sources=["t5"])
     new.supersedes = old.id
@@ -57,4 +57,8 @@ def test_nothing_is_read_without_a_replacing_statement_and_history_ranked_first_
     excerpt.id = "x-c1-t1-0"
     everything = {m.id: m for m in (old, excerpt)}
     ranked = [(excerpt, 2.0), (new, 1.0)]  # a question about history: the old turn ranks first by itself
-    assert with_history(ranked, lambda ids: [everything[i] for i in ids if i in everything], _ids) == ranked
+
+    def read(ids: Sequence[str]) -> list[Memory]:
+        return [everything[i] for i in ids if i in everything]
+
+    assert with_history(ranked, read, read, _ids) == ranked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +322,24 @@ def test_what_an_unnamed_assistant_said_yields_to_the_users_own_words_unless_the
     assert not asks_about_assistant("Can you recommend a show for tonight?")
     named = make_memory(scope="ann", content="Melanie: I painted a sunset", kind="episode", tags=["assistant"])
     assert not model_excerpt(named)  # a named speaker is a person in the chat, whatever its role
+
+
+def test_a_question_that_names_a_day_prefers_what_was_said_that_day(engine: RecallEngine) -> None:
+    early = _put(engine, "Maria baked cookies for the shelter", age_days=200)
+    named = _put(engine, "Maria dropped off blankets at the shelter", age_days=100)
+    day = datetime.fromtimestamp(NOW - 100 * DAY, UTC)
+    question = f"What did Maria bring to the shelter on {day.day} {day:%B %Y}?"
+    assert engine.recall(question, scope="ann").memories[0].memory.id == named
+    assert {r.memory.id for r in engine.recall("What did Maria bring to the shelter?", scope="ann").memories} == {
+        early,
+        named,
+    }
+
+
+def test_day_headings_name_the_year_where_it_changes(engine: RecallEngine) -> None:
+    for age in (800, 500, 400, 30):
+        _put(engine, f"Ann visited the lighthouse, visit number {age}", age_days=age)
+    block = engine.recall("When did Ann visit the lighthouse?", scope="ann").block
+    years = [line for line in block.splitlines() if line.endswith(":") and line[0].isdigit()]
+    assert len(years) == 4 and sum(1 for line in years if line[-5:-1].isdigit()) < 4
+    assert count_tokens(block) <= 500

@@ -45,3 +45,11 @@ def test_stems_meet_across_inflections() -> None:
     assert stem("visited") == stem("visit")
     assert stem("Rachel's") == "rachel"
     assert "museum" in terms_of("the museums I visited")
+
+
+def test_a_list_is_never_cut() -> None:
+    text = (
+        "Assistant: 1. Virtual customer service representative 2. Telehealth professional 3. Remote bookkeeper "
+        "4. Virtual tutor or teacher 5. Freelance writer or editor 6. Online survey taker 7. Transcriptionist"
+    )
+    assert excerpt_snippet(text, terms_of("what was the 7th work from home job for seniors you listed?")) == text
