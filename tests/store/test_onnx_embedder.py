@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from store.embedders import make_embedder
-from store.onnx_embedder import MODEL_ID, OnnxMiniLMEmbedder, default_model_path
+from store.onnx_embedder import MODEL_ID, OnnxMiniLMEmbedder, _run, default_model_path
 from tap.config import parse_config
 from tap.errors import ModelError
 
@@ -53,6 +53,19 @@ def test_long_texts_split_into_several_runs_keep_order(embedder: OnnxMiniLMEmbed
     batch = embedder.embed_documents(list(reversed(texts)))
     for got, text in zip(batch, reversed(texts), strict=True):
         assert cos(got, embedder.embed_query(text)) > 0.999
+
+
+def test_the_two_thread_query_session_gives_the_one_thread_vectors_exactly(embedder: OnnxMiniLMEmbedder) -> None:
+    # an idle query runs on the two-thread session; stored vectors come from the one-thread one
+    assert embedder._query_session is not None or (os.cpu_count() or 1) < 2
+    if embedder._query_session is None:
+        pytest.skip("one core: no two-thread session")
+    texts = ["hi", "where do I live these days?", "the user talked about their garden " * 12, "memory " * 600]
+    for text in texts:
+        encoding = embedder._tokenizer.encode(text)
+        alone = _run(embedder._query_session, [encoding])
+        assert np.array_equal(alone, _run(embedder._session, [encoding]))
+        assert embedder.embed_query(text) == alone[0].tolist()
 
 
 def test_long_text_is_truncated_at_256_tokens(embedder: OnnxMiniLMEmbedder) -> None:
