@@ -336,6 +336,9 @@ _FIRST_PERSON_OPENING = re.compile(
     r"|can'?t stand)\b)"
 )
 _DETAIL = re.compile(r"\d|(?<=\s)(?!I\b|I['’])[A-Z]")
+# "…, but I've noticed that my network is mostly male": a contrast is news of its own
+_CONTRAST = re.compile(r"^(?:but|though|although|yet|however|still)\b", re.IGNORECASE)
+MAX_ELABORATION_WORDS = 10  # longer, it says something of its own, and merged it would blur the fact before it
 
 
 def _elaborates(clause: str) -> bool:
@@ -345,6 +348,8 @@ def _elaborates(clause: str) -> bool:
     hate audiobooks, I fall asleep every time"). It stays with that clause rather than becoming a
     memory of its own ("The user never knows what yen means" means little alone)."""
     if not _FIRST_PERSON_OPENING.match(clause) or _DETAIL.search(clause) or tool_category_in(clause):
+        return False
+    if _CONTRAST.match(clause) or len(clause.split()) > MAX_ELABORATION_WORDS:
         return False
     reading = read_slot(clause, "user")
     return not (reading.slot or reading.retracts or reading.correction or reading.change)

@@ -430,3 +430,20 @@ def test_a_bare_correction_with_nothing_to_correct_is_dropped() -> None:
 def test_a_correction_of_something_said_earlier_is_left_for_reconcile() -> None:
     [memory] = extract(turn("u1", "User", "actually it's Max, not Rex"))
     assert memory.correction == ["Rex", "Max"]
+
+
+def test_a_contrast_or_a_long_remark_is_a_statement_of_its_own() -> None:
+    # merged, "two brothers" would be one clause of a long statement about something else, and a
+    # question about siblings would not find it
+    found = contents(
+        turn(
+            "u",
+            "User",
+            "I grew up with two brothers, so I've always felt comfortable around big and loud groups of people, "
+            "but I've noticed that my book club is much quieter than that.",
+        ),
+        turn("a", "Assistant", "Interesting!"),
+    )
+    assert found[0] == "The user grew up with two brothers"
+    assert "The user has noticed that their book club is much quieter than that" in found
+    assert not any("brothers" in f and "book club" in f for f in found)
