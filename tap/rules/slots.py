@@ -30,6 +30,7 @@ Invariants: pure and deterministic; a sentence fills at most one slot; values ar
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import msgspec
 
@@ -396,11 +397,22 @@ def normalise_value(value: str) -> str:
 _OFFICE_DAYS = re.compile(r"^(?:\d|one|two|three|four) (?:office|in-office|onsite|on-site) days?$")
 
 
+_MULTIWORD_PATTERNS = tuple(
+    (phrase, re.compile(rf"\b{re.escape(phrase)}\b"), token) for phrase, token in _MULTIWORD.items()
+)
+
+
 def _tool_terms(sentence: str) -> list[tuple[str, str]]:
     """(term, category) of every known tool in the sentence, in order."""
+    return list(_cached_tool_terms(sentence))
+
+
+@lru_cache(maxsize=8192)
+def _cached_tool_terms(sentence: str) -> tuple[tuple[str, str], ...]:
     text = sentence.lower()
-    for phrase, token in _MULTIWORD.items():
-        text = re.sub(rf"\b{re.escape(phrase)}\b", token, text)
+    for phrase, pattern, token in _MULTIWORD_PATTERNS:
+        if phrase in text:  # the substring test first: the regex only where it can match
+            text = pattern.sub(token, text)
     found = [
         (t, TOOL_CATEGORIES[t]) for t in (m.group(0).rstrip(".") for m in _TERM.finditer(text)) if t in TOOL_CATEGORIES
     ]
@@ -408,7 +420,7 @@ def _tool_terms(sentence: str) -> list[tuple[str, str]]:
         found.append(("golang", "language"))
     if _R_LANGUAGE.search(sentence):
         found.append(("r-language", "language"))
-    return [(_ALIASES.get(t, t), c) for t, c in found]
+    return tuple((_ALIASES.get(t, t), c) for t, c in found)
 
 
 _ATTRIBUTE_WORDS = {
@@ -498,6 +510,7 @@ def _norm_noun(noun: str) -> str:
     return " ".join(noun.lower().split())
 
 
+@lru_cache(maxsize=8192)  # a clause is read again by each step that asks (its reading is immutable)
 def read_slot(sentence: str, speaker: str, *, work: bool = False) -> SlotReading:
     """The slot a first-person sentence fills, what it retracts and what it corrects."""
     who = speaker.lower()
