@@ -402,13 +402,9 @@ _MULTIWORD_PATTERNS = tuple(
 )
 
 
-def _tool_terms(sentence: str) -> list[tuple[str, str]]:
+@lru_cache(maxsize=8192)  # each clause is asked about by several steps of one extraction
+def _tool_terms(sentence: str) -> tuple[tuple[str, str], ...]:
     """(term, category) of every known tool in the sentence, in order."""
-    return list(_cached_tool_terms(sentence))
-
-
-@lru_cache(maxsize=8192)
-def _cached_tool_terms(sentence: str) -> tuple[tuple[str, str], ...]:
     text = sentence.lower()
     for phrase, pattern, token in _MULTIWORD_PATTERNS:
         if phrase in text:  # the substring test first: the regex only where it can match
