@@ -28,6 +28,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tap.sqlite import connect, transaction
@@ -96,15 +97,32 @@ _TEMP_SCHEMA = (
     # the query's words through the index's own tokenizer, so they are stemmed exactly as FTS5 does
     "CREATE VIRTUAL TABLE temp.query_words USING fts5(word, tokenize='porter unicode61')",
     "CREATE VIRTUAL TABLE temp.query_words_vocab USING fts5vocab(temp, query_words, 'instance')",
+    # the same words counted per text: how many of the texts written at once hold each term
+    "CREATE VIRTUAL TABLE temp.query_words_rows USING fts5vocab(temp, query_words, 'row')",
 )
 _IN_BATCH = 500
+FREQUENCY_CACHE_MAX = 50_000
+"""Terms whose document frequency is kept in memory (then the cache starts over)."""
+
+
+@dataclass
+class _Delta:
+    """What one write transaction changes: memories per scope, texts indexed and texts dropped."""
+
+    scopes: Counter[str] = field(default_factory=Counter)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
 
 
 class LexicalIndex:
     """FTS5 over active memories plus their records by id; thread-safe; one connection per index.
 
     The number of entries per scope is kept in memory (loaded at open, updated by every write of
-    this instance; the data-dir lock makes it the only writer of its file).
+    this instance; the data-dir lock makes it the only writer of its file). So are the document
+    frequencies of the terms searched so far (`_frequencies`): counting a common term's postings in
+    fts5vocab reads its whole doclist (~4 ms of a query's ~12 ms on the LongMemEval store, 236k
+    memories), so each term is counted once and then kept exact by the writes (the texts a write
+    adds and removes are tokenized by FTS5 itself and their terms' counts moved).
     """
 
     def __init__(self, path: Path) -> None:
@@ -121,6 +139,8 @@ class LexicalIndex:
             self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
         self._counts: Counter[str] = Counter()
         self._load_counts()
+        self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
+        self._stems: dict[str, tuple[str, ...]] = {}  # query word -> its FTS5 terms (a pure function)
 
     def _upgrade(self) -> bool:
         """An index written before scopes were searchable is dropped; the store rebuilds it from
@@ -145,6 +165,7 @@ class LexicalIndex:
         with self._lock, self._transaction() as delta:
             for memory_id, scope, content, record, vector in rows:
                 kept = self._delete(memory_id, delta)
+                delta.added.append(content)
                 cursor = self._db.execute(
                     "INSERT INTO memories (id, scopekey, content) VALUES (?, ?, ?)",
                     (memory_id, scope_key(scope), content),
@@ -153,7 +174,7 @@ class LexicalIndex:
                     "INSERT INTO entries (id, fts_row, scope, record, vector) VALUES (?, ?, ?, ?, ?)",
                     (memory_id, cursor.lastrowid, scope, record, vector if vector is not None else kept),
                 )
-                delta[scope] += 1
+                delta.scopes[scope] += 1
 
     def vectors(self, scope: str) -> list[tuple[str, bytes | None]]:
         """(id, float16 vector bytes or None when not indexed yet) of every active memory of the scope."""
@@ -225,24 +246,45 @@ class LexicalIndex:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Counter[str]]:
-        """One write transaction; yields the per-scope count changes, applied once committed."""
-        delta: Counter[str] = Counter()
+    def _transaction(self) -> Iterator[_Delta]:
+        """One write transaction; yields what it changes (per-scope counts, texts added and
+        removed), applied to the in-memory counts once committed."""
+        delta = _Delta()
         with transaction(self._db, "DEFERRED"):
             yield delta
-        for scope, change in delta.items():
+            terms = self._term_changes(delta) if self._df else Counter()
+        for scope, change in delta.scopes.items():
             self._counts[scope] += change
             if self._counts[scope] <= 0:
                 del self._counts[scope]
+        for term, change in terms.items():
+            if term in self._df:
+                self._df[term] += change
 
-    def _delete(self, memory_id: str, delta: Counter[str]) -> bytes | None:
+    def _term_changes(self, delta: _Delta) -> Counter[str]:
+        """How the document frequency of each term the written texts hold changes."""
+        change: Counter[str] = Counter()
+        for texts, sign in ((delta.added, 1), (delta.removed, -1)):
+            if not texts:
+                continue
+            self._db.execute("DELETE FROM temp.query_words")
+            self._db.executemany("INSERT INTO temp.query_words (word) VALUES (?)", [(t,) for t in texts])
+            for term, docs in self._db.execute("SELECT term, doc FROM temp.query_words_rows"):
+                change[str(term)] += sign * int(docs)
+        return change
+
+    def _delete(self, memory_id: str, delta: _Delta) -> bytes | None:
         """Remove one id; its vector, if it had one."""
         row = self._db.execute("SELECT fts_row, scope, vector FROM entries WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
             return None
+        if self._df:  # its terms' counts drop (read before the row goes)
+            text = self._db.execute("SELECT content FROM memories WHERE rowid = ?", (row[0],)).fetchone()
+            if text is not None:
+                delta.removed.append(str(text[0]))
         self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
         self._db.execute("DELETE FROM entries WHERE id = ?", (memory_id,))
-        delta[row[1]] -= 1
+        delta.scopes[row[1]] -= 1
         return None if row[2] is None else bytes(row[2])
 
     def search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[tuple[str, float]]:
@@ -297,17 +339,29 @@ class LexicalIndex:
 
     def _frequencies(self, words: Sequence[str]) -> list[int]:
         """How many indexed memories hold each word (as FTS5 stems it; a word FTS5 splits in two
-        counts as its rarer part)."""
-        self._db.execute("DELETE FROM temp.query_words")
-        self._db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(words, 1))
-        stems: dict[int, list[str]] = {}
-        for term, row in self._db.execute("SELECT term, doc FROM temp.query_words_vocab"):
-            stems.setdefault(int(row), []).append(str(term))
-        df: dict[str, int] = {}
-        for term in {t for found in stems.values() for t in found}:
+        counts as its rarer part); counted once per term, then kept (see the class docstring)."""
+        stems = self._stemmed(words)
+        if len(self._df) > FREQUENCY_CACHE_MAX:
+            self._df.clear()
+        for term in {t for found in stems for t in found if t not in self._df}:
             got = self._db.execute("SELECT doc FROM temp.memories_vocab WHERE term = ?", (term,)).fetchone()
-            df[term] = int(got[0]) if got else 0
-        return [min((df[t] for t in stems.get(i, [])), default=0) for i in range(1, len(words) + 1)]
+            self._df[term] = int(got[0]) if got else 0
+        return [min((self._df[t] for t in found), default=0) for found in stems]
+
+    def _stemmed(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each word's terms as the index's tokenizer makes them (known words from memory)."""
+        unknown = [w for w in dict.fromkeys(words) if w not in self._stems]
+        if unknown:
+            if len(self._stems) > FREQUENCY_CACHE_MAX:
+                self._stems.clear()
+            self._db.execute("DELETE FROM temp.query_words")
+            self._db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(unknown, 1))
+            found: dict[int, list[str]] = {}
+            for term, row in self._db.execute("SELECT term, doc FROM temp.query_words_vocab"):
+                found.setdefault(int(row), []).append(str(term))
+            for i, word in enumerate(unknown, 1):
+                self._stems[word] = tuple(dict.fromkeys(found.get(i, [])))
+        return [self._stems[w] for w in words]
 
     def in_scope(self, ids: Sequence[str], scope: str) -> set[str]:
         """Which of these ids are active memories of the scope."""
@@ -353,6 +407,7 @@ class LexicalIndex:
                 self._db.execute("DELETE FROM entries")
                 self._db.execute("DELETE FROM meta")
             self._counts = Counter()
+            self._df.clear()
 
     def close(self) -> None:
         """Close the database."""

@@ -50,7 +50,7 @@ from tap.ports import Embedder, MemoryStore
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
-from tap.snippets import excerpt_snippet, terms_of
+from tap.snippets import excerpt_snippet, snippet_floor, terms_of
 from tap.tokens import count_tokens
 from tap.validate import safe_day
 
@@ -115,6 +115,12 @@ def render_line(memory: Memory, terms: frozenset[str] = frozenset()) -> str:
         content = excerpt_snippet(content, terms)
     marks = (CONFLICT_MARK if memory.conflicts_with else "") + (OUTDATED_MARK if OUTDATED_TAG in memory.tags else "")
     return "- " + content + marks
+
+
+def _excerpt_floor(memory: Memory) -> int:
+    """A lower bound of min_tokens(render_line(memory, terms)) for an excerpt, whatever the terms:
+    "-" and the fewest characters its snippet can keep (tap.snippets.snippet_floor)."""
+    return (1 + snippet_floor(" ".join(memory.content.split())) + 3) // 4
 
 
 def min_tokens(line: str) -> int:
@@ -183,6 +189,8 @@ class _Packer:
         """Add the memory if it fits; whether it did."""
         if self.used + MIN_LINE_TOKENS > self.budget:
             return False  # full: no line costs less (a word and its newline)
+        if self.terms and is_excerpt(memory) and self.used + _excerpt_floor(memory) + 1 > self.budget:
+            return False  # even its shortest possible cut cannot fit: don't cut it to the question
         line = render_line(memory, self.terms)
         if line in self.lines:
             return False  # the same words again (another passage cut to the same sentence): nothing new

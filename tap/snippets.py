@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["ELLIPSIS", "excerpt_snippet", "terms_of"]
+__all__ = ["ELLIPSIS", "excerpt_snippet", "snippet_floor", "terms_of"]
 
 ELLIPSIS = "…"
 WHOLE_SHARE = 0.75
@@ -116,3 +116,22 @@ def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
         elif not parts or parts[-1] != ELLIPSIS:
             parts.append(ELLIPSIS)
     return label + " ".join(parts)
+
+
+@lru_cache(maxsize=32768)
+def snippet_floor(content: str) -> int:
+    """A lower bound of the non-space characters of `excerpt_snippet(content, terms)` for any
+    terms: its shortest sentence (with its speaker label), or the whole content where it is always
+    shown whole. Cheap (no stemming), so the block can pass over an excerpt that cannot fit
+    without cutting it to the question first."""
+    label, passage = _speaker(content)
+    if len(_LIST_ITEM.findall(passage)) >= 2:
+        return _solid(content)
+    sentences = _SENTENCE_GAP.split(passage)
+    if len(sentences) < 2:
+        return _solid(content)
+    return _solid(label) + min(_solid(sentence) for sentence in sentences)
+
+
+def _solid(text: str) -> int:
+    return len(text) - text.count(" ")

@@ -223,6 +223,34 @@ def test_a_common_term_is_left_out_when_rare_ones_fill_the_budget(tmp_path: Path
     index.close()
 
 
+def test_the_kept_term_counts_follow_every_write(tmp_path: Path) -> None:
+    """Document frequencies are counted once, then moved by writes: after adds, replacements
+    (same id, other words), removals and a clear, they equal a fresh count by another reader."""
+    index = LexicalIndex(tmp_path / "lex.db")
+    words = ["walked", "dogs", "porto", "vet", "cats", "bikes", "lisbon"]
+    rng = random.Random(7)
+    vocabulary = ["walks", "dog", "Porto", "vets", "cat", "bike", "Lisbon", "the", "and", "walking"]
+
+    def text() -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 6)))
+
+    index.upsert([_row(f"m{n}", f"s{n % 3}", text()) for n in range(40)])
+    for _ in range(6):
+        index.search("walked dogs in porto", scope="s0", k=5)  # fills the kept counts
+        kept = index._frequencies(words)
+        fresh = LexicalIndex(tmp_path / "lex.db")
+        assert kept == fresh._frequencies(words)
+        fresh.close()
+        assert any(kept)
+        index.upsert([_row(f"m{rng.randrange(60)}", f"s{rng.randrange(3)}", text()) for _ in range(8)])
+        index.remove([f"m{rng.randrange(60)}" for _ in range(5)])
+    index.clear()
+    assert index._frequencies(words) == [0] * len(words)
+    index.upsert([_row("a", "s0", "walking the dog")])
+    assert index._frequencies(["walk", "dog", "cats"]) == [1, 1, 0]
+    index.close()
+
+
 def test_a_scope_is_loaded_from_the_vectors_the_index_keeps(isolated_home: Path, embedder: Any) -> None:
     store = _open(isolated_home, embedder)
     other = [make_memory(scope="bob", content=f"Bob note {n}") for n in range(20)]

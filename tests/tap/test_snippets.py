@@ -53,3 +53,25 @@ def test_a_list_is_never_cut() -> None:
         "4. Virtual tutor or teacher 5. Freelance writer or editor 6. Online survey taker 7. Transcriptionist"
     )
     assert excerpt_snippet(text, terms_of("what was the 7th work from home job for seniors you listed?")) == text
+
+
+def test_the_floor_never_exceeds_what_a_snippet_keeps() -> None:
+    """snippet_floor is a lower bound for every question: the block passes over an excerpt by it
+    without cutting it, so a floor above a real snippet would drop a line that fits."""
+    import random
+
+    from tap.snippets import snippet_floor
+
+    rng = random.Random(3)
+    words = ["hotel", "Porto", "museum", "dad", "I", "visited", "the", "a", "list:", "1.", "2.", "yesterday."]
+    for _ in range(2000):
+        body = " ".join(rng.choice(words) for _ in range(rng.randint(1, 30)))
+        content = rng.choice(["", "User: ", "Assistant: "]) + body.replace("yesterday.", rng.choice(["x.", "y!", "z?"]))
+        for question in ("hotel in Porto", "museum", "dad visited", "the"):
+            shown = excerpt_snippet(content, terms_of(question))
+            assert snippet_floor(content) <= len(shown) - shown.count(" ")
+    # and it is not trivially zero: a passage of sentences floors at its shortest one
+    assert (
+        snippet_floor("User: I went to Porto. It rained all week long there.")
+        == len("User:") + len("I went to Porto.") - 3
+    )
