@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from store.chroma import ChromaStore
 from tap.config import parse_config
 from tap.recall import FOOTER, HEADER, RecallEngine
-from tap.records import make_memory
+from tap.records import RecallResult, make_memory
 from tap.tokens import count_tokens
 
 DAY = 86400.0
@@ -230,15 +231,41 @@ async def test_concurrent_recalls_each_get_their_own_block(engine: RecallEngine)
     assert all(r.memories[0].memory.id == tea for r in results[1::2])
 
 
+def test_a_traced_recall_takes_the_cached_batched_path_and_its_trace_sees_the_candidates(engine: RecallEngine) -> None:
+    """Every proxied request is traced (tap why): tracing must not cost a search of its own."""
+    from tap.why import RecallTrace
+
+    cello = _put(engine, "Ann plays the cello")
+    for other in ("Ann drinks green tea in the morning", "Ann lives in Porto", "Ann's sister is called Mia"):
+        _put(engine, other)
+
+    async def traced() -> tuple[RecallResult, RecallTrace]:
+        trace = RecallTrace()
+        return await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=10_000, trace=trace), trace
+
+    first, trace = asyncio.run(traced())
+    hits = engine.status()["cache_hits"]
+    again, trace_again = asyncio.run(traced())
+    assert engine.status()["cache_hits"] == hits + 1  # the second one was not searched again
+    for result, seen in ((first, trace), (again, trace_again)):
+        assert result.memories[0].memory.id == cello
+        [top, *_] = seen.candidates(10)
+        assert top.id == cello and top.outcome == "injected"
+        assert top.vector is not None and top.vector > 0 and top.lexical is not None and top.lexical > 0
+        assert len(seen.vector) == engine.embedder.dimensions
+    assert trace_again.vector == trace.vector
+
+
 def test_a_lexical_only_recall_finds_by_words_alone(engine: RecallEngine) -> None:
     from tap.query import reduce_query
 
     cello = _put(engine, "Ann plays the cello")
     by_meaning = reduce_query("which string instrument does she practise?")
-    assert [m.id for m, _ in engine._ranked([by_meaning], "ann")[0]] == [cello]
-    assert engine._ranked([by_meaning], "ann", lexical_only=True) == [[]]
+    assert [m.id for m, _ in engine._ranked([by_meaning], "ann")[0].ranked] == [cello]
+    [lexical] = engine._ranked([by_meaning], "ann", lexical_only=True)
+    assert lexical.ranked == [] and lexical.vector == [] and lexical.vector_hits == []
     by_word = reduce_query("the cello")
-    assert [m.id for m, _ in engine._ranked([by_word], "ann", lexical_only=True)[0]] == [cello]
+    assert [m.id for m, _ in engine._ranked([by_word], "ann", lexical_only=True)[0].ranked] == [cello]
 
 
 def test_a_newer_lexical_hit_with_fewer_of_the_words_counts_for_a_question_about_now() -> None:
