@@ -538,32 +538,29 @@ class RecallEngine:
         return sorted(merged, key=lambda pair: (-pair[1], pair[0].id))[:limit]
 
     def _run_batch(self, batch: Sequence[Waiting]) -> None:
-        """Run a batch of waiting recalls: per scope, candidates for all queries at once, then each
-        one scored and packed; each future gets its result or its error. A traced recall (kept for
-        `tap why`) takes the same path: its trace is told the candidates its search found (or the
-        recall cache kept), so tracing every proxied request costs no extra search."""
-        by_scope: dict[tuple[str, bool], list[Waiting]] = {}
-        for item in batch:
-            by_scope.setdefault((item.payload.scope, item.lexical_only), []).append(item)
-        for (scope, lexical_only), group in by_scope.items():
-            try:
-                searched = self._ranked([item.payload.query for item in group], scope, lexical_only=lexical_only)
-            except Exception as exc:  # a store or embedder failure: every caller degrades on its own
-                for item in group:
-                    item.future.set_exception(exc)
+        """Run a batch of waiting recalls one after another, earliest deadline first, each caller
+        getting its result (or its error) as soon as its own recall is done: a query embedding
+        does not batch (store.onnx_embedder), so answering the batch at its end only made its
+        first recalls wait for its last. A recall whose deadline passed while the ones before it
+        ran is not started (its request went out without memories). A traced recall (tap why)
+        takes the same path: its trace is told the candidates its search found (or the recall
+        cache kept), so tracing every proxied request costs no extra search."""
+        for item in sorted(batch, key=lambda w: w.deadline):
+            ask: _Ask = item.payload
+            if time.monotonic() > item.deadline:
+                item.future.set_exception(TimeoutError("recall deadline passed before it started"))
                 continue
-            for item, found in zip(group, searched, strict=True):
-                ask: _Ask = item.payload
-                try:
-                    if ask.trace is not None:
-                        self._tell(ask.trace, ask.query, found)
-                    result = self._packed(
-                        found.ranked, ask.skip, ask.budget, ask.started, ask.trace, query=ask.query.lexical
-                    )
-                    result.lexical_only = lexical_only
-                    item.future.set_result(result)
-                except Exception as exc:
-                    item.future.set_exception(exc)
+            try:
+                [found] = self._ranked([ask.query], ask.scope, lexical_only=item.lexical_only)
+                if ask.trace is not None:
+                    self._tell(ask.trace, ask.query, found)
+                result = self._packed(
+                    found.ranked, ask.skip, ask.budget, ask.started, ask.trace, query=ask.query.lexical
+                )
+                result.lexical_only = item.lexical_only
+                item.future.set_result(result)
+            except Exception as exc:  # a store or embedder failure: the caller degrades on its own
+                item.future.set_exception(exc)
 
     def _tell(self, trace: RecallTrace, query: RecallQuery, searched: Searched) -> None:
         """Tell a trace what the search found and how each candidate scored."""

@@ -6,9 +6,10 @@ GIL, each took longer than the deadline, and work went on for requests that had 
 forwarded without memories (the thread kept running after the caller's timeout). Here:
 
 - a request joins the waiting room with its deadline; `workers` threads (one per core) each take
-  the waiting recalls as one batch (at most `max_batch`), which the engine runs stage by stage —
-  every query of a batch embedded in one call, one vector and one lexical lookup per scope —
-  so a batch pays the fixed costs of each stage once;
+  the waiting recalls as one batch (at most `max_batch`, no more than can finish before the
+  earliest deadline of it), which the engine runs one recall after another, earliest deadline
+  first, answering each caller as soon as its recall is done (tap.recall: a query embedding
+  does not batch, so a batch saves no work; it is the unit admission plans with);
 - admission: the work waiting (the measured time per recall of each, over the workers) must fit
   in the deadline. Past that, the *oldest* waiting recalls first become lexical-only (BM25 alone,
   no query embedding and no vector search: about a third of the cost; `lexical_fallback`), and

@@ -15,6 +15,7 @@ from tap.config import parse_config
 from tap.recall import FOOTER, HEADER, RecallEngine
 from tap.records import RecallResult, make_memory
 from tap.tokens import count_tokens
+from tests.waits import until
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -229,6 +230,69 @@ async def test_concurrent_recalls_each_get_their_own_block(engine: RecallEngine)
     )
     assert all(r.memories[0].memory.id == cello for r in results[0::2])
     assert all(r.memories[0].memory.id == tea for r in results[1::2])
+
+
+async def test_each_recall_of_a_batch_is_answered_as_soon_as_its_own_is_done(
+    isolated_home: Path, embedder: Any
+) -> None:
+    """One worker, four recalls waiting together (one batch): the first caller has its block
+    before the last query is embedded, instead of waiting for the whole batch."""
+    import time
+
+    embedded: dict[str, float] = {}
+    busy = threading.Event()
+
+    class Noted:
+        """The real embedder, each query embedding's start noted; the "blocker" query waits until
+        the test lets it go, so the recalls submitted meanwhile wait together."""
+
+        model_id, dimensions = embedder.model_id, embedder.dimensions
+
+        def embed_query(self, text: str) -> list[float]:
+            embedded[text] = time.monotonic()
+            if "blocker" in text:
+                busy.wait(10)
+            vector: list[float] = embedder.embed_query(text)
+            return vector
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            vectors: list[list[float]] = embedder.embed_documents(texts)
+            return vectors
+
+    store = ChromaStore(
+        data_dir=isolated_home,
+        url="",
+        collection="batch",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
+    engine = RecallEngine(store, Noted(), parse_config("").recall, now=lambda: NOW, workers=1)
+    try:
+        for text in ("Ann plays the cello", "Ann drinks green tea", "Ann lives in Porto", "Ann rides a red bike"):
+            _put(engine, text)
+        answered: list[float] = []
+
+        async def one(question: str) -> RecallResult:
+            result = await engine.recall_async(question, scope="ann", deadline_ms=10_000)
+            answered.append(time.monotonic())
+            return result
+
+        blocker = asyncio.ensure_future(engine.recall_async("blocker cello", scope="ann", deadline_ms=10_000))
+        await until(lambda: embedded, what="the one worker inside the blocker's embedding", poll=0.005)
+        questions = ("who plays the cello?", "what tea?", "where does Ann live?", "which bike?")
+        waiting = [asyncio.ensure_future(one(q)) for q in questions]
+        await until(lambda: engine.status()["waiting"] == 4, what="all four waiting", poll=0.005)
+        busy.set()
+        results = await asyncio.gather(*waiting)
+        await blocker
+        # the worker counts a batch once it is done with all of it
+        await until(lambda: engine.status()["served"] == 5, what="both batches counted")
+        assert all(r.memories for r in results)
+        assert engine.status()["batches"] == 2  # the blocker, then the four together
+        assert min(answered) < max(embedded[q] for q in questions)
+    finally:
+        engine.close()
+        store.close()
 
 
 def test_a_traced_recall_takes_the_cached_batched_path_and_its_trace_sees_the_candidates(engine: RecallEngine) -> None:
