@@ -320,12 +320,32 @@ class LexicalIndex:
             if len(self._counts) == 1
             else f"scopekey : {scope_key(scope)} AND content : ({words})"
         )
-        rows = self._db.execute(
-            "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
-            "ORDER BY rank, id LIMIT ?",  # ties by id: the same hits whatever order the rows were written in
-            (match, first_row, k),
+        return self._best(match, first_row, k)
+
+    def _best(self, match: str, first_row: int, k: int) -> list[tuple[str, float]]:
+        """The k best (id, -bm25) of a MATCH, ties by id (the same hits whatever order the rows
+        were written in). Ranked by rowid first: reading each matching row's `id` while ranking
+        cost as much as the ranking itself (3,906 matching memories: 18.6 ms against 9.8); the
+        ids of the 2k best are read after, which holds the exact top k unless a tie runs past them
+        (then the ranking is done again with the ids)."""
+        ranked = self._db.execute(
+            "SELECT rowid, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
+            "ORDER BY rank LIMIT ?",
+            (match, first_row, 2 * k),
         ).fetchall()
-        return [(row[0], -float(row[1])) for row in rows]
+        if len(ranked) == 2 * k and k > 0 and ranked[k - 1][1] == ranked[-1][1]:
+            rows = self._db.execute(
+                "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
+                "ORDER BY rank, id LIMIT ?",
+                (match, first_row, k),
+            ).fetchall()
+            return [(row[0], -float(row[1])) for row in rows]
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        ids = dict(self._db.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", [r[0] for r in ranked]))
+        best = sorted((float(score), ids[rowid]) for rowid, score in ranked)[:k]
+        return [(memory_id, -score) for score, memory_id in best]
 
     def _newest_rows(self, rarest: int) -> int:
         """The first rowid to search: 0 (all) unless even the rarest term kept is in more than

@@ -5,9 +5,9 @@ Pipeline (docs/architecture.md, Recall), in stages — query → candidates → 
    query in the same scope within `CACHE_TTL_S`, with the scope unchanged since (the store's
    `revision`), reuses the scored candidates (retries, the same question asked again);
 1. candidates: embed the query; ask the store for the nearest active memories of the scope
-   (vector) and the best BM25 matches (lexical). Concurrent recalls are run as batches
-   (tap.recall_batch: admission under the deadline, earliest deadline first): every query of a
-   batch is embedded in one call and each scope is searched once for all of its queries;
+   (vector) and the best BM25 matches (lexical), the BM25 lookup on its own thread while the
+   query is embedded. Concurrent recalls wait in tap.recall_batch (admission under the deadline,
+   earliest deadline first) and each caller is answered as soon as its own recall is done;
 2. drop candidates below the relevance threshold (cosine < min_similarity for vector-only hits,
    BM25 under a third of the best lexical score for lexical-only hits);
 3. fuse the two rankings by reciprocal rank, then weigh by importance and recency
@@ -24,7 +24,7 @@ Pipeline (docs/architecture.md, Recall), in stages — query → candidates → 
 
 Superseded and archived memories never reach a block: the store's searches return active memories
 only. An optional `trace` (tap.why.RecallTrace) records every candidate's scores and fate for
-`tap why`; without one recall does no extra work.
+`tap why` from the same search (or the same cached candidates): tracing searches nothing more.
 """
 
 from __future__ import annotations
@@ -480,6 +480,8 @@ class RecallEngine:
         self._batcher = RecallBatcher(self._run_batch, workers=workers, lexical_fallback=config.overload_lexical)
         # the lexical lookup of a batch runs here while its caller embeds the queries (see _candidates)
         self._lexical = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tap-recall-lexical")
+        self._searching = 0  # recalls between embedding and lexical lookup (see _candidates)
+        self._searching_lock = threading.Lock()
 
     def recall(
         self,
@@ -610,13 +612,25 @@ class RecallEngine:
         texts = [query.lexical for query in queries]
         if not vectors:
             return [([], [], hits) for hits in self.store.text_search_many(texts, scope=scope, k=k)]
-        # Side by side: the query embedding (onnxruntime) and the lexical lookup (SQLite FTS5) both
-        # release the GIL, so on an idle machine a recall waits for the slower of the two, not both
-        # (LongMemEval scopes of ~500 turns: ~15 ms and ~12 ms).
-        lexical = self._lexical.submit(self.store.text_search_many, texts, scope=scope, k=k)
-        embedded = embed_queries(self.embedder, [query.text for query in queries])
-        vector_hits = self.store.vector_search_many(embedded, scope=scope, k=k)
-        return list(zip(embedded, vector_hits, lexical.result(), strict=True))
+        # Side by side when this is the only recall under way: the query embedding (onnxruntime)
+        # and the lexical lookup (SQLite FTS5) both release the GIL, so on an idle machine a recall
+        # waits for the slower of the two, not both (LongMemEval scopes of ~500 turns: ~15 ms and
+        # ~12 ms). With other recalls running, the cores are busy already: one after the other on
+        # this thread, without a hand-off between threads.
+        with self._searching_lock:
+            self._searching += 1
+            alone = self._searching == 1
+        try:
+            lexical = self._lexical.submit(self.store.text_search_many, texts, scope=scope, k=k) if alone else None
+            embedded = embed_queries(self.embedder, [query.text for query in queries])
+            vector_hits = self.store.vector_search_many(embedded, scope=scope, k=k)
+            lexical_hits = (
+                lexical.result() if lexical is not None else self.store.text_search_many(texts, scope=scope, k=k)
+            )
+        finally:
+            with self._searching_lock:
+                self._searching -= 1
+        return list(zip(embedded, vector_hits, lexical_hits, strict=True))
 
     def _packed(
         self,

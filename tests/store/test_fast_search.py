@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from store.chroma import ChromaStore
-from store.lexical import LexicalIndex
+from store.lexical import LexicalIndex, scope_key
 from tap.records import Memory, make_memory
 
 
@@ -220,6 +220,32 @@ def test_a_common_term_is_left_out_when_rare_ones_fill_the_budget(tmp_path: Path
     # alone, a term over the budget is searched among the newest memories holding about that many
     newest = [i for i, _ in index.search("the dog", scope="ann", k=50)]
     assert 8 <= len(newest) <= 12 and set(newest) <= {f"c{n}" for n in range(18, 30)} | {"rare"}
+    index.close()
+
+
+def test_the_best_hits_are_the_exact_bm25_top_k_with_ties_by_id(tmp_path: Path) -> None:
+    """Ranked by rowid, then the ids of twice k read: the same hits, in the same order, as ranking
+    with the ids, also where ties (identical texts) run across the k-th place."""
+    index = LexicalIndex(tmp_path / "lex.db")
+    rng = random.Random(11)
+    words = ["tea", "cello", "porto", "bike", "dog", "lisbon"]
+    ids = [f"m{n:03d}" for n in range(300)]
+    rng.shuffle(ids)  # written in another order than their ids sort
+    index.upsert([_row(i, "ann", " ".join(rng.choice(words) for _ in range(rng.randint(1, 3)))) for i in ids])
+    index.upsert([_row(f"b{n}", "bob", "tea and cello") for n in range(50)])
+    for query in ("tea", "cello porto", "dog bike lisbon", "porto", "tea cello"):
+        for k in (1, 5, 20, 80):
+            terms = " OR ".join(f'"{w}"' for w in query.split())
+            match = f"scopekey : {scope_key('ann')} AND content : ({terms})"
+            expected = [
+                (row[0], -float(row[1]))
+                for row in index._db.execute(
+                    "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? "
+                    "ORDER BY rank, id LIMIT ?",
+                    (match, k),
+                )
+            ]
+            assert index._best(match, 0, k) == expected
     index.close()
 
 
