@@ -478,7 +478,7 @@ class RecallEngine:
         self._replaced: LRU[str, Memory] = LRU(REPLACED_CACHE_SIZE, ttl_s=REPLACED_TTL_S, refresh=True)
         workers = workers or _default_workers()
         self._batcher = RecallBatcher(self._run_batch, workers=workers, lexical_fallback=config.overload_lexical)
-        # the lexical lookup of a batch runs here while its caller embeds the queries (see _candidates)
+        # a lone recall's lexical lookup runs here while its caller embeds the query (see _candidates)
         self._lexical = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tap-recall-lexical")
         self._searching = 0  # recalls between embedding and lexical lookup (see _candidates)
         self._searching_lock = threading.Lock()
@@ -585,8 +585,8 @@ class RecallEngine:
         if lexical_only:
             found_lexical = self._candidates(queries, scope, vectors=False)
             return [
-                Searched(self._rank(q.lexical, scope, c[1:], history=False), *c)
-                for q, c in zip(queries, found_lexical, strict=True)
+                Searched(self._rank(q.lexical, scope, ([], hits), history=False), [], [], hits)
+                for q, (_, _, hits) in zip(queries, found_lexical, strict=True)
             ]
         revision = self.store.revision(scope)
         found: dict[RecallQuery, Searched] = {}
@@ -597,9 +597,9 @@ class RecallEngine:
                 self._cache_hits += 1
         todo = [query for query in dict.fromkeys(queries) if query not in found]
         if todo:
-            for query, (vector, *candidates) in zip(todo, self._candidates(todo, scope), strict=True):
-                ranked = self._rank(query.lexical, scope, (candidates[0], candidates[1]))
-                found[query] = Searched(ranked, vector, candidates[0], candidates[1])
+            for query, (vector, vector_hits, lexical_hits) in zip(todo, self._candidates(todo, scope), strict=True):
+                ranked = self._rank(query.lexical, scope, (vector_hits, lexical_hits))
+                found[query] = Searched(ranked, vector, vector_hits, lexical_hits)
                 self._cache.put((scope, query), (revision, found[query]))
         return [found[query] for query in queries]
 
