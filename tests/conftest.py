@@ -8,6 +8,11 @@ hundred times a run. Tests of TLS set SSL_CERT_FILE themselves.
 Adapters: `hash_embedder` and `memory_store` are the fast fakes (tests/fakes.py); `embedder` is the
 real ONNX embedder (loaded once) and `store` a real ChromaStore, embedded and (marked slow: it
 starts a `chroma run` process) on a Chroma server.
+
+The real embedder's model runs once per distinct input in a test process (`onnx_runs_once`): about
+half of the fast loop's model runs were the same texts again in later tests (the model is
+deterministic: a text's vector is the same every run). The embedder's own tests
+(`ONNX_OWN_TESTS`) run the model every time.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from __future__ import annotations
 import datetime
 import itertools
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +68,31 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback_trus
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
     monkeypatch.chdir(tmp_path)
     yield home
+
+
+ONNX_OWN_TESTS = frozenset({"test_onnx_embedder.py", "test_embedder_contract.py"})
+_onnx_vectors: dict[tuple[tuple[int, ...], ...], Any] = {}  # token ids of a run's texts -> its unit vectors
+
+
+@pytest.fixture(autouse=True)
+def onnx_runs_once(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the ONNX embedder's module is loaded in this process, its model run (`_run`: padded token
+    ids in, unit vectors out) is computed once per distinct input and kept; every other step of an
+    embedding (tokenizing, the sessions' lock, the batch threads) still runs. Not for the
+    embedder's own tests, which hold the model to its outputs (nor before the module is loaded)."""
+    module = sys.modules.get("store.onnx_embedder")
+    if module is None or request.path.name in ONNX_OWN_TESTS:
+        return
+    run: Callable[[Any, Any], Any] = module._run
+
+    def run_once(session: Any, encodings: Any) -> Any:
+        key = tuple(tuple(encoding.ids) for encoding in encodings)
+        vectors = _onnx_vectors.get(key)
+        if vectors is None:
+            vectors = _onnx_vectors[key] = run(session, encodings)
+        return vectors.copy()
+
+    monkeypatch.setattr(module, "_run", run_once)
 
 
 @pytest.fixture(scope="session")

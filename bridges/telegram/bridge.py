@@ -48,6 +48,7 @@ from tap.tasks import create_task
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 15.0
+FIRST_RETRY_S = 1.0  # the wait before the first retry of an unusable Bot API; doubles up to MAX_BACKOFF_S
 MAX_BACKOFF_S = 60.0
 CONCURRENT_UPDATES = 64
 FLOOD_RETRIES = 3  # a 429 is waited out (as long as Telegram asks) and the call tried again, three times
@@ -169,7 +170,7 @@ class TelegramBridge:
         log.info("telegram: bot @%s is ready; webhook at POST %s", bot.username, self.cfg.path)
 
     async def _keep_connecting(self) -> None:
-        delay = 1.0
+        delay = FIRST_RETRY_S
         while not self.ready:
             await asyncio.sleep(delay)
             try:

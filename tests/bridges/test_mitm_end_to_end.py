@@ -42,13 +42,28 @@ def certs(tmp_path: Path) -> TestCA:
     return TestCA.create(tmp_path / "certs")
 
 
+@pytest.fixture(scope="module")
+def made_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A confdir in which tap's mitm CA was created once (an RSA key: ~0.1 s to generate)."""
+    from bridges.mitm.ca import ensure_ca
+
+    return ensure_ca(tmp_path_factory.mktemp("mitm-ca") / "mitm").confdir
+
+
+@pytest.fixture
+def mitm_dir(tmp_path: Path, made_ca: Path) -> Path:
+    """This test's mitm confdir, holding a copy of the module's CA (the CA files the runner finds at
+    start are what a second `tap serve` finds; creating one is tested where it is the point)."""
+    return Path(shutil.copytree(made_ca, tmp_path / "mitm"))
+
+
 async def test_regular_mode_sdk_streamed_and_not_with_tap_ca(
-    isolated_home: Path, tmp_path: Path, certs: TestCA, monkeypatch: pytest.MonkeyPatch
+    isolated_home: Path, mitm_dir: Path, certs: TestCA, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         tap.remember("The user plays the cello in an orchestra")
         async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
+            interceptor(tap), mitm_dir, hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
         ) as mitm:
             assert mitm.proxy.ca is not None
             # exactly what `tap mitm ca` tells a Python client to set
@@ -82,11 +97,11 @@ async def test_regular_mode_sdk_streamed_and_not_with_tap_ca(
     assert replies == sorted([streamed, whole_text])
 
 
-async def test_regular_mode_client_gets_identical_bytes(isolated_home: Path, tmp_path: Path, certs: TestCA) -> None:
+async def test_regular_mode_client_gets_identical_bytes(isolated_home: Path, mitm_dir: Path, certs: TestCA) -> None:
     async with FakeOpenAI(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         tap.remember("The user's favourite colour is teal")
         async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
+            interceptor(tap), mitm_dir, hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
         ) as mitm:
             async with httpx.AsyncClient(proxy=mitm.proxy_url, verify=mitm.client_context()) as http:
                 for path, payload, transcript in [
@@ -111,12 +126,12 @@ async def test_regular_mode_client_gets_identical_bytes(isolated_home: Path, tmp
     assert [e.messages[-1].content for e in tap.events][0] == REPLY_TEXT or len(tap.events) == 2
 
 
-async def test_reverse_mode_needs_no_ca(isolated_home: Path, tmp_path: Path, certs: TestCA) -> None:
+async def test_reverse_mode_needs_no_ca(isolated_home: Path, mitm_dir: Path, certs: TestCA) -> None:
     async with FakeOpenAI(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         tap.remember("The user lives in Zürich")
         async with RunningMitm(
             interceptor(tap),
-            tmp_path / "mitm",
+            mitm_dir,
             hosts=[],
             upstream_ca=certs.ca_file,
             reverse=[f"https://localhost:{up.port}@0"],
@@ -139,7 +154,7 @@ async def test_reverse_mode_needs_no_ca(isolated_home: Path, tmp_path: Path, cer
 
 
 async def test_regular_mode_passes_other_hosts_without_interception(
-    isolated_home: Path, tmp_path: Path, certs: TestCA
+    isolated_home: Path, mitm_dir: Path, certs: TestCA
 ) -> None:
     async with (
         FakeAnthropic(tls=certs.server_context()) as api,
@@ -148,7 +163,7 @@ async def test_regular_mode_passes_other_hosts_without_interception(
     ):
         tap.remember("The user plays the cello")
         async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[f"localhost:{api.port}"], upstream_ca=certs.ca_file
+            interceptor(tap), mitm_dir, hosts=[f"localhost:{api.port}"], upstream_ca=certs.ca_file
         ) as mitm:
             body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "cello?"}]}
             # the other host's own certificate reaches the client: it verifies against the upstream CA only
@@ -166,11 +181,11 @@ async def test_regular_mode_passes_other_hosts_without_interception(
 
 
 async def test_client_that_does_not_trust_the_ca_gets_a_clean_failure_and_one_log_line(
-    isolated_home: Path, tmp_path: Path, certs: TestCA, caplog: pytest.LogCaptureFixture
+    isolated_home: Path, mitm_dir: Path, certs: TestCA, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
+            interceptor(tap), mitm_dir, hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
         ) as mitm:
             with caplog.at_level(logging.INFO):
                 async with httpx.AsyncClient(proxy=mitm.proxy_url, verify=ssl.create_default_context()) as http:
@@ -189,12 +204,12 @@ async def test_client_that_does_not_trust_the_ca_gets_a_clean_failure_and_one_lo
 
 
 async def test_upstream_tls_error_is_one_line_and_a_clean_502(
-    isolated_home: Path, tmp_path: Path, certs: TestCA, caplog: pytest.LogCaptureFixture
+    isolated_home: Path, mitm_dir: Path, certs: TestCA, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         # mitm is not told about the upstream's CA: the upstream certificate does not verify
         async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[], reverse=[f"https://localhost:{up.port}@0"], regular=False
+            interceptor(tap), mitm_dir, hosts=[], reverse=[f"https://localhost:{up.port}@0"], regular=False
         ) as mitm:
             with caplog.at_level(logging.INFO):
                 client = anthropic.AsyncAnthropic(base_url=mitm.reverse_url, api_key="sk", max_retries=0)
@@ -211,7 +226,7 @@ async def test_upstream_tls_error_is_one_line_and_a_clean_502(
 
 
 async def test_inside_tap_serve_mitm_runs_in_its_own_thread_and_calls_the_servers_core(
-    isolated_home: Path, tmp_path: Path, certs: TestCA
+    isolated_home: Path, mitm_dir: Path, certs: TestCA
 ) -> None:
     from bridges.mitm.hosts import ReverseTarget
     from bridges.mitm.link import CoreLink
@@ -222,7 +237,7 @@ async def test_inside_tap_serve_mitm_runs_in_its_own_thread_and_calls_the_server
         settings = MitmSettings(
             regular_port=None,
             reverse=(ReverseTarget.parse(f"https://localhost:{up.port}@0"),),
-            confdir=tmp_path / "mitm",
+            confdir=mitm_dir,
             upstream_ca=str(certs.ca_file),
         )
         thread = MitmThread(settings, CoreLink(interceptor(tap), asyncio.get_running_loop()))
@@ -243,7 +258,7 @@ async def test_inside_tap_serve_mitm_runs_in_its_own_thread_and_calls_the_server
     assert {e.source for e in tap.events} == {"mitm"}
 
 
-async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: Path, certs: TestCA) -> None:
+async def test_slow_recall_degrades_through_mitm(isolated_home: Path, mitm_dir: Path, certs: TestCA) -> None:
     deadline = "[recall]\ndeadline_ms = 150"
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home, extra_toml=deadline) as tap:
         assert tap.rt is not None
@@ -251,7 +266,7 @@ async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: 
         hold_embedder(tap.rt.embedder, release)
         async with RunningMitm(
             interceptor(tap),
-            tmp_path / "mitm",
+            mitm_dir,
             hosts=[],
             upstream_ca=certs.ca_file,
             reverse=[f"https://localhost:{up.port}@0"],
@@ -268,12 +283,12 @@ async def test_slow_recall_degrades_through_mitm(isolated_home: Path, tmp_path: 
 
 
 async def test_client_dropped_mid_stream(
-    isolated_home: Path, tmp_path: Path, certs: TestCA, caplog: pytest.LogCaptureFixture
+    isolated_home: Path, mitm_dir: Path, certs: TestCA, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with FakeAnthropic(tls=certs.server_context(), delay=0.01) as up, TapProxy(isolated_home) as tap:
         async with RunningMitm(
             interceptor(tap),
-            tmp_path / "mitm",
+            mitm_dir,
             hosts=[],
             upstream_ca=certs.ca_file,
             reverse=[f"https://localhost:{up.port}@0"],
@@ -311,14 +326,12 @@ async def test_client_dropped_mid_stream(
     assert event.messages[0].content == "hello"
 
 
-async def test_reverse_mode_to_ollama_with_the_ollama_sdk(isolated_home: Path, tmp_path: Path) -> None:
+async def test_reverse_mode_to_ollama_with_the_ollama_sdk(isolated_home: Path, mitm_dir: Path) -> None:
     import ollama
 
     async with FakeOllama() as up, TapProxy(isolated_home) as tap:
         tap.remember("The user's dog is called Pixel")
-        async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[], reverse=[f"{up.url}@0"], regular=False
-        ) as mitm:
+        async with RunningMitm(interceptor(tap), mitm_dir, hosts=[], reverse=[f"{up.url}@0"], regular=False) as mitm:
             client = ollama.AsyncClient(host=mitm.reverse_url)
             parts = [
                 part.message.content
@@ -339,12 +352,12 @@ async def test_reverse_mode_to_ollama_with_the_ollama_sdk(isolated_home: Path, t
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 async def test_curl_through_regular_mode_with_tap_ca_and_bundle(
-    isolated_home: Path, tmp_path: Path, certs: TestCA
+    isolated_home: Path, mitm_dir: Path, certs: TestCA
 ) -> None:
     async with FakeAnthropic(tls=certs.server_context()) as up, TapProxy(isolated_home) as tap:
         tap.remember("The user plays the cello")
         async with RunningMitm(
-            interceptor(tap), tmp_path / "mitm", hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
+            interceptor(tap), mitm_dir, hosts=[f"localhost:{up.port}"], upstream_ca=certs.ca_file
         ) as mitm:
             assert mitm.proxy.ca is not None
             body = json.dumps(

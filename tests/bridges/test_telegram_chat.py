@@ -205,7 +205,7 @@ async def test_slow_model_gets_an_apology_and_the_turn_is_kept_for_retry(isolate
         FakeBotAPI() as api,
         FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
         TapTelegram(
-            isolated_home, api.url, anthropic=llm.url, extra="reply_timeout_s = 1.0", typing_interval_s=0.25
+            isolated_home, api.url, anthropic=llm.url, extra="reply_timeout_s = 0.5", typing_interval_s=0.1
         ) as tap,
     ):
         held = asyncio.Event()  # the model answers only once the apology is out (or the fake closes)
@@ -219,7 +219,7 @@ async def test_slow_model_gets_an_apology_and_the_turn_is_kept_for_retry(isolate
         await tap.post(text_update("/retry"))
         _, answer = await api.wait_for("sendMessage", 2)
         await tap.settle_ingest()
-    assert "did not answer within 1 s" in apology.text and "/retry" in apology.text  # the timeout, not an error
+    assert "did not answer within 0.5 s" in apology.text and "/retry" in apology.text  # the timeout, not an error
     assert typing >= 3  # typing re-sent every interval while waiting
     assert answer.text == "Noted: you like figs."
     assert last_user_text(llm.requests[-1].json()).startswith("Remember that I like figs")

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from bridges.telegram import bridge
 from tests.bridges.fake_telegram import TOKEN, BotCall, FakeBotAPI
 from tests.bridges.telegram_harness import ANTHROPIC_KEY, TapTelegram, anthropic_text, set_env, text_update
 from tests.upstreams import FakeAnthropic
@@ -34,6 +35,7 @@ async def test_a_bot_api_answer_without_result_is_logged_and_tap_keeps_serving(
     isolated_home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     set_env(monkeypatch)
+    monkeypatch.setattr(bridge, "FIRST_RETRY_S", 0.05)  # the backoff as in production, from 0.05 s instead of 1 s
     with caplog.at_level(logging.WARNING, logger="bridges.telegram.bridge"):
         async with (
             ResultlessBotAPI() as api,
@@ -47,11 +49,11 @@ async def test_a_bot_api_answer_without_result_is_logged_and_tap_keeps_serving(
             api.fixed = True
             llm.reply(body=anthropic_text("Connected."))
 
-            async def accepted() -> int:  # the bridge retries getMe with backoff (1 s, 2 s, …)
+            async def accepted() -> int:  # the bridge retries getMe with backoff (0.05 s, 0.1 s, …)
                 status, _ = await tap.post(text_update("now?"))
                 return status if status != 503 else 0
 
-            status = await until(accepted, poll=0.25, what="the bridge to take updates again")
+            status = await until(accepted, poll=0.02, what="the bridge to take updates again")
             (sent,) = await api.wait_for("sendMessage")
             await tap.settle_ingest()
     assert status == 200 and sent.text == "Connected."

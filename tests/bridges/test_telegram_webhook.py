@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bridges.telegram import bridge
 from tap.errors import ConfigError
 from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
 from tests.bridges.telegram_harness import (
@@ -224,7 +225,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_an_unreachable_bot_api_does_not_stop_tap_and_the_bridge_reconnects(isolated_home: Path) -> None:
+async def test_an_unreachable_bot_api_does_not_stop_tap_and_the_bridge_reconnects(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bridge, "FIRST_RETRY_S", 0.05)  # the backoff as in production, from 0.05 s instead of 1 s
     port = free_port()
     async with (
         FakeAnthropic(api_key=ANTHROPIC_KEY) as llm,
@@ -237,11 +241,11 @@ async def test_an_unreachable_bot_api_does_not_stop_tap_and_the_bridge_reconnect
         async with FakeBotAPI(port=port) as api:
             llm.reply(body=anthropic_text("Back online."))
 
-            async def accepted() -> int:  # the bridge retries getMe with backoff (1 s, 2 s, …)
+            async def accepted() -> int:  # the bridge retries getMe with backoff (0.05 s, 0.1 s, …)
                 status, _ = await tap.post(text_update("now?"))
                 return status if status != 503 else 0
 
-            status = await until(accepted, poll=0.2, what="the bridge to take updates again")
+            status = await until(accepted, poll=0.02, what="the bridge to take updates again")
             (sent,) = await api.wait_for("sendMessage")
             await tap.settle_ingest()
     assert status == 200 and sent.text == "Back online."

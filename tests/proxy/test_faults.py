@@ -42,7 +42,7 @@ async def test_refused_upstream_is_a_502_in_the_dialect_shape(isolated_home: Pat
 
 
 async def test_hanging_upstream_is_a_504_within_the_timeout(isolated_home: Path) -> None:
-    async with FakeOllama() as up, TapProxy(isolated_home, ollama=up.url, read_timeout=1.0) as tap:
+    async with FakeOllama() as up, TapProxy(isolated_home, ollama=up.url, read_timeout=0.3) as tap:
         up.next_response(hang=True)
         status, raw, _ = await post(
             tap.url + "/api/chat", {"model": "m", "messages": [{"role": "user", "content": "x"}]}

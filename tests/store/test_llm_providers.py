@@ -366,8 +366,8 @@ async def test_anthropic_connection_refused_is_retryable() -> None:
 
 async def test_anthropic_timeout_is_retryable(anthropic_api: FakeAnthropic) -> None:
     anthropic_api.reply_tool("gate_verdict", {"worth": True, "reason": "late"}, latency=3.0)
-    error = await failure(claude(anthropic_api, timeout_s=0.5).gate, "[t1] Ann: I moved to Oslo.")
-    assert error.retryable is True and "timed out after 0.5s" in str(error)
+    error = await failure(claude(anthropic_api, timeout_s=0.1).gate, "[t1] Ann: I moved to Oslo.")
+    assert error.retryable is True and "timed out after 0.1s" in str(error)
 
 
 def test_parse_retry_after_forms() -> None:
@@ -462,8 +462,8 @@ async def test_ollama_connection_refused_names_the_url() -> None:
 
 async def test_ollama_timeout_is_retryable(ollama_api: FakeOllama) -> None:
     ollama_api.reply_content({"worth": True, "reason": "late"}, latency=3.0)
-    error = await failure(local(ollama_api, timeout_s=0.5).gate, "[t1] Ann: I moved to Oslo.")
-    assert error.retryable is True and "timed out after 0.5s" in str(error)
+    error = await failure(local(ollama_api, timeout_s=0.1).gate, "[t1] Ann: I moved to Oslo.")
+    assert error.retryable is True and "timed out after 0.1s" in str(error)
 
 
 # --- prices and wiring ------------------------------------------------------------------------------
