@@ -122,7 +122,8 @@ class LexicalIndex:
     frequencies of the terms searched so far (`_frequencies`): counting a common term's postings in
     fts5vocab reads its whole doclist (~4 ms of a query's ~12 ms on the LongMemEval store, 236k
     memories), so each term is counted once and then kept exact by the writes (the texts a write
-    adds and removes are tokenized by FTS5 itself and their terms' counts moved).
+    adds and removes are tokenized by FTS5 itself and their terms' counts moved: ~0.3 ms more per
+    text written, next to the ~5-15 ms of embedding it; nothing while no search has run).
     """
 
     def __init__(self, path: Path) -> None:
