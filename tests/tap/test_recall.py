@@ -21,15 +21,16 @@ DAY = 86400.0
 NOW = 1_800_000_000.0
 
 
+def _store(home: Path, embedder: Any, collection: str = "recall") -> ChromaStore:
+    """An embedded store for the embedder's vectors."""
+    return ChromaStore(
+        data_dir=home, url="", collection=collection, embedder_id=embedder.model_id, dimensions=embedder.dimensions
+    )
+
+
 @pytest.fixture
 def engine(isolated_home: Path, embedder: Any) -> Any:
-    store = ChromaStore(
-        data_dir=isolated_home,
-        url="",
-        collection="recall",
-        embedder_id=embedder.model_id,
-        dimensions=embedder.dimensions,
-    )
+    store = _store(isolated_home, embedder)
     yield RecallEngine(store, embedder, parse_config("").recall, now=lambda: NOW)
     store.close()
 
@@ -259,13 +260,7 @@ async def test_each_recall_of_a_batch_is_answered_as_soon_as_its_own_is_done(
             vectors: list[list[float]] = embedder.embed_documents(texts)
             return vectors
 
-    store = ChromaStore(
-        data_dir=isolated_home,
-        url="",
-        collection="batch",
-        embedder_id=embedder.model_id,
-        dimensions=embedder.dimensions,
-    )
+    store = _store(isolated_home, embedder, "batch")
     engine = RecallEngine(store, Noted(), parse_config("").recall, now=lambda: NOW, workers=1)
     try:
         for text in ("Ann plays the cello", "Ann drinks green tea", "Ann lives in Porto", "Ann rides a red bike"):
