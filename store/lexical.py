@@ -371,10 +371,10 @@ class LexicalIndex:
 
     def _stemmed(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """Each word's terms as the index's tokenizer makes them (known words from memory)."""
+        if len(self._stems) > FREQUENCY_CACHE_MAX:
+            self._stems.clear()
         unknown = [w for w in dict.fromkeys(words) if w not in self._stems]
         if unknown:
-            if len(self._stems) > FREQUENCY_CACHE_MAX:
-                self._stems.clear()
             self._db.execute("DELETE FROM temp.query_words")
             self._db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(unknown, 1))
             found: dict[int, list[str]] = {}

@@ -249,9 +249,11 @@ def test_the_best_hits_are_the_exact_bm25_top_k_with_ties_by_id(tmp_path: Path) 
     index.close()
 
 
-def test_the_kept_term_counts_follow_every_write(tmp_path: Path) -> None:
+def test_the_kept_term_counts_follow_every_write(tmp_path: Path, monkeypatch: Any) -> None:
     """Document frequencies are counted once, then moved by writes: after adds, replacements
     (same id, other words), removals and a clear, they equal a fresh count by another reader."""
+    import store.lexical
+
     index = LexicalIndex(tmp_path / "lex.db")
     words = ["walked", "dogs", "porto", "vet", "cats", "bikes", "lisbon"]
     rng = random.Random(7)
@@ -270,6 +272,12 @@ def test_the_kept_term_counts_follow_every_write(tmp_path: Path) -> None:
         assert any(kept)
         index.upsert([_row(f"m{rng.randrange(60)}", f"s{rng.randrange(3)}", text()) for _ in range(8)])
         index.remove([f"m{rng.randrange(60)}" for _ in range(5)])
+    # past the cap the kept words and counts start over, and the counts are still right
+    monkeypatch.setattr(store.lexical, "FREQUENCY_CACHE_MAX", 2)
+    for _ in range(3):
+        fresh = LexicalIndex(tmp_path / "lex.db")
+        assert index._frequencies(words) == fresh._frequencies(words)
+        fresh.close()
     index.clear()
     assert index._frequencies(words) == [0] * len(words)
     index.upsert([_row("a", "s0", "walking the dog")])
