@@ -106,6 +106,16 @@ def rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU time a process has used so far (/proc/PID/stat), in seconds; NaN where
+    /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> Path:
     """Write `result` as pretty JSON to bench/results/NAME.json (or `out`); returns the path."""
     path = out or RESULTS_DIR / f"{name}.json"

@@ -18,10 +18,12 @@ store builder this reuses):
 - bursts: ``--bursts`` levels are also sent as ``--waves`` waves of L requests at once (the next
   wave when the last one is done), the worst case for admission: everything arrives together.
 
-Reported per level: the share of requests that carried memories (``x-tap-recalled`` > 0), degraded
+Reported per level: the share of requests that carried memories (``x-tap-recalled`` > 0), how many
+of those came from BM25 alone (``x-tap-recall-mode: lexical-only``, admission's fallback), degraded
 requests by reason (``x-tap-degraded``), time to first byte p50 / p99 through tap and direct, and
 the added TTFB (tap − direct at the same level, same run), inter-chunk gap p99 (tap and direct),
-errors (transport errors, non-200, a body that differs from the upstream's bytes), requests/s.
+errors (transport errors, non-200, a body that differs from the upstream's bytes), requests/s, and
+the tap server's CPU time per request (all its threads, user + system) and cores used meanwhile.
 The targets (issue #16): at 64 streams ≥ 95 % with memories and added TTFB p99 ≤ 3x the
 single-stream figure; at 128, ≥ 80 %.
 """
@@ -80,6 +82,7 @@ class Sample:
     recalled: int = 0
     recall_ms: float | None = None
     degraded: str = ""
+    lexical_only: bool = False
     body: bytes = b""
 
 
@@ -112,6 +115,7 @@ class Client:
         sample = Sample(ok=response.status == 200, error="" if response.status == 200 else f"HTTP {response.status}")
         sample.degraded = response.headers.get("x-tap-degraded", "")
         sample.recalled = int(response.headers.get("x-tap-recalled", "0") or 0)
+        sample.lexical_only = response.headers.get("x-tap-recall-mode", "") == "lexical-only"
         if "x-tap-recall-ms" in response.headers:
             sample.recall_ms = float(response.headers["x-tap-recall-ms"])
         chunks: list[bytes] = []
@@ -201,6 +205,7 @@ def side_report(samples: Sequence[Sample], seconds: float, expected: bytes) -> d
         "error_examples": sorted({s.error for s in failed})[:3] + (["body differs from upstream"] if corrupted else []),
         "with_memories": with_memories,
         "share_with_memories": round(with_memories / len(samples), 4) if samples else 0.0,
+        "lexical_only_with_memories": sum(1 for s in good if s.recalled > 0 and s.lexical_only),
         "degraded": dict(Counter(s.degraded for s in samples if s.degraded)),
         "ttfb_ms": benchutil.summary_ms([s.ttfb_ms for s in good]),
         "recall_ms": benchutil.summary_ms([s.recall_ms for s in good if s.recall_ms is not None]),
@@ -231,9 +236,22 @@ def tap_status(url: str, token: str) -> dict[str, Any]:
     return status
 
 
-async def measure(urls: dict[str, str], args: argparse.Namespace, expected: bytes) -> dict[str, Any]:
+def with_cpu(side: dict[str, Any], pid: int | None, cpu_before: float) -> dict[str, Any]:
+    """The side's report plus what its tap server spent on it: CPU ms per request (every thread,
+    user + system) and cores used on average while the side ran."""
+    if pid is not None and side["requests"]:
+        spent = benchutil.cpu_seconds(pid) - cpu_before
+        side["server_cpu_ms_per_request"] = round(1000 * spent / side["requests"], 2)
+        side["server_cpu_cores"] = round(spent / side["seconds"], 2) if side["seconds"] else None
+    return side
+
+
+async def measure(
+    urls: dict[str, str], pids: dict[str, int], args: argparse.Namespace, expected: bytes
+) -> dict[str, Any]:
     """Every level (closed loop), then every burst level: direct, through tap, and through the
-    baseline tap when there is one, the order rotating from level to level."""
+    baseline tap when there is one, the order rotating from level to level. `pids`: each tap
+    server's process, whose CPU time each side reports."""
     questions = Questions((sum(args.levels) + 8) * args.rounds * len(urls) + sum(args.bursts) * args.waves * 3 + 64)
     timeout = aiohttp.ClientTimeout(total=300)
     out: dict[str, Any] = {"levels": {}, "bursts": {}}
@@ -246,17 +264,19 @@ async def measure(urls: dict[str, str], args: argparse.Namespace, expected: byte
         for turn, level in enumerate(args.levels):
             sides: dict[str, dict[str, Any]] = {}
             for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                cpu = benchutil.cpu_seconds(pids[name]) if name in pids else 0.0
                 samples, seconds = await closed_loop(
                     clients[name], questions, level, args.rounds, args.ramp_s, f"l{level}-{name}"
                 )
-                sides[name] = side_report(samples, seconds, expected)
+                sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
             out["levels"][str(level)] = level_report(sides)
             _progress(f"{level} streams", out["levels"][str(level)])
         for level in args.bursts:
             sides = {}
             for name in names:
+                cpu = benchutil.cpu_seconds(pids[name]) if name in pids else 0.0
                 samples, seconds = await waves(clients[name], questions, level, args.waves, f"b{level}-{name}")
-                sides[name] = side_report(samples, seconds, expected)
+                sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
             out["bursts"][str(level)] = level_report(sides)
             _progress(f"{level} at once x{args.waves}", out["bursts"][str(level)])
     finally:
@@ -311,7 +331,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 servers[name] = tapserve.Server(Path(tmp) / name, config, code=tree).start()
             expected = b"".join(stream_events(args.events))
             urls = {"direct": upstream.url, **{name: server.url for name, server in servers.items()}}
-            measured = asyncio.run(measure(urls, args, expected))
+            pids = {name: server.pid for name, server in servers.items()}
+            measured = asyncio.run(measure(urls, pids, args, expected))
             status = tap_status(servers["tap"].url, servers["tap"].token)
             rss = benchutil.rss_mb(servers["tap"].pid)
         finally:
@@ -351,8 +372,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    headers = ["streams", "server", "with memories", "degraded", "TTFB p50", "p99", "direct p50", "p99"]
-    headers += ["added p50", "added p99", "gap p99", "direct", "errors", "req/s"]
+    headers = ["streams", "server", "with memories", "BM25 only", "degraded", "TTFB p50", "p99", "direct p50", "p99"]
+    headers += ["added p50", "added p99", "gap p99", "direct", "errors", "req/s", "CPU ms/req", "cores"]
     for title, entries in (("closed loop", result["levels"]), ("bursts", result["bursts"])):
         rows = []
         for level, entry in entries.items():
@@ -367,6 +388,7 @@ def print_report(result: dict[str, Any]) -> None:
                         level,
                         name,
                         f"{100 * side['share_with_memories']:.1f}%",
+                        side.get("lexical_only_with_memories", 0),
                         sum(side["degraded"].values()),
                         side["ttfb_ms"].get("p50"),
                         side["ttfb_ms"].get("p99"),
@@ -378,6 +400,8 @@ def print_report(result: dict[str, Any]) -> None:
                         direct["inter_chunk_gap_ms"].get("p99"),
                         side["errors"],
                         side["requests_per_s"],
+                        side.get("server_cpu_ms_per_request"),
+                        side.get("server_cpu_cores"),
                     ]
                 )
         if rows:

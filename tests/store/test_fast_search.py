@@ -359,3 +359,80 @@ def test_warming_loads_the_scopes_searched_in_memory(isolated_home: Path, embedd
         assert reopened._small.cached("ann") and reopened._small.cached("bob")
     finally:
         reopened.close()
+
+
+def _reference(index: LexicalIndex, query: str, scope: str, k: int) -> list[tuple[str, float]]:
+    """The same search ranked by FTS5's bm25() in SQL (a fresh reader: no kept postings)."""
+    from store.lexical import informative, query_terms
+
+    terms = query_terms(query)
+    with index._lock:
+        df = index._frequencies(terms)
+        kept = informative(terms, df)
+        if not kept or index._counts.get(scope, 0) == 0:
+            return []
+        first_row = index._newest_rows(min(n for t, n in zip(terms, df, strict=True) if t in kept))
+        return index._ranked_by_fts5(kept, scope, first_row, k)
+
+
+@pytest.mark.parametrize("scopes", [1, 3])
+def test_postings_in_memory_rank_exactly_as_fts5_bm25_through_every_write(
+    tmp_path: Path, monkeypatch: Any, scopes: int
+) -> None:
+    """store.bm25 gives FTS5's ranking, scores to the bit and ties by id, while its kept postings
+    follow adds, replacements (same id, other words, other scope), removals and a clear; past the
+    cache's cap too. Lengths vary (bm25 weighs them) and words repeat in a text (term frequency)."""
+    import store.bm25
+
+    index = LexicalIndex(tmp_path / "lex.db")
+    rng = random.Random(scopes)
+    vocabulary = "walks dog Porto vets cat bikes Lisbon walking dogs bike the tea cello garden".split()
+    queries = ["walked dogs in porto", "a cat and a bike", "cello tea garden lisbon", "vet", "walking walks dog"]
+
+    def text() -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 12)))
+
+    def scope() -> str:
+        return f"s{rng.randrange(scopes)}"
+
+    def check() -> None:
+        fresh = LexicalIndex(tmp_path / "lex.db")
+        try:
+            for query in queries:
+                for name in {f"s{n}" for n in range(scopes)}:
+                    found = index.search(query, scope=name, k=7)
+                    assert found == _reference(fresh, query, name, 7), (query, name)
+        finally:
+            fresh.close()
+
+    index.upsert([(f"m{n}", scope(), text(), b"{}", None) for n in range(120)])
+    assert index._large_scope("s0")
+    check()
+    assert index._postings.held > 0  # the searches above were served from kept postings
+    for _ in range(5):
+        index.upsert([(f"m{rng.randrange(160)}", scope(), text(), b"{}", None) for _ in range(15)])
+        index.remove([f"m{rng.randrange(160)}" for _ in range(8)])
+        check()
+    monkeypatch.setattr(store.bm25, "POSTINGS_CACHE_MAX", 5)
+    check()
+    index.clear()
+    assert index.search("dog", scope="s0", k=3) == []
+    index.upsert([("a", "s0", "walking the dog", b"{}", None), ("b", "s0", "a dog", b"{}", None)])
+    assert [i for i, _ in index.search("dogs walked", scope="s0", k=3)] == ["a", "b"]
+    index.close()
+
+
+def test_a_small_scope_of_a_shared_index_is_ranked_by_fts5(tmp_path: Path) -> None:
+    """A scope that is a small share of the index is ranked by FTS5 (its match on the scope key
+    reads that scope's postings only); nothing is kept in memory for it, and the answer is the same."""
+    index = LexicalIndex(tmp_path / "lex.db")
+    try:
+        index.upsert([(f"b{n}", "big", f"the dog walks {n}", b"{}", None) for n in range(40)])
+        index.upsert([("s1", "small", "my dog Rex", b"{}", None), ("s2", "small", "a cat", b"{}", None)])
+        assert not index._large_scope("small") and index._large_scope("big")
+        assert [i for i, _ in index.search("dog", scope="small", k=5)] == ["s1"]
+        assert not index._postings.keeps_terms
+        assert index.search("dog", scope="big", k=3) == _reference(index, "dog", "big", 3)
+        assert index._postings.keeps_terms
+    finally:
+        index.close()
