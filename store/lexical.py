@@ -144,7 +144,7 @@ class LexicalIndex:
         self._load_counts()
         self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
         self._stems: dict[str, tuple[str, ...]] = {}  # query word -> its FTS5 terms (a pure function)
-        self._postings = TermPostings(self._db)  # postings of the terms searched so far (store.bm25)
+        self._postings = TermPostings(self._db, path, self._lock)  # of the terms searched so far (store.bm25)
 
     def _upgrade(self) -> bool:
         """An index written before scopes were searchable is dropped; the store rebuilds it from
@@ -331,6 +331,8 @@ class LexicalIndex:
         # one scope holds everything: filtering on it would only cost time
         scoped = None if len(self._counts) == 1 else scope
         best = self._postings.best([found[0] for found in stems], scope=scoped, first_row=first_row, k=k)
+        if best is None:  # not all kept yet (being read in the background)
+            return self._ranked_by_fts5(terms, scope, first_row, k)
         return self._with_ids(best, k)
 
     def _large_scope(self, scope: str) -> bool:
@@ -476,5 +478,6 @@ class LexicalIndex:
 
     def close(self) -> None:
         """Close the database."""
+        self._postings.close()
         with self._lock:
             self._db.close()
