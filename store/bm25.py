@@ -2,9 +2,10 @@
 
 FTS5 scores a match with its bm25() function at ~2.5 µs per matching row (a question of common
 words matches thousands of memories at 10k: ~8 ms of a ~20 ms recall, the largest cost after the
-query embedding). Here each term's postings (rowid, term frequency, row length) are read from
-FTS5 once (fts5vocab 'instance' and the docsize table) and kept as arrays; a query then adds up
-its terms' contributions with numpy, in well under a millisecond for the same rows.
+query embedding). Here each term's postings (rowid, hits in the row) are read from FTS5 once
+(fts5vocab 'instance') and kept as arrays, beside every row's length and scope (the docsize and
+entries tables, read once); a query then adds up its terms' contributions with numpy, in well
+under a millisecond for the same rows.
 
 The scores are FTS5's own, to the bit: the formula of SQLite's fts5 bm25() (k1 = 1.2, b = 0.75,
 IDF = log((N - n + 0.5) / (n + 0.5)), at least 1e-6), with N and the average row length read from
@@ -13,19 +14,20 @@ the index's averages record (the numbers bm25() reads), a row's length from its 
 weights 0, 0, 1 of the SQL ranking), the terms added up in the query's order. A test holds the
 result equal to FTS5's ranking, scores included.
 
-Reading a term's postings costs about what one FTS5 ranking of it does (~3 µs a posting: 60 ms
-for a common word at 100k memories), so it never happens on the hot path: a search whose terms
-are not all kept yet is ranked by FTS5 as before (`best` returns None), and the missing terms
-are read on a background thread with its own connection, at low priority.
+Reading never happens on the hot path: a search whose terms (or the rows' table) are not all kept
+yet is ranked by FTS5 as before (`best` returns None), and what is missing is read on a
+background thread with its own connection, at low priority, with SQLite and numpy doing the work
+(group_concat, one string parsed in C): a Python loop per posting held the GIL long enough to
+slow the recalls running beside it (100k memories: p99 of the whole recall 107 → 159 ms).
 
 Invariants:
 - Only rows that hold a term are in its postings, and a term's postings are current: every
   write names the terms of the texts it adds and removes (LexicalIndex tokenizes them with FTS5
   itself), and their postings are dropped, to be read again. A read that a write to one of its
   terms (or to any row, for the scopes) overlapped is thrown away, never installed.
-- A row never changes: replacing a memory writes a new row. So a row's length never changes
-  either, and its scope is kept per rowid (`scope_of`), set by each write (a deleted row is in
-  no postings once its terms are dropped, and a rowid FTS5 gives out again is set anew).
+- A row never changes: replacing a memory writes a new row. So its length and scope are kept per
+  rowid, set by each write (a deleted row is in no postings once its terms are dropped, and a
+  rowid FTS5 gives out again is set anew).
 - The caller holds the index's lock (the background reader takes it only to install what it read).
 """
 
@@ -39,6 +41,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +60,7 @@ CONTENT_COLUMN = "content"
 
 _AVERAGES_ROWID = 1  # FTS5 keeps the row count and each column's token total in %_data row 1
 _NO_SCOPE = -1
-_SCOPES = ""  # the background reader's job that reads every row's scope (no term is empty)
+_ROWS: Final = ""  # the reader's job that reads every row's length and scope (no term is empty)
 
 Rows = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
@@ -84,17 +87,52 @@ def varint_sum(data: bytes) -> int:
     return total
 
 
+def varint_sums(data: npt.NDArray[np.uint8], sizes: Rows) -> Floats:
+    """`varint_sum` of many records at once: `data` holds them back to back, `sizes` their bytes
+    (values of up to 8 bytes, as row lengths are)."""
+    if not len(data):
+        return np.zeros(len(sizes), dtype=np.float64)
+    ends = np.flatnonzero(data < 0x80)  # the last byte of each varint
+    at = np.arange(len(data))
+    shift = 7 * (ends[np.searchsorted(ends, at)] - at)
+    values = (data & 0x7F).astype(np.int64) << shift
+    return np.bincount(np.repeat(np.arange(len(sizes)), sizes), weights=values, minlength=len(sizes))
+
+
+def int_list(text: str | None) -> Rows:
+    """The integers of a group_concat (comma-separated; None when there were none), parsed in C."""
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class _Postings:
-    """One term's rows (ascending), hits in `content` per row, and each row's length in tokens."""
+    """One term's rows (ascending) and its hits in `content` in each."""
 
     rows: Rows
     hits: Floats
+
+
+@dataclass
+class _RowTable:
+    """Every row's length in tokens (all columns, as bm25() counts) and scope number, by rowid."""
+
     lengths: Floats
+    scope_of: npt.NDArray[np.int32]
+    scopes: dict[str, int]
+
+    def set(self, rowid: int, length: int, scope: str) -> None:
+        if rowid >= len(self.lengths):
+            size = max(rowid + 1, len(self.lengths) * 3 // 2)
+            self.lengths = np.concatenate([self.lengths, np.zeros(size - len(self.lengths))])
+            self.scope_of = np.concatenate(
+                [self.scope_of, np.full(size - len(self.scope_of), _NO_SCOPE, dtype=np.int32)]
+            )
+        self.lengths[rowid] = length
+        self.scope_of[rowid] = self.scopes.setdefault(scope, len(self.scopes))
 
 
 class TermPostings:
-    """Per-term postings of one FTS5 table and the scope of each row (see the module docstring)."""
+    """Per-term postings of one FTS5 table and every row's length and scope (see the module docstring)."""
 
     def __init__(self, db: sqlite3.Connection, path: Path, lock: threading.Lock, table: str = "memories") -> None:
         self._db = db
@@ -103,14 +141,13 @@ class TermPostings:
         self._table = table
         self._terms: dict[str, _Postings] = {}
         self._held = 0
-        self._scope_of: npt.NDArray[np.int32] | None = None  # rowid -> scope number, or _NO_SCOPE
-        self._scopes: dict[str, int] = {}
+        self._rows: _RowTable | None = None
         self._wanted: dict[str, bool] = {}  # queued or being read -> a write overlapped it
         self._jobs: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._reader: threading.Thread | None = None
         self._idle = threading.Condition(lock)
         self.served = 0  # searches answered from kept postings
-        self.reads = 0  # postings (and scope tables) read and installed
+        self.reads = 0  # postings (and row tables) read and installed
 
     @property
     def held(self) -> int:
@@ -132,23 +169,19 @@ class TermPostings:
                 self._wanted[term] = True
 
     def row_added(self, rowid: int, scope: str) -> None:
-        """A row was written (kept only once the scopes have been read)."""
-        if _SCOPES in self._wanted:
-            self._wanted[_SCOPES] = True
-        if self._scope_of is None:
+        """A row was written (inside its transaction: its docsize record is there to read)."""
+        if _ROWS in self._wanted:
+            self._wanted[_ROWS] = True
+        if self._rows is None:
             return
-        if rowid >= len(self._scope_of):
-            grown = np.full(max(rowid + 1, len(self._scope_of) * 3 // 2), _NO_SCOPE, dtype=np.int32)
-            grown[: len(self._scope_of)] = self._scope_of
-            self._scope_of = grown
-        self._scope_of[rowid] = self._scopes.setdefault(scope, len(self._scopes))
+        size = self._db.execute(f"SELECT sz FROM {self._table}_docsize WHERE id = ?", (rowid,)).fetchone()
+        self._rows.set(rowid, varint_sum(bytes(size[0])) if size else 0, scope)
 
     def clear(self) -> None:
         """Forget everything (the index was emptied, or a write failed)."""
         self._terms.clear()
         self._held = 0
-        self._scope_of = None
-        self._scopes.clear()
+        self._rows = None
         for job in self._wanted:
             self._wanted[job] = True
 
@@ -158,19 +191,24 @@ class TermPostings:
         """The k best (rowid, score) for an OR of `terms` (stemmed, one per query word, in the
         query's order; a term may repeat), among the rows of `scope` (None: every row) from
         `first_row` on; best first, every row scoring the same as the k-th included (the caller
-        orders ties). None when a term (or the rows' scopes) is not kept yet: it is read in the
+        orders ties). None when a term (or the row table) is not kept yet: it is read in the
         background, and this search is for FTS5."""
         missing = [term for term in dict.fromkeys(terms) if term not in self._terms]
-        if scope is not None and self._scope_of is None:
-            missing.append(_SCOPES)
-        if missing:
+        table = self._rows
+        if table is None:
+            missing.append(_ROWS)
+        if missing or table is None:
             self._want(missing)
             return None
         self.served += 1
         if k <= 0:
             return []
         whole = [self._terms[term] for term in terms]
-        kept = [self._within(p, scope, first_row) for p in whole]
+        if any(len(p.rows) and p.rows[-1] >= len(table.lengths) for p in whole):  # never expected: read again
+            log.warning("lexical postings ahead of the row table; reading them again")
+            self.clear()
+            return None
+        kept = [self._within(p, table, scope, first_row) for p in whole]
         present = [p.rows for p in kept if len(p.rows)]
         if not present:
             return []
@@ -187,7 +225,8 @@ class TermPostings:
             if idf <= 0.0:
                 idf = MIN_IDF
             at = np.searchsorted(rows, p.rows)  # every row of p is in rows
-            scores[at] += idf * ((p.hits * (K1 + 1.0)) / (p.hits + K1 * (1 - B + B * p.lengths / average)))
+            length = table.lengths[p.rows]
+            scores[at] += idf * ((p.hits * (K1 + 1.0)) / (p.hits + K1 * (1 - B + B * length / average)))
         if len(rows) > k:
             kth = np.partition(scores, len(scores) - k)[len(scores) - k]
             chosen = np.flatnonzero(scores >= kth)
@@ -223,6 +262,7 @@ class TermPostings:
         reader: sqlite3.Connection | None = None
         try:
             while (job := self._jobs.get()) is not None:
+                read: _Postings | _RowTable | None
                 try:
                     if reader is None:
                         reader = connect(self._path)
@@ -230,9 +270,9 @@ class TermPostings:
                             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._table}_instances "
                             f"USING fts5vocab(main, {self._table}, 'instance')"
                         )
-                    read = self._read_scopes(reader) if job == _SCOPES else self._read_postings(reader, job)
+                    read = self._read_rows(reader) if job == _ROWS else self._read_postings(reader, job)
                 except sqlite3.Error as exc:  # the hot path goes on with FTS5; the next miss asks again
-                    log.warning("could not read the lexical postings of %r: %s", job or "the scopes", exc)
+                    log.warning("could not read the lexical postings of %r: %s", job or "the rows", exc)
                     read = None
                 with self._idle:
                     spoiled = self._wanted.pop(job, True)
@@ -243,12 +283,10 @@ class TermPostings:
             if reader is not None:
                 reader.close()
 
-    def _install(self, job: str, read: _Postings | tuple[npt.NDArray[np.int32], dict[str, int]]) -> None:
+    def _install(self, job: str, read: _Postings | _RowTable) -> None:
         self.reads += 1
-        if isinstance(read, tuple):
-            self._scope_of, scopes = read
-            self._scopes.clear()
-            self._scopes.update(scopes)
+        if isinstance(read, _RowTable):
+            self._rows = read
             return
         if self._held + len(read.rows) > POSTINGS_CACHE_MAX:
             self._terms.clear()
@@ -256,41 +294,42 @@ class TermPostings:
         self._terms[job] = read
         self._held += len(read.rows)
 
-    def _within(self, postings: _Postings, scope: str | None, first_row: int) -> _Postings:
+    @staticmethod
+    def _within(postings: _Postings, table: _RowTable, scope: str | None, first_row: int) -> _Postings:
         """The postings of the rows of `scope` (None: all) from `first_row` on."""
         keep = postings.rows >= first_row if first_row > 0 else None
-        if scope is not None and self._scope_of is not None:
-            scope_of = self._scope_of
-            number = self._scopes.get(scope, _NO_SCOPE - 1)
-            known = postings.rows < len(scope_of)
-            in_scope = np.zeros(len(postings.rows), dtype=bool)
-            in_scope[known] = scope_of[postings.rows[known]] == number
+        if scope is not None:
+            in_scope = table.scope_of[postings.rows] == table.scopes.get(scope, _NO_SCOPE - 1)
             keep = in_scope if keep is None else keep & in_scope
         if keep is None or keep.all():
             return postings
-        return _Postings(postings.rows[keep], postings.hits[keep], postings.lengths[keep])
+        return _Postings(postings.rows[keep], postings.hits[keep])
 
     def _read_postings(self, reader: sqlite3.Connection, term: str) -> _Postings:
-        rows = reader.execute(
-            f"SELECT i.doc, count(*), d.sz FROM temp.{self._table}_instances AS i "
-            f"JOIN main.{self._table}_docsize AS d ON d.id = i.doc "
-            "WHERE i.term = ? AND i.col = ? GROUP BY i.doc ORDER BY i.doc",
+        """A term's rows and hits: one instance per hit, in rowid order, counted with numpy."""
+        (docs,) = reader.execute(
+            f"SELECT group_concat(doc) FROM temp.{self._table}_instances WHERE term = ? AND col = ?",
             (term, CONTENT_COLUMN),
-        ).fetchall()
-        return _Postings(
-            np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-            np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows)),
-            np.fromiter((varint_sum(r[2]) for r in rows), dtype=np.float64, count=len(rows)),
-        )
+        ).fetchone()
+        rows, hits = np.unique(int_list(docs), return_counts=True)
+        return _Postings(rows, hits.astype(np.float64))
 
-    @staticmethod
-    def _read_scopes(reader: sqlite3.Connection) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
-        pairs = reader.execute("SELECT fts_row, scope FROM entries").fetchall()
+    def _read_rows(self, reader: sqlite3.Connection) -> _RowTable:
+        """Every row's length (its docsize record, decoded with numpy) and scope (one scope at a time)."""
+        ids, sizes, data = reader.execute(
+            f"SELECT group_concat(id), group_concat(length(sz)), group_concat(hex(sz), '') FROM {self._table}_docsize"
+        ).fetchone()
+        rowids = int_list(ids)
+        top = int(rowids.max()) + 1 if len(rowids) else 1
+        lengths = np.zeros(top, dtype=np.float64)
+        lengths[rowids] = varint_sums(np.frombuffer(bytes.fromhex(data or ""), dtype=np.uint8), int_list(sizes))
+        scope_of = np.full(top, _NO_SCOPE, dtype=np.int32)
         scopes: dict[str, int] = {}
-        scope_of = np.full(max((int(r[0]) for r in pairs), default=0) + 1, _NO_SCOPE, dtype=np.int32)
-        for rowid, scope in pairs:
-            scope_of[int(rowid)] = scopes.setdefault(str(scope), len(scopes))
-        return scope_of, scopes
+        for scope, rows in reader.execute("SELECT scope, group_concat(fts_row) FROM entries GROUP BY scope"):
+            number = scopes.setdefault(str(scope), len(scopes))
+            found = int_list(rows)
+            scope_of[found[found < top]] = number
+        return _RowTable(lengths, scope_of, scopes)
 
     def _totals(self) -> tuple[int, float]:
         """The row count and the average row length (all columns), as bm25() reads them."""
