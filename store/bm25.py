@@ -14,17 +14,18 @@ the index's averages record (the numbers bm25() reads), a row's length from its 
 weights 0, 0, 1 of the SQL ranking), the terms added up in the query's order. A test holds the
 result equal to FTS5's ranking, scores included.
 
-Reading never happens on the hot path: a search whose terms (or the rows' table) are not all kept
-yet is ranked by FTS5 as before (`best` returns None), and what is missing is read on a
-background thread with its own connection, at low priority, with SQLite and numpy doing the work
-(group_concat, one string parsed in C): a Python loop per posting held the GIL long enough to
-slow the recalls running beside it (100k memories: p99 of the whole recall 107 → 159 ms).
+Reading a term's postings costs a tenth of ranking it with FTS5 (100k memories, a common word in
+12k of them: 9 ms against 91), so a term missing on the hot path is read there, with SQLite and
+numpy doing the work (group_concat, one string parsed in C; a Python loop per posting cost as
+much as FTS5). The row table is read once, on a background thread with its own connection (240 ms
+at 100k; `tap serve` starts it at start-up); until it is there, searches are ranked by FTS5 as
+before (`best` returns None).
 
 Invariants:
 - Only rows that hold a term are in its postings, and a term's postings are current: every
   write names the terms of the texts it adds and removes (LexicalIndex tokenizes them with FTS5
-  itself), and their postings are dropped, to be read again. A read that a write to one of its
-  terms (or to any row, for the scopes) overlapped is thrown away, never installed.
+  itself), and their postings are dropped, to be read again. A background read of the row table
+  that any write overlapped is thrown away, never installed.
 - A row never changes: replacing a memory writes a new row. So its length and scope are kept per
   rowid, set by each write (a deleted row is in no postings once its terms are dropped, and a
   rowid FTS5 gives out again is set anew).
@@ -144,10 +145,13 @@ class TermPostings:
         self._rows: _RowTable | None = None
         self._wanted: dict[str, bool] = {}  # queued or being read -> a write overlapped it
         self._jobs: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        db.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances USING fts5vocab(main, {table}, 'instance')"
+        )
         self._reader: threading.Thread | None = None
         self._idle = threading.Condition(lock)
         self.served = 0  # searches answered from kept postings
-        self.reads = 0  # postings (and row tables) read and installed
+        self.reads = 0  # terms' postings and row tables read
 
     @property
     def held(self) -> int:
@@ -156,17 +160,20 @@ class TermPostings:
 
     @property
     def keeps_terms(self) -> bool:
-        """Whether any term is kept or being read: then every write must name the terms it changes."""
-        return bool(self._terms) or bool(self._wanted)
+        """Whether any term is kept: then every write must name the terms it changes."""
+        return bool(self._terms)
 
     def forget(self, terms: Iterable[str]) -> None:
-        """Drop the postings of terms a write changed (and spoil reads of them under way)."""
+        """Drop the postings of terms a write changed."""
         for term in terms:
             dropped = self._terms.pop(term, None)
             if dropped is not None:
                 self._held -= len(dropped.rows)
-            if term in self._wanted:
-                self._wanted[term] = True
+
+    def warm(self) -> None:
+        """Start reading the row table in the background, if it is not kept (caller holds the lock)."""
+        if self._rows is None:
+            self._want(_ROWS)
 
     def row_added(self, rowid: int, scope: str) -> None:
         """A row was written (inside its transaction: its docsize record is there to read)."""
@@ -191,19 +198,16 @@ class TermPostings:
         """The k best (rowid, score) for an OR of `terms` (stemmed, one per query word, in the
         query's order; a term may repeat), among the rows of `scope` (None: every row) from
         `first_row` on; best first, every row scoring the same as the k-th included (the caller
-        orders ties). None when a term (or the row table) is not kept yet: it is read in the
-        background, and this search is for FTS5."""
-        missing = [term for term in dict.fromkeys(terms) if term not in self._terms]
+        orders ties). None while the row table is not kept: it is read in the background, and
+        this search is for FTS5. A term not kept is read now."""
         table = self._rows
         if table is None:
-            missing.append(_ROWS)
-        if missing or table is None:
-            self._want(missing)
+            self._want(_ROWS)
             return None
         self.served += 1
         if k <= 0:
             return []
-        whole = [self._terms[term] for term in terms]
+        whole = [self._postings(term) for term in terms]
         if any(len(p.rows) and p.rows[-1] >= len(table.lengths) for p in whole):  # never expected: read again
             log.warning("lexical postings ahead of the row table; reading them again")
             self.clear()
@@ -247,12 +251,11 @@ class TermPostings:
             self._reader.join(timeout=5)
             self._reader = None
 
-    def _want(self, jobs: Sequence[str]) -> None:
-        """Queue reads (caller holds the lock)."""
-        for job in jobs:
-            if job not in self._wanted:
-                self._wanted[job] = False
-                self._jobs.put(job)
+    def _want(self, job: str) -> None:
+        """Queue a background read (caller holds the lock)."""
+        if job not in self._wanted:
+            self._wanted[job] = False
+            self._jobs.put(job)
         if self._reader is None:
             self._reader = threading.Thread(target=self._read_forever, name="tap-lexical-postings", daemon=True)
             self._reader.start()
@@ -262,37 +265,35 @@ class TermPostings:
         reader: sqlite3.Connection | None = None
         try:
             while (job := self._jobs.get()) is not None:
-                read: _Postings | _RowTable | None
+                read: _RowTable | None
                 try:
-                    if reader is None:
-                        reader = connect(self._path)
-                        reader.execute(
-                            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._table}_instances "
-                            f"USING fts5vocab(main, {self._table}, 'instance')"
-                        )
-                    read = self._read_rows(reader) if job == _ROWS else self._read_postings(reader, job)
-                except sqlite3.Error as exc:  # the hot path goes on with FTS5; the next miss asks again
-                    log.warning("could not read the lexical postings of %r: %s", job or "the rows", exc)
+                    reader = reader or connect(self._path)
+                    read = self._read_rows(reader)
+                except sqlite3.Error as exc:  # the hot path goes on with FTS5; the next search asks again
+                    log.warning("could not read the lexical index's row table: %s", exc)
                     read = None
                 with self._idle:
                     spoiled = self._wanted.pop(job, True)
                     if read is not None and not spoiled:
-                        self._install(job, read)
+                        self._rows = read
+                        self.reads += 1
                     self._idle.notify_all()
         finally:
             if reader is not None:
                 reader.close()
 
-    def _install(self, job: str, read: _Postings | _RowTable) -> None:
-        self.reads += 1
-        if isinstance(read, _RowTable):
-            self._rows = read
-            return
-        if self._held + len(read.rows) > POSTINGS_CACHE_MAX:
-            self._terms.clear()
-            self._held = 0
-        self._terms[job] = read
-        self._held += len(read.rows)
+    def _postings(self, term: str) -> _Postings:
+        """A term's postings, read now if not kept."""
+        found = self._terms.get(term)
+        if found is None:
+            found = self._read_postings(self._db, term)
+            self.reads += 1
+            if self._held + len(found.rows) > POSTINGS_CACHE_MAX:
+                self._terms.clear()
+                self._held = 0
+            self._terms[term] = found
+            self._held += len(found.rows)
+        return found
 
     @staticmethod
     def _within(postings: _Postings, table: _RowTable, scope: str | None, first_row: int) -> _Postings:
@@ -305,9 +306,9 @@ class TermPostings:
             return postings
         return _Postings(postings.rows[keep], postings.hits[keep])
 
-    def _read_postings(self, reader: sqlite3.Connection, term: str) -> _Postings:
+    def _read_postings(self, db: sqlite3.Connection, term: str) -> _Postings:
         """A term's rows and hits: one instance per hit, in rowid order, counted with numpy."""
-        (docs,) = reader.execute(
+        (docs,) = db.execute(
             f"SELECT group_concat(doc) FROM temp.{self._table}_instances WHERE term = ? AND col = ?",
             (term, CONTENT_COLUMN),
         ).fetchone()

@@ -390,7 +390,9 @@ class ChromaStore:
 
     def warm_vectors(self) -> int:
         """Load the largest scopes' vectors that fit the cache (at start, in the background, so the
-        first recall of a scope finds them); returns how many scopes were loaded."""
+        first recall of a scope finds them), and start reading the lexical index's row table (its
+        own background thread: store.bm25); returns how many scopes were loaded."""
+        self._lexical.warm()
         if not self._exclusive:
             return 0
         room = self._small.max_total

@@ -335,6 +335,13 @@ class LexicalIndex:
             return self._ranked_by_fts5(terms, scope, first_row, k)
         return self._with_ids(best, k)
 
+    def warm(self) -> None:
+        """Start reading, in the background, what ranking from kept postings needs (store.bm25),
+        when a scope is large enough to be ranked that way."""
+        with self._lock:
+            if any(self._large_scope(scope) for scope in self._counts):
+                self._postings.warm()
+
     def _large_scope(self, scope: str) -> bool:
         """Whether the scope holds at least 1/LARGE_SCOPE_SHARE of the index: then its terms are
         ranked from their postings in memory (store.bm25), which hold every scope's rows; a
