@@ -56,7 +56,7 @@ K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
 POSTINGS_CACHE_MAX = 1_000_000
-"""Postings kept in memory across all terms (~24 bytes each), then the cache starts over."""
+"""Postings kept in memory across all terms (16 bytes each), then the cache starts over."""
 CONTENT_COLUMN = "content"
 
 _AVERAGES_ROWID = 1  # FTS5 keeps the row count and each column's token total in %_data row 1

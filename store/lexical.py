@@ -125,7 +125,9 @@ class LexicalIndex:
     fts5vocab reads its whole doclist (~4 ms of a query's ~12 ms on the LongMemEval store, 236k
     memories), so each term is counted once and then kept exact by the writes (the texts a write
     adds and removes are tokenized by FTS5 itself and their terms' counts moved: ~0.3 ms more per
-    text written, next to the ~5-15 ms of embedding it; nothing while no search has run).
+    text written, next to the ~5-15 ms of embedding it; nothing while no search has run). A scope
+    that is a large share of the index is ranked from its terms' postings kept in memory
+    (store.bm25), which the same term changes keep current; others by FTS5's bm25() in SQL.
     """
 
     def __init__(self, path: Path) -> None:
@@ -331,7 +333,7 @@ class LexicalIndex:
         # one scope holds everything: filtering on it would only cost time
         scoped = None if len(self._counts) == 1 else scope
         best = self._postings.best([found[0] for found in stems], scope=scoped, first_row=first_row, k=k)
-        if best is None:  # not all kept yet (being read in the background)
+        if best is None:  # the row table is not read yet (it is being read in the background)
             return self._ranked_by_fts5(terms, scope, first_row, k)
         return self._with_ids(best, k)
 
@@ -347,7 +349,8 @@ class LexicalIndex:
         ranked from their postings in memory (store.bm25), which hold every scope's rows; a
         smaller scope is ranked by FTS5, whose match on the scope key reads only that scope's
         postings (120 LongMemEval scopes in one index: reading each term's postings of every
-        scope made a first search of a scope 10x slower than FTS5)."""
+        scope made the first search of a scope 10x slower than FTS5, with the first version of
+        the reader)."""
         return self._counts[scope] * LARGE_SCOPE_SHARE >= sum(self._counts.values())
 
     def _ranked_by_fts5(
