@@ -269,7 +269,7 @@ class TermPostings:
                 try:
                     reader = reader or connect(self._path)
                     read = self._read_rows(reader)
-                except sqlite3.Error as exc:  # the hot path goes on with FTS5; the next search asks again
+                except Exception as exc:  # the hot path goes on with FTS5; the next search asks again
                     log.warning("could not read the lexical index's row table: %s", exc)
                     read = None
                 with self._idle:

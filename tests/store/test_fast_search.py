@@ -478,3 +478,34 @@ def test_a_small_scope_of_a_shared_index_is_ranked_by_fts5(tmp_path: Path) -> No
         assert [i for i, _ in index.search("dog", scope="small", k=5)] == ["s1"]
     finally:
         index.close()
+
+
+def test_a_failed_read_of_the_row_table_leaves_fts5_ranking_and_is_tried_again(
+    tmp_path: Path, monkeypatch: Any, caplog: Any
+) -> None:
+    """The background read fails (a locked or damaged file): searches go on, ranked by FTS5, the
+    failure is logged, and the next search asks for the read again, which then succeeds."""
+    index = LexicalIndex(tmp_path / "lex.db")
+    postings = index._postings
+    real_read = postings._read_rows
+    failures = iter([sqlite3.OperationalError("database is locked")])
+
+    def flaky(reader: sqlite3.Connection) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real_read(reader)
+
+    monkeypatch.setattr(postings, "_read_rows", flaky)
+    try:
+        index.upsert([("a", "s", "the dog barks", b"{}", None), ("b", "s", "a dog", b"{}", None)])
+        expected = _reference(index, "dog", "s", 5)
+        assert index.search("dog", scope="s", k=5) == expected
+        assert postings.wait_idle()
+        assert postings._rows is None and "could not read" in caplog.text
+        for _ in range(2):
+            assert index.search("dog", scope="s", k=5) == expected
+            assert postings.wait_idle()
+        assert postings.served >= 1
+    finally:
+        index.close()
