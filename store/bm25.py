@@ -239,6 +239,15 @@ class TermPostings:
         order = chosen[np.argsort(-scores[chosen], kind="stable")]
         return [(int(rows[i]), float(scores[i])) for i in order]
 
+    def status(self) -> dict[str, int | bool]:
+        """What is kept, and how many searches it answered (caller holds the lock)."""
+        return {
+            "row_table": self._rows is not None,
+            "terms": len(self._terms),
+            "postings": self._held,
+            "searches_served": self.served,
+        }
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Wait until nothing is queued or being read (tests, benchmarks); False on timeout."""
         with self._idle:

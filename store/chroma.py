@@ -614,6 +614,7 @@ class ChromaStore:
         server how far behind the others' changes this process may be (seconds)."""
         out: dict[str, Any] = {"shared": self._feed is not None, "indexed": self._lexical.count()}
         out["indexed_by_scope"] = dict(sorted(self._lexical.scope_sizes().items())[:50])
+        out["bm25_in_memory"] = self._lexical.postings_status()
         if self._feed is not None:
             out["behind_s"] = round(max(0.0, time.time() - self._cursor - OVERLAP_S), 1)
         return out

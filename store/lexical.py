@@ -337,6 +337,12 @@ class LexicalIndex:
             return self._ranked_by_fts5(terms, scope, first_row, k)
         return self._with_ids(best, k)
 
+    def postings_status(self) -> dict[str, int | bool]:
+        """BM25 from kept postings (store.bm25): whether its row table is read, what it keeps, how
+        many searches it answered."""
+        with self._lock:
+            return self._postings.status()
+
     def warm(self) -> None:
         """Start reading, in the background, what ranking from kept postings needs (store.bm25),
         when a scope is large enough to be ranked that way."""

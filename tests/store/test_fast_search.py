@@ -411,6 +411,8 @@ def test_postings_in_memory_rank_exactly_as_fts5_bm25_through_every_write(
     assert index._large_scope("s0")
     check()
     assert index._postings.held > 0 and index._postings.served > 0  # served from kept postings
+    shown = index.postings_status()
+    assert shown["row_table"] and shown["terms"] > 0 and shown["searches_served"] == index._postings.served
     for _ in range(5):
         index.upsert([(f"m{rng.randrange(160)}", scope(), text(), b"{}", None) for _ in range(15)])
         index.remove([f"m{rng.randrange(160)}" for _ in range(8)])
