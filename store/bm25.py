@@ -246,6 +246,7 @@ class TermPostings:
             "terms": len(self._terms),
             "postings": self._held,
             "searches_served": self.served,
+            "reads": self.reads,
         }
 
     def wait_idle(self, timeout: float = 30.0) -> bool:

@@ -393,12 +393,7 @@ class LexicalIndex:
                 (match, first_row, k),
             ).fetchall()
             return [(row[0], -float(row[1])) for row in rows]
-        if not ranked:
-            return []
-        marks = ",".join("?" * len(ranked))
-        ids = dict(self._db.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", [r[0] for r in ranked]))
-        best = sorted((float(score), ids[rowid]) for rowid, score in ranked)[:k]
-        return [(memory_id, -score) for score, memory_id in best]
+        return self._with_ids([(rowid, -float(rank)) for rowid, rank in ranked], k)
 
     def _with_ids(self, best: Sequence[tuple[int, float]], k: int) -> list[tuple[str, float]]:
         """(id, score) of the k best (rowid, score) pairs, ties by id."""
