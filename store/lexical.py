@@ -25,8 +25,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import sqlite3
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,9 @@ _TEMP_SCHEMA = (
 )
 _IN_BATCH = 500
 FREQUENCY_CACHE_MAX = 50_000
+RECORDS_CACHE_MAX = 16_384
+"""Records kept in memory by id, most recently read first out (records(): the same memories come
+back search after search; 80 records cost ~0.6 ms to read from SQLite). Each is ~1 KB."""
 """Terms whose document frequency is kept in memory (then the cache starts over)."""
 
 
@@ -134,6 +138,8 @@ class LexicalIndex:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path)
+        self._vector_reader: sqlite3.Connection | None = None  # opened by the first vectors() read
+        self._vector_reader_lock = threading.Lock()
         self._db.execute("PRAGMA secure_delete=ON")  # a deleted memory's text is overwritten, not left in free pages
         fresh = not self._upgrade()
         for statement in (*_SCHEMA, *_TEMP_SCHEMA):
@@ -146,6 +152,7 @@ class LexicalIndex:
         self._load_counts()
         self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
         self._stems: dict[str, tuple[str, ...]] = {}  # query word -> its FTS5 terms (a pure function)
+        self._records: OrderedDict[str, bytes] = OrderedDict()  # recently read records (see records())
         self._postings = TermPostings(self._db, path, self._lock)  # of the terms searched so far (store.bm25)
 
     def _upgrade(self) -> bool:
@@ -184,11 +191,15 @@ class LexicalIndex:
                 delta.scopes[scope] += 1
 
     def vectors(self, scope: str) -> list[tuple[str, bytes | None]]:
-        """(id, float16 vector bytes or None when not indexed yet) of every active memory of the scope."""
-        with self._lock:
-            return [
-                (row[0], row[1]) for row in self._db.execute("SELECT id, vector FROM entries WHERE scope = ?", (scope,))
-            ]
+        """(id, float16 vector bytes or None when not indexed yet) of every active memory of the
+        scope, as of the last committed write. Read on a connection of its own, so loading a
+        scope's vectors (store.scope_vectors) does not wait for a search or a write, nor they for
+        it (WAL: readers see the last commit and never block)."""
+        with self._vector_reader_lock:
+            if self._vector_reader is None:
+                self._vector_reader = connect(self.path)
+            rows = self._vector_reader.execute("SELECT id, vector FROM entries WHERE scope = ?", (scope,))
+            return [(row[0], row[1]) for row in rows]
 
     def set_vectors(self, pairs: Sequence[tuple[str, bytes]]) -> None:
         """Store the vectors of indexed memories (read from the store for an index that lacked them)."""
@@ -291,7 +302,8 @@ class LexicalIndex:
         return change
 
     def _delete(self, memory_id: str, delta: _Delta) -> bytes | None:
-        """Remove one id; its vector, if it had one."""
+        """Remove one id; its vector, if it had one. Every write of an id passes here first."""
+        self._records.pop(memory_id, None)  # before the write: a failed one leaves it read again
         row = self._db.execute("SELECT fts_row, scope, vector FROM entries WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
             return None
@@ -459,16 +471,27 @@ class LexicalIndex:
             return [row[0] for row in self._db.execute("SELECT id FROM entries WHERE scope = ?", (scope,))]
 
     def records(self, ids: Sequence[str]) -> dict[str, bytes]:
-        """The stored records of these ids that are indexed (active), by id."""
+        """The stored records of these ids that are indexed (active), by id (through the cache of
+        recently read ones, which every write of an id drops it from: `_delete`)."""
         found: dict[str, bytes] = {}
         with self._lock:
-            for start in range(0, len(ids), _IN_BATCH):
-                batch = list(ids[start : start + _IN_BATCH])
+            missing: list[str] = []
+            for memory_id in ids:
+                record = self._records.get(memory_id)
+                if record is None:
+                    missing.append(memory_id)
+                else:
+                    self._records.move_to_end(memory_id)
+                    found[memory_id] = record
+            for start in range(0, len(missing), _IN_BATCH):
+                batch = missing[start : start + _IN_BATCH]
                 marks = ",".join("?" * len(batch))
                 for memory_id, record in self._db.execute(
                     f"SELECT id, record FROM entries WHERE id IN ({marks})", batch
                 ):
-                    found[memory_id] = bytes(record)
+                    found[memory_id] = self._records[memory_id] = bytes(record)
+            while len(self._records) > RECORDS_CACHE_MAX:
+                self._records.popitem(last=False)
         return found
 
     def count(self, scope: str | None = None) -> int:
@@ -484,11 +507,16 @@ class LexicalIndex:
                 self._db.execute("DELETE FROM entries")
                 self._db.execute("DELETE FROM meta")
             self._counts = Counter()
+            self._records.clear()
             self._df.clear()
             self._postings.clear()
 
     def close(self) -> None:
         """Close the database."""
         self._postings.close()
+        with self._vector_reader_lock:
+            if self._vector_reader is not None:
+                self._vector_reader.close()
+                self._vector_reader = None
         with self._lock:
             self._db.close()

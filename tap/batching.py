@@ -95,6 +95,10 @@ class WriteBuffer:
         """The store's hits as the buffer changed them, merged with buffered new memories."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]
 
+    def prepare_vector_search(self, scope: str) -> None:
+        """The store's (the buffer's own memories are searched in a matrix product as they are)."""
+        self.store.prepare_vector_search(scope)
+
     def vector_search_many(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:

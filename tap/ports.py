@@ -94,6 +94,12 @@ class MemoryStore(Protocol):
         many, when the scope has them) where completing it would cost a slower search."""
         ...
 
+    def prepare_vector_search(self, scope: str) -> None:
+        """Load what the scope's vector searches read, if the store keeps anything in memory for
+        them (recall calls it beside the query embedding, so a scope's first search does not wait
+        for it); may do nothing. Never raises for a store that is down: the search will."""
+        ...
+
     def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
         """Active memories of a scope matching the query words; score is BM25 (higher = better).
         `prefix`: a query word also matches the words it starts ('vim' finds 'vimrc')."""

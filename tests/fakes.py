@@ -116,6 +116,7 @@ class InMemoryStore:
         self._memories: dict[str, Memory] = {}
         self._vectors: dict[str, list[float]] = {}
         self._revisions: Counter[str] = Counter()
+        self.prepared: list[str] = []  # scopes recall asked to prepare (prepare_vector_search)
         self.closed = False
 
     def _changed(self, scopes: Iterable[str]) -> None:
@@ -160,6 +161,10 @@ class InMemoryStore:
         scored = [Hit(memory=m, score=_cosine(vector, self._vectors[m.id])) for m in self._active(scope)]
         scored.sort(key=lambda h: (-h.score, h.memory.id))
         return [Hit(memory=_copy(h.memory), score=h.score) for h in scored[:k]]
+
+    def prepare_vector_search(self, scope: str) -> None:
+        """Nothing to load: every vector is in a dict already."""
+        self.prepared.append(scope)
 
     def vector_search_many(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None

@@ -21,6 +21,30 @@ def _row(memory_id: str, scope: str, content: str) -> tuple[str, str, str, bytes
     return (memory_id, scope, content, f'{{"id": "{memory_id}"}}'.encode(), None)
 
 
+def test_records_read_before_a_write_never_come_back_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        index.upsert([(f"m{i}", "ann", f"note {i}", f"v1 of m{i}".encode(), None) for i in range(3)])
+        assert index.records(["m0", "m1", "m2"]) == {f"m{i}": f"v1 of m{i}".encode() for i in range(3)}
+        index.upsert([("m0", "ann", "note 0", b"v2 of m0", None)])  # rewritten after it was read
+        index.remove(["m1"])
+        assert index.records(["m0", "m1", "m2"]) == {"m0": b"v2 of m0", "m2": b"v1 of m2"}
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        assert index.search("note", scope="ann", k=3)  # terms are kept now: every write counts them
+        monkeypatch.setattr(index, "_term_changes", failing)  # so this write fails after its rows changed
+        with pytest.raises(sqlite3.OperationalError):
+            index.upsert([("m2", "ann", "note 2", b"v2 of m2", None)])
+        monkeypatch.undo()
+        assert index.records(["m2"]) == {"m2": b"v1 of m2"}  # rolled back: the old record, read again
+        index.clear()
+        assert index.records(["m0", "m2"]) == {}
+    finally:
+        index.close()
+
+
 def test_upsert_replaces_by_id_and_counts_per_scope(tmp_path: Path) -> None:
     index = LexicalIndex(tmp_path / "lexical.db")
     try:

@@ -108,3 +108,42 @@ def test_equal_vectors_are_cut_and_ordered_by_id_whatever_order_they_were_loaded
         assert got is not None
         results.append([memory_id for memory_id, _ in got[0]])
     assert results == [["p0", "p1", "p2"]] * 3  # the passages of one turn share a vector: ties go by id
+
+
+def test_preparing_a_scope_loads_its_vectors_once_and_a_search_finds_them_there(
+    isolated_home: Path, embedder: Any
+) -> None:
+    store = ChromaStore(
+        data_dir=isolated_home,
+        url="",
+        collection="prepared",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+    )
+    loads: list[str] = []
+    real_load = store._load_scope
+
+    def counted_load(scope: str) -> bool:
+        loads.append(scope)
+        return real_load(scope)
+
+    store._load_scope = counted_load  # type: ignore[method-assign]
+    try:
+        only = [make_memory(scope="big", content=f"filler note number {i}") for i in range(30)]
+        store.add(only, embedder.embed_documents([m.content for m in only]))
+        store.prepare_vector_search("big")
+        assert loads == [] and not store._small.cached("big")  # the whole collection: searched unfiltered
+
+        facts = ["Ana lives in Lisbon", "Ana plays the cello"]
+        small = [make_memory(scope="ana", content=c) for c in facts]
+        store.add(small, embedder.embed_documents(facts))
+        store.prepare_vector_search("ana")
+        assert loads == ["ana"] and store._small.cached("ana")
+        store.prepare_vector_search("ana")
+        hits = store.vector_search(embedder.embed_query("Where does Ana live?"), scope="ana", k=1)
+        assert [h.memory.id for h in hits] == [small[0].id]
+        assert loads == ["ana"]  # neither the second prepare nor the search loaded it again
+        store.prepare_vector_search("nobody")  # an empty scope: nothing to load, no error
+        assert loads == ["ana"]
+    finally:
+        store.close()

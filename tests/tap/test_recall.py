@@ -429,3 +429,16 @@ def test_day_headings_name_the_year_where_it_changes(engine: RecallEngine) -> No
     years = [line for line in block.splitlines() if line.endswith(":") and line[0].isdigit()]
     assert len(years) == 4 and sum(1 for line in years if line[-5:-1].isdigit()) < 4
     assert count_tokens(block) <= 500
+
+
+async def test_a_lone_recall_has_the_store_prepare_the_scopes_vectors_beside_the_embedding(
+    memory_store: Any, hash_embedder: Any
+) -> None:
+    engine = RecallEngine(memory_store, hash_embedder, parse_config("").recall, now=lambda: NOW)
+    try:
+        memory = make_memory(scope="ann", content="Ann moved to Lisbon", now=NOW)
+        memory_store.add([memory], hash_embedder.embed_documents([memory.content]))
+        assert [r.memory.id for r in engine.recall("Where does Ann live now?", scope="ann").memories] == [memory.id]
+        await until(lambda: memory_store.prepared == ["ann"], what="the scope's vectors prepared")
+    finally:
+        engine.close()
