@@ -122,7 +122,7 @@ def render_line(memory: Memory, terms: frozenset[str] = frozenset()) -> str:
     """One memory as it appears in the block (under its day's heading): its content on one line,
     marked when it contradicts another memory in the block (tap.conflicts); an excerpt cut to its
     sentences that hold one of the question's `terms` (tap.snippets)."""
-    content = " ".join(memory.content.split())
+    content = one_line(memory.content)
     if terms and is_excerpt(memory):
         content = excerpt_snippet(content, terms)
     marks = (CONFLICT_MARK if memory.conflicts_with else "") + (OUTDATED_MARK if OUTDATED_TAG in memory.tags else "")
@@ -132,7 +132,13 @@ def render_line(memory: Memory, terms: frozenset[str] = frozenset()) -> str:
 def _excerpt_floor(memory: Memory) -> int:
     """A lower bound of min_tokens(render_line(memory, terms)) for an excerpt, whatever the terms:
     "-" and the fewest characters its snippet can keep (tap.snippets.snippet_floor)."""
-    return (1 + snippet_floor(" ".join(memory.content.split())) + 3) // 4
+    return (1 + snippet_floor(one_line(memory.content)) + 3) // 4
+
+
+@lru_cache(maxsize=32768)
+def one_line(content: str) -> str:
+    """The content on one line, single-spaced (the same memories come back request after request)."""
+    return " ".join(content.split())
 
 
 def min_tokens(line: str) -> int:

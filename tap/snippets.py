@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import NamedTuple
 
 __all__ = ["ELLIPSIS", "excerpt_snippet", "snippet_floor", "terms_of"]
 
@@ -73,10 +74,41 @@ def _term(word: str) -> str:
     return "" if word.replace("’", "'") in _STOP else stem(word)
 
 
+class _Passage(NamedTuple):
+    """What cutting an excerpt needs from its content, whatever the question (see `_passage`)."""
+
+    label: str
+    """"User: " when the content opens with a speaker label, else ""."""
+    sentences: tuple[str, ...]
+    """The passage's sentences; empty when it is always shown whole (a list, or one sentence)."""
+    words: tuple[int, ...]
+    """Each sentence's words."""
+    passage_words: int
+    floor: int
+    """snippet_floor's answer."""
+
+
 @lru_cache(maxsize=32768)
-def _sentences(passage: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The passage's sentences with their terms (the same excerpts come back query after query)."""
-    return tuple((sentence, terms_of(sentence)) for sentence in _SENTENCE_GAP.split(passage))
+def _passage(content: str) -> _Passage:
+    """The content split once (the same excerpts come back query after query); no stemming, so
+    snippet_floor stays cheap for an excerpt the block passes over (`_sentence_terms` stems)."""
+    label, passage = _speaker(content)
+    split = [] if len(_LIST_ITEM.findall(passage)) >= 2 else _SENTENCE_GAP.split(passage)
+    if len(split) < 2:  # a list (its items' order and neighbours are what "the 7th one" asks about), or one sentence
+        return _Passage(label, (), (), 0, _solid(content))
+    return _Passage(
+        label,
+        tuple(split),
+        tuple(len(sentence.split()) for sentence in split),
+        len(passage.split()),
+        _solid(label) + min(_solid(sentence) for sentence in split),
+    )
+
+
+@lru_cache(maxsize=32768)
+def _sentence_terms(sentences: tuple[str, ...]) -> tuple[frozenset[str], ...]:
+    """Each sentence's terms (terms_of), once per passage."""
+    return tuple(terms_of(sentence) for sentence in sentences)
 
 
 def _speaker(content: str) -> tuple[str, str]:
@@ -93,21 +125,18 @@ def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
     wanted = frozenset(terms)
     if not wanted:
         return content
-    label, passage = _speaker(content)
-    if len(_LIST_ITEM.findall(passage)) >= 2:
-        return content  # a list: its items' order and neighbours are what "the 7th one" asks about
-    split = _sentences(passage)
-    if len(split) < 2:
+    parsed = _passage(content)
+    if not parsed.sentences:
         return content
-    sentences = [sentence for sentence, _ in split]
-    keep = [not terms.isdisjoint(wanted) for _, terms in split]
+    keep = [not found.isdisjoint(wanted) for found in _sentence_terms(parsed.sentences)]
     if not any(keep):
         return content
+    sentences = parsed.sentences
     for i in range(len(sentences) - 1):
         if keep[i] and sentences[i].endswith(":"):
             keep[i + 1] = True
-    kept_words = sum(len(s.split()) for s, k in zip(sentences, keep, strict=True) if k)
-    if kept_words >= WHOLE_SHARE * len(passage.split()):
+    kept_words = sum(n for n, k in zip(parsed.words, keep, strict=True) if k)
+    if kept_words >= WHOLE_SHARE * parsed.passage_words:
         return content
     parts: list[str] = []
     for i, sentence in enumerate(sentences):
@@ -115,22 +144,15 @@ def excerpt_snippet(content: str, terms: Iterable[str]) -> str:
             parts.append(sentence)
         elif not parts or parts[-1] != ELLIPSIS:
             parts.append(ELLIPSIS)
-    return label + " ".join(parts)
+    return parsed.label + " ".join(parts)
 
 
-@lru_cache(maxsize=32768)
 def snippet_floor(content: str) -> int:
     """A lower bound of the non-space characters of `excerpt_snippet(content, terms)` for any
     terms: its shortest sentence (with its speaker label), or the whole content where it is always
     shown whole. Cheap (no stemming), so the block can pass over an excerpt that cannot fit
     without cutting it to the question first."""
-    label, passage = _speaker(content)
-    if len(_LIST_ITEM.findall(passage)) >= 2:
-        return _solid(content)
-    sentences = _SENTENCE_GAP.split(passage)
-    if len(sentences) < 2:
-        return _solid(content)
-    return _solid(label) + min(_solid(sentence) for sentence in sentences)
+    return _passage(content).floor
 
 
 def _solid(text: str) -> int:
