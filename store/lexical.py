@@ -105,11 +105,11 @@ _TEMP_SCHEMA = (
 )
 _IN_BATCH = 500
 FREQUENCY_CACHE_MAX = 50_000
+"""Terms whose document frequency is kept in memory (then the cache starts over)."""
 RECORDS_CACHE_MAX = 16_384
 """Records kept in memory by id, most recently read first out (records(): the same memories come
 back search after search; 80 records cost ~0.6 ms to read from SQLite). A record is ~0.8 KB
 (LongMemEval's store): ~13 MB when the cache is full."""
-"""Terms whose document frequency is kept in memory (then the cache starts over)."""
 
 
 @dataclass

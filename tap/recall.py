@@ -135,7 +135,7 @@ def _excerpt_floor(memory: Memory) -> int:
     return (1 + snippet_floor(one_line(memory.content)) + 3) // 4
 
 
-@lru_cache(maxsize=32768)
+@lru_cache(maxsize=16384)
 def one_line(content: str) -> str:
     """The content on one line, single-spaced (the same memories come back request after request)."""
     return " ".join(content.split())
