@@ -34,11 +34,13 @@ Invariants:
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import queue
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +58,14 @@ K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
 POSTINGS_CACHE_MAX = 1_000_000
-"""Postings kept in memory across all terms (16 bytes each), then the cache starts over."""
+"""Postings kept in memory across all terms (16 bytes each); past it the least recently searched
+terms are dropped."""
 CONTENT_COLUMN = "content"
+TIE_ROWS_MAX = 512
+"""Of the rows that tie with the k-th best score, at most this many compete for the last places
+(the newest: highest rowids), then ties are broken by id (`newest_ties`). A question made only of
+words in most memories gives thousands of rows the same score (1M memories: 18k rows, whose ids
+took 170 ms to read and sort)."""
 
 _AVERAGES_ROWID = 1  # FTS5 keeps the row count and each column's token total in %_data row 1
 _NO_SCOPE = -1
@@ -132,6 +140,19 @@ class _RowTable:
         self.scope_of[rowid] = self.scopes.setdefault(scope, len(self.scopes))
 
 
+def newest_ties(best: Sequence[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+    """(rowid, score) pairs holding every row that scores above the k-th best and every row tying
+    with it, cut to the rows above it and the newest TIE_ROWS_MAX of the tying ones."""
+    if k <= 0 or len(best) <= k:
+        return list(best)
+    kth = heapq.nlargest(k, (score for _, score in best))[-1]
+    tied = sorted((rowid for rowid, score in best if score == kth), reverse=True)
+    if len(tied) <= TIE_ROWS_MAX:
+        return list(best)
+    newest = set(tied[:TIE_ROWS_MAX])
+    return [(rowid, score) for rowid, score in best if score > kth or rowid in newest]
+
+
 class TermPostings:
     """Per-term postings of one FTS5 table and every row's length and scope (see the module docstring)."""
 
@@ -140,7 +161,7 @@ class TermPostings:
         self._path = path
         self._lock = lock  # the index's: held by every caller, and by the reader to install
         self._table = table
-        self._terms: dict[str, _Postings] = {}
+        self._terms: OrderedDict[str, _Postings] = OrderedDict()  # least recently searched first
         self._held = 0
         self._rows: _RowTable | None = None
         self._wanted: dict[str, bool] = {}  # queued or being read -> a write overlapped it
@@ -197,9 +218,10 @@ class TermPostings:
     ) -> list[tuple[int, float]] | None:
         """The k best (rowid, score) for an OR of `terms` (stemmed, one per query word, in the
         query's order; a term may repeat), among the rows of `scope` (None: every row) from
-        `first_row` on; best first, every row scoring the same as the k-th included (the caller
-        orders ties). None while the row table is not kept: it is read in the background, and
-        this search is for FTS5. A term not kept is read now."""
+        `first_row` on; best first, every row scoring the same as the k-th included, or the
+        newest TIE_ROWS_MAX of them (the caller orders ties: `newest_ties`). None while the row
+        table is not kept: it is read in the background, and this search is for FTS5. A term not
+        kept is read now."""
         table = self._rows
         if table is None:
             self._want(_ROWS)
@@ -234,6 +256,9 @@ class TermPostings:
         if len(rows) > k:
             kth = np.partition(scores, len(scores) - k)[len(scores) - k]
             chosen = np.flatnonzero(scores >= kth)
+            tied = chosen[scores[chosen] == kth]
+            if len(tied) > TIE_ROWS_MAX:  # the newest of them (rows ascend): see TIE_ROWS_MAX
+                chosen = np.concatenate((chosen[scores[chosen] > kth], tied[-TIE_ROWS_MAX:]))
         else:
             chosen = np.arange(len(rows))
         order = chosen[np.argsort(-scores[chosen], kind="stable")]
@@ -295,14 +320,16 @@ class TermPostings:
     def _postings(self, term: str) -> _Postings:
         """A term's postings, read now if not kept."""
         found = self._terms.get(term)
-        if found is None:
-            found = self._read_postings(self._db, term)
-            self.reads += 1
-            if self._held + len(found.rows) > POSTINGS_CACHE_MAX:
-                self._terms.clear()
-                self._held = 0
-            self._terms[term] = found
-            self._held += len(found.rows)
+        if found is not None:
+            self._terms.move_to_end(term)
+            return found
+        found = self._read_postings(self._db, term)
+        self.reads += 1
+        while self._terms and self._held + len(found.rows) > POSTINGS_CACHE_MAX:
+            _, dropped = self._terms.popitem(last=False)  # the least recently searched term first
+            self._held -= len(dropped.rows)
+        self._terms[term] = found
+        self._held += len(found.rows)
         return found
 
     @staticmethod

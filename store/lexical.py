@@ -32,7 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from store.bm25 import TermPostings
+from store import bm25
+from store.bm25 import TermPostings, newest_ties
 from tap.sqlite import connect, transaction
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -390,26 +391,28 @@ class LexicalIndex:
 
     def _best(self, match: str, first_row: int, k: int) -> list[tuple[str, float]]:
         """The k best (id, -bm25) of a MATCH, ties by id (the same hits whatever order the rows
-        were written in). Ranked by rowid first: reading each matching row's `id` while ranking
-        cost as much as the ranking itself (3,906 matching memories: 18.6 ms against 9.8); the
-        ids of the 2k best are read after, which holds the exact top k unless a tie runs past them
-        (then the ranking is done again with the ids)."""
+        were written in; of many tying rows, the newest: store.bm25.TIE_ROWS_MAX). Ranked by rowid
+        first: reading each matching row's `id` while ranking cost as much as the ranking itself
+        (3,906 matching memories: 18.6 ms against 9.8); the ids of the 2k best are read after,
+        which holds the exact top k unless a tie runs past them (then the k best and the newest
+        rows tying with the k-th are fetched again)."""
         ranked = self._db.execute(
             "SELECT rowid, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
             "ORDER BY rank LIMIT ?",
             (match, first_row, 2 * k),
         ).fetchall()
         if len(ranked) == 2 * k and k > 0 and ranked[k - 1][1] == ranked[-1][1]:
-            rows = self._db.execute(
-                "SELECT id, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
-                "ORDER BY rank, id LIMIT ?",
-                (match, first_row, k),
+            ranked = self._db.execute(
+                "SELECT rowid, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? "
+                "AND rowid >= ? ORDER BY rank, rowid DESC LIMIT ?",
+                (match, first_row, k + bm25.TIE_ROWS_MAX),
             ).fetchall()
-            return [(row[0], -float(row[1])) for row in rows]
         return self._with_ids([(rowid, -float(rank)) for rowid, rank in ranked], k)
 
     def _with_ids(self, best: Sequence[tuple[int, float]], k: int) -> list[tuple[str, float]]:
-        """(id, score) of the k best (rowid, score) pairs, ties by id."""
+        """(id, score) of the k best (rowid, score) pairs, ties by id (of many tying with the k-th,
+        the newest: store.bm25.newest_ties)."""
+        best = newest_ties(best, k)
         if not best:
             return []
         marks = ",".join("?" * len(best))

@@ -452,6 +452,31 @@ def test_postings_in_memory_rank_exactly_as_fts5_bm25_through_every_write(
     index.close()
 
 
+def test_of_many_rows_tying_for_the_last_places_the_newest_compete_on_both_paths(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A question whose words are in every memory gives them all one score: only the newest
+    TIE_ROWS_MAX of the tying rows compete (then by id), from kept postings as from FTS5."""
+    import store.bm25
+
+    monkeypatch.setattr(store.bm25, "TIE_ROWS_MAX", 4)
+    index = LexicalIndex(tmp_path / "lex.db")
+    try:
+        index.upsert([(f"a{n:02}", "s0", "the dog walks", b"{}", None) for n in range(30)])  # a00 oldest
+        index.upsert([("z99", "s0", "the dog walks the dog", b"{}", None)])  # a better score: always first
+        want = ["z99", "a26", "a27"]  # of the tying a00..a29, the newest four compete: a26..a29
+        assert [i for i, _ in _reference(index, "dog walks", "s0", 3)] == want
+        for _ in range(2):  # FTS5 until the row table is read, then the kept postings
+            assert [i for i, _ in index.search("dog walks", scope="s0", k=3)] == want
+            assert index._postings.wait_idle()
+        assert index._postings.served > 0
+        monkeypatch.setattr(store.bm25, "TIE_ROWS_MAX", 100)  # all of them compete: ties by id
+        assert [i for i, _ in index.search("dog walks", scope="s0", k=3)] == ["z99", "a00", "a01"]
+        assert [i for i, _ in _reference(index, "dog walks", "s0", 3)] == ["z99", "a00", "a01"]
+    finally:
+        index.close()
+
+
 def test_a_read_of_the_row_table_that_a_write_overlaps_is_thrown_away(tmp_path: Path, monkeypatch: Any) -> None:
     """The row table (every row's length and scope) is read on a background thread with its own
     connection; a write committed after that read and before its install spoils it: it is never
