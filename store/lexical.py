@@ -120,6 +120,7 @@ class _Delta:
     scopes: Counter[str] = field(default_factory=Counter)
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # written or removed: their cached records go at the end
 
 
 class LexicalIndex:
@@ -140,8 +141,12 @@ class LexicalIndex:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path)
-        self._vector_reader: sqlite3.Connection | None = None  # opened by the first vectors() read
-        self._vector_reader_lock = threading.Lock()
+        # Reads that need no in-memory state (records, vectors, scope membership) go through a
+        # connection per thread, without the lock: recall threads and writes do not queue behind
+        # each other for them (WAL: a reader sees the last commit and never blocks).
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         self._db.execute("PRAGMA secure_delete=ON")  # a deleted memory's text is overwritten, not left in free pages
         fresh = not self._upgrade()
         for statement in (*_SCHEMA, *_TEMP_SCHEMA):
@@ -155,6 +160,8 @@ class LexicalIndex:
         self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
         self._stems: dict[str, tuple[str, ...]] = {}  # query word -> its FTS5 terms (a pure function)
         self._records: OrderedDict[str, bytes] = OrderedDict()  # recently read records (see records())
+        self._records_lock = threading.Lock()
+        self._generation = 0  # bumped after every write transaction (under _records_lock): see records()
         self._postings = TermPostings(self._db, path, self._lock)  # of the terms searched so far (store.bm25)
 
     def _upgrade(self) -> bool:
@@ -194,14 +201,22 @@ class LexicalIndex:
 
     def vectors(self, scope: str) -> list[tuple[str, bytes | None]]:
         """(id, float16 vector bytes or None when not indexed yet) of every active memory of the
-        scope, as of the last committed write. Read on a connection of its own, so loading a
-        scope's vectors (store.scope_vectors) does not wait for a search or a write, nor they for
-        it (WAL: readers see the last commit and never block)."""
-        with self._vector_reader_lock:
-            if self._vector_reader is None:
-                self._vector_reader = connect(self.path)
-            rows = self._vector_reader.execute("SELECT id, vector FROM entries WHERE scope = ?", (scope,))
-            return [(row[0], row[1]) for row in rows]
+        scope, as of the last committed write (this thread's reader: loading a scope's vectors
+        waits for no search or write, nor they for it)."""
+        rows = self._reader().execute("SELECT id, vector FROM entries WHERE scope = ?", (scope,))
+        return [(row[0], row[1]) for row in rows]
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection (opened on its first read, closed by close())."""
+        reader: sqlite3.Connection | None = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = connect(self.path)
+            reader.execute("PRAGMA query_only=ON")
+            reader.execute("PRAGMA cache_size=-1024")  # 1 MB per thread; the OS caches the file
+            with self._readers_lock:
+                self._readers.append(reader)
+            self._local.reader = reader
+        return reader
 
     def set_vectors(self, pairs: Sequence[tuple[str, bytes]]) -> None:
         """Store the vectors of indexed memories (read from the store for an index that lacked them)."""
@@ -282,6 +297,11 @@ class LexicalIndex:
         except BaseException:
             self._postings.clear()
             raise
+        finally:  # committed or not: the records it wrote are read again, and none read meanwhile is kept
+            with self._records_lock:
+                for memory_id in delta.ids:
+                    self._records.pop(memory_id, None)
+                self._generation += 1
         self._postings.forget(terms)
         for scope, change in delta.scopes.items():
             self._counts[scope] += change
@@ -305,7 +325,7 @@ class LexicalIndex:
 
     def _delete(self, memory_id: str, delta: _Delta) -> bytes | None:
         """Remove one id; its vector, if it had one. Every write of an id passes here first."""
-        self._records.pop(memory_id, None)  # before the write: a failed one leaves it read again
+        delta.ids.append(memory_id)
         row = self._db.execute("SELECT fts_row, scope, vector FROM entries WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
             return None
@@ -459,14 +479,14 @@ class LexicalIndex:
     def in_scope(self, ids: Sequence[str], scope: str) -> set[str]:
         """Which of these ids are active memories of the scope."""
         found: set[str] = set()
-        with self._lock:
-            for start in range(0, len(ids), _IN_BATCH):
-                batch = list(ids[start : start + _IN_BATCH])
-                marks = ",".join("?" * len(batch))
-                rows = self._db.execute(
-                    f"SELECT id FROM entries WHERE id IN ({marks}) AND +scope = ?", (*batch, scope)
-                ).fetchall()
-                found.update(row[0] for row in rows)
+        reader = self._reader()
+        for start in range(0, len(ids), _IN_BATCH):
+            batch = list(ids[start : start + _IN_BATCH])
+            marks = ",".join("?" * len(batch))
+            rows = reader.execute(
+                f"SELECT id FROM entries WHERE id IN ({marks}) AND +scope = ?", (*batch, scope)
+            ).fetchall()
+            found.update(row[0] for row in rows)
         return found
 
     def ids_in_scope(self, scope: str) -> list[str]:
@@ -475,11 +495,13 @@ class LexicalIndex:
             return [row[0] for row in self._db.execute("SELECT id FROM entries WHERE scope = ?", (scope,))]
 
     def records(self, ids: Sequence[str]) -> dict[str, bytes]:
-        """The stored records of these ids that are indexed (active), by id (through the cache of
-        recently read ones, which every write of an id drops it from: `_delete`)."""
+        """The stored records of these ids that are indexed (active), by id: through the cache of
+        recently read ones, from which every write transaction drops the ids it wrote when it ends,
+        else from this thread's reader; what a reader read is kept only when no write ended while
+        it read (a record read before a commit must not outlive it)."""
         found: dict[str, bytes] = {}
-        with self._lock:
-            missing: list[str] = []
+        missing: list[str] = []
+        with self._records_lock:
             for memory_id in ids:
                 record = self._records.get(memory_id)
                 if record is None:
@@ -487,21 +509,30 @@ class LexicalIndex:
                 else:
                     self._records.move_to_end(memory_id)
                     found[memory_id] = record
-            for start in range(0, len(missing), _IN_BATCH):
-                batch = missing[start : start + _IN_BATCH]
-                marks = ",".join("?" * len(batch))
-                for memory_id, record in self._db.execute(
-                    f"SELECT id, record FROM entries WHERE id IN ({marks})", batch
-                ):
-                    found[memory_id] = self._records[memory_id] = bytes(record)
-            while len(self._records) > RECORDS_CACHE_MAX:
-                self._records.popitem(last=False)
+            generation = self._generation
+        if not missing:
+            return found
+        read: dict[str, bytes] = {}
+        reader = self._reader()
+        for start in range(0, len(missing), _IN_BATCH):
+            batch = missing[start : start + _IN_BATCH]
+            marks = ",".join("?" * len(batch))
+            for memory_id, record in reader.execute(f"SELECT id, record FROM entries WHERE id IN ({marks})", batch):
+                read[memory_id] = bytes(record)
+        found.update(read)
+        with self._records_lock:
+            if generation == self._generation:  # no write ended meanwhile: what was read is current
+                self._records.update(read)
+                while len(self._records) > RECORDS_CACHE_MAX:
+                    self._records.popitem(last=False)
         return found
 
     def count(self, scope: str | None = None) -> int:
         """How many memories the index holds (of one scope, or in all)."""
+        if scope is not None:
+            return self._counts.get(scope, 0)  # one dict read: needs no lock (writes replace whole values)
         with self._lock:
-            return self._counts.get(scope, 0) if scope is not None else sum(self._counts.values())
+            return sum(self._counts.values())
 
     def clear(self) -> None:
         """Empty the index (before a rebuild)."""
@@ -511,16 +542,18 @@ class LexicalIndex:
                 self._db.execute("DELETE FROM entries")
                 self._db.execute("DELETE FROM meta")
             self._counts = Counter()
-            self._records.clear()
+            with self._records_lock:
+                self._records.clear()
+                self._generation += 1
             self._df.clear()
             self._postings.clear()
 
     def close(self) -> None:
         """Close the database."""
         self._postings.close()
-        with self._vector_reader_lock:
-            if self._vector_reader is not None:
-                self._vector_reader.close()
-                self._vector_reader = None
+        with self._readers_lock:
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
         with self._lock:
             self._db.close()

@@ -45,6 +45,76 @@ def test_records_read_before_a_write_never_come_back_stale(tmp_path: Path, monke
         index.close()
 
 
+def test_a_record_read_while_a_write_commits_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """records() reads without the index's lock, on its thread's own connection: a read that began
+    before a write of the same id ended returns what it read, but never keeps it in the cache."""
+    import threading
+
+    index = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        index.upsert([("m0", "ann", "note", b"v1", None)])
+        read, resume = threading.Event(), threading.Event()
+        real_reader = index._reader
+
+        class Paused:
+            """The reader connection, holding its rows back until the write is done."""
+
+            def __init__(self, db: sqlite3.Connection) -> None:
+                self.db = db
+
+            def execute(self, sql: str, params: Any = ()) -> list[Any]:
+                rows = self.db.execute(sql, params).fetchall()
+                read.set()
+                assert resume.wait(10)
+                return rows
+
+        monkeypatch.setattr(index, "_reader", lambda: Paused(real_reader()))
+        got: list[dict[str, bytes]] = []
+        reading = threading.Thread(target=lambda: got.append(index.records(["m0"])))
+        reading.start()
+        assert read.wait(10)  # it has read v1 ...
+        index.upsert([("m0", "ann", "note", b"v2", None)])  # ... and v2 is committed before it returns
+        resume.set()
+        reading.join(10)
+        assert got == [{"m0": b"v1"}]  # what it read, as of before the write
+        monkeypatch.undo()
+        assert index.records(["m0"]) == {"m0": b"v2"}  # nothing stale was kept
+    finally:
+        index.close()
+
+
+def test_a_record_read_while_a_write_is_uncommitted_is_dropped_when_it_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read during a write transaction sees the record before it (WAL) and may keep it; the
+    transaction's end drops it, so the next read gets the committed record."""
+    import threading
+
+    index = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        index.upsert([("m0", "ann", "note", b"v1", None)])
+        assert index.search("note", scope="ann", k=1)  # terms are kept: writes count theirs in the transaction
+        inside, read_done = threading.Event(), threading.Event()
+        real = index._term_changes
+
+        def held_open(delta: Any) -> Any:
+            changes = real(delta)
+            inside.set()
+            assert read_done.wait(10)  # the transaction stays open until the read is done
+            return changes
+
+        monkeypatch.setattr(index, "_term_changes", held_open)
+        writing = threading.Thread(target=lambda: index.upsert([("m0", "ann", "note", b"v2", None)]))
+        writing.start()
+        assert inside.wait(10)
+        assert index.records(["m0"]) == {"m0": b"v1"}  # not committed yet
+        read_done.set()
+        writing.join(10)
+        assert index.records(["m0"]) == {"m0": b"v2"}
+    finally:
+        index.close()
+
+
 def test_upsert_replaces_by_id_and_counts_per_scope(tmp_path: Path) -> None:
     index = LexicalIndex(tmp_path / "lexical.db")
     try:
