@@ -18,6 +18,13 @@ def unit(rng: np.random.Generator, n: int, dims: int = 16) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
+def _embedded_store(home: Path, embedder: Any, collection: str) -> ChromaStore:
+    """An embedded store for the embedder's vectors."""
+    return ChromaStore(
+        data_dir=home, url="", collection=collection, embedder_id=embedder.model_id, dimensions=embedder.dimensions
+    )
+
+
 def test_search_stays_exact_through_random_writes() -> None:
     rng, pick = np.random.default_rng(1), random.Random(1)
     cache = ScopeVectors(max_scope=1000)
@@ -64,13 +71,7 @@ def test_bounds_per_scope_and_in_total() -> None:
 
 
 def test_store_serves_small_scopes_from_memory_and_follows_its_writes(isolated_home: Path, embedder: Any) -> None:
-    store = ChromaStore(
-        data_dir=isolated_home,
-        url="",
-        collection="small",
-        embedder_id=embedder.model_id,
-        dimensions=embedder.dimensions,
-    )
+    store = _embedded_store(isolated_home, embedder, "small")
     try:
         big = [make_memory(scope="big", content=f"filler note number {i}") for i in range(60)]
         store.add(big, embedder.embed_documents([m.content for m in big]))
@@ -113,13 +114,7 @@ def test_equal_vectors_are_cut_and_ordered_by_id_whatever_order_they_were_loaded
 def test_preparing_a_scope_loads_its_vectors_once_and_a_search_finds_them_there(
     isolated_home: Path, embedder: Any
 ) -> None:
-    store = ChromaStore(
-        data_dir=isolated_home,
-        url="",
-        collection="prepared",
-        embedder_id=embedder.model_id,
-        dimensions=embedder.dimensions,
-    )
+    store = _embedded_store(isolated_home, embedder, "prepared")
     loads: list[str] = []
     real_load = store._load_scope
 
