@@ -119,8 +119,8 @@ _TRAILING_PUNCTUATION = re.compile(r"[.!?,;:)\]]+$")
 # still cost half a millisecond per 1,000-character turn, substring searches ~20 µs). Each is a
 # literal part of the patterns: the shapes' prefixes, the key names (every _SECRET_KEY, _OPTION and
 # _SPOKEN_PASSWORD name holds one), "bearer"; a PIN needs "pin" at a word's start, a connection
-# string "://" and "@", a door or alarm code its label (_CODE_LABEL). tests/tap/test_scrub_cases.py checks that skipping
-# changes no output.
+# string "://" and "@", a door or alarm code its label (_CODE_LABEL).
+# tests/tap/test_scrub_cases.py checks that skipping changes no output.
 _NEEDLES = tuple(
     "-----begin putty-user-key-file- sk- ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ akia asia xox aiza eyj :aa "
     "password passwd passcode passphrase pwd secret api_key api-key apikey token bearer".split()
