@@ -425,8 +425,8 @@ class ChromaStore:
         loaded = 0
         total = self._collection_size()
         for scope, size in sorted(self._lexical.scope_sizes().items(), key=lambda pair: -pair[1]):
-            if size > self._small.max_scope or size > room or size >= total:
-                continue  # too big, or the whole collection (searched unfiltered: see vector_search_many)
+            if not self._kept_in_memory(size, total) or size > room:
+                continue  # too big, or the whole collection (searched unfiltered), or no room left
             with self._vector_load:
                 ready = self._small.cached(scope) or self._load_scope(scope)
             if ready:
