@@ -249,6 +249,10 @@ class ChromaStore:
     def update_metadata(self, memories: Sequence[Memory]) -> None:
         """Rewrite stored records of existing memories (content and vectors unchanged).
 
+        Embedded Chroma holds the GIL for a whole write (~10 ms plus ~0.6-2 ms a record): every
+        other thread of the process waits, the event loop included, so background callers write
+        in small batches (tap.priority.yield_after).
+
         No `documents=` here: Chroma would embed text passed without vectors (downloading a model).
         """
         if not memories:
@@ -259,7 +263,7 @@ class ChromaStore:
         for memory in memories:
             if not memory.active:
                 self._small.remove(memory.id)
-            elif self._small.cached(memory.scope):
+            elif self._small.cached(memory.scope) and not self._small.holds(memory.scope, memory.id):
                 self._small.drop(memory.scope)  # active again: its vector is not here, reload when searched
 
     def revision(self, scope: str) -> int:

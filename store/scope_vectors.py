@@ -135,6 +135,11 @@ class ScopeVectors:
         with self._lock:
             return scope in self._scopes
 
+    def holds(self, scope: str, memory_id: str) -> bool:
+        """True when the scope is cached with this memory's vector in it."""
+        with self._lock:
+            return self._scope_of.get(memory_id) == scope and scope in self._scopes
+
     def load(
         self,
         scope: str,

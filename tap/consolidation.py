@@ -40,12 +40,14 @@ from tap.config import ConsolidateConfig
 from tap.consolidate import ArchivePick, MergeGroup, ScopePlan, merge, plan_scope
 from tap.plural import plural
 from tap.ports import MemoryStore
+from tap.priority import yield_after
 from tap.records import Memory
 from tap.repeatlog import RepeatLog
 from tap.sqlite import connect
 
 log = logging.getLogger(__name__)
 ALL = 10**9
+ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (~45 ms each)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS steps (id TEXT PRIMARY KEY, scope TEXT NOT NULL, action TEXT NOT NULL,
@@ -183,8 +185,10 @@ class Consolidator:
         vectors = self.store.get_vectors([m.id for m in active if m.kind != "episode"])
         return plan_scope(scope, active, vectors, self.config, now=self._now())
 
-    def consolidate_scope(self, scope: str, *, dry_run: bool = False) -> ScopePlan:
-        """Plan and (unless `dry_run`) apply one scope; returns the plan."""
+    def consolidate_scope(self, scope: str, *, dry_run: bool = False, paced: bool = False) -> ScopePlan:
+        """Plan and (unless `dry_run`) apply one scope; returns the plan. `paced` (the job inside
+        `tap serve`): archiving writes ARCHIVE_BATCH memories at a time with a pause after each
+        (tap.priority.yield_after)."""
         plan = self.plan(scope)
         if dry_run:
             return plan
@@ -196,7 +200,7 @@ class Consolidator:
             step = f"archive:{scope}:{self._now()}"
             ids = [pick.id for pick in plan.archive]
             self.journal.begin(step, scope, "archive", {"ids": ids})
-            self._archive(ids)
+            self._archive(ids, paced=paced)
             self.journal.done(step)
         self.journal.ran(scope, self._now())
         if plan.groups or plan.archive:
@@ -245,12 +249,17 @@ class Consolidator:
             member.updated_at = now
         self.store.update_metadata(retired)
 
-    def _archive(self, ids: list[str]) -> None:
+    def _archive(self, ids: list[str], *, paced: bool = False) -> None:
         now = self._now()
-        memories = [m for m in self.store.get(ids) if m.active]
-        for memory in memories:
-            memory.archived_at = memory.updated_at = now
-        self.store.update_metadata(memories)
+        step = ARCHIVE_BATCH if paced else max(1, len(ids))
+        for start in range(0, len(ids), step):
+            began = time.perf_counter()
+            memories = [m for m in self.store.get(ids[start : start + step]) if m.active]
+            for memory in memories:
+                memory.archived_at = memory.updated_at = now
+            self.store.update_metadata(memories)
+            if paced and start + step < len(ids):
+                yield_after(began)
 
 
 class ConsolidationJob:
@@ -272,7 +281,8 @@ class ConsolidationJob:
             report.resumed = await self._call(lambda: self.consolidator.replay(scope))
         scopes = [scope] if scope is not None else await self._call(self.consolidator.scopes)
         for name in scopes:
-            report.add(await self._call(functools.partial(self.consolidator.consolidate_scope, name, dry_run=dry_run)))
+            step = functools.partial(self.consolidator.consolidate_scope, name, dry_run=dry_run, paced=True)
+            report.add(await self._call(step))
         return report
 
     async def keep_running(
@@ -290,7 +300,7 @@ class ConsolidationJob:
                 for scope in await self._call(self.consolidator.due):
                     if stop.is_set():
                         break
-                    await self._call(functools.partial(self.consolidator.consolidate_scope, scope))
+                    await self._call(functools.partial(self.consolidator.consolidate_scope, scope, paced=True))
                     done += 1
                 self.last = {"at": time.time(), "scopes": done, "resumed": resumed}
                 self._log.recovered("cycle", "consolidation works again")

@@ -47,6 +47,7 @@ from tap.dated import DateWindow, date_windows, day_of
 from tap.history_partners import with_history
 from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
+from tap.priority import yield_after
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
@@ -63,6 +64,7 @@ CACHE_TTL_S = 30.0
 REPLACED_CACHE_SIZE = 4096
 REPLACED_TTL_S = 3600.0  # a replaced version can still be forgotten (`tap memories forget`)
 CACHE_SIZE = 256  # each entry holds up to 2 x candidates decoded memories (~100 KB)
+ACCESS_FLUSH_BATCH = 16  # memories per write of a paced access-count flush (~25 ms: see flush_access)
 Candidates = tuple[list[Hit], list[Hit]]
 """The vector hits and the lexical hits of one query."""
 Ranked = list[tuple[Memory, float]]
@@ -764,19 +766,40 @@ class RecallEngine:
                 count, _ = self._accessed.get(mid, (0, at))
                 self._accessed[mid] = (count + 1, at)
 
-    def flush_access(self) -> int:
-        """Write pending access counts to the store (off the hot path); returns how many."""
+    def flush_access(self, *, paced: bool = False) -> int:
+        """Write pending access counts to the store (off the hot path); returns how many. `paced`
+        (while serving): ACCESS_FLUSH_BATCH memories a write, with a pause after each
+        (tap.priority.yield_after: embedded Chroma holds the GIL while it writes, and 2,000 counts
+        in one write stopped the event loop for 1.2 s). Counts not written when the store fails are
+        kept for the next flush."""
         with self._accessed_lock:
             pending, self._accessed = self._accessed, {}
-        if not pending:
-            return 0
-        memories = self.store.get(list(pending))
-        for memory in memories:
-            count, at = pending[memory.id]
-            memory.access_count += count
-            memory.last_accessed = at
-        self.store.update_metadata(memories)
-        return len(memories)
+        ids = list(pending)
+        step = ACCESS_FLUSH_BATCH if paced else max(1, len(ids))
+        written = 0
+        for start in range(0, len(ids), step):
+            began = time.perf_counter()
+            try:
+                memories = self.store.get(ids[start : start + step])
+                for memory in memories:
+                    count, at = pending[memory.id]
+                    memory.access_count += count
+                    memory.last_accessed = at
+                self.store.update_metadata(memories)
+            except Exception:
+                self._keep_access({i: pending[i] for i in ids[start:]})
+                raise
+            written += len(memories)
+            if paced and start + step < len(ids):
+                yield_after(began)
+        return written
+
+    def _keep_access(self, unwritten: dict[str, tuple[int, float]]) -> None:
+        """Put counts a flush could not write back with the ones noted since."""
+        with self._accessed_lock:
+            for mid, (count, at) in unwritten.items():
+                newer, last = self._accessed.get(mid, (0, at))
+                self._accessed[mid] = (count + newer, max(at, last))
 
     def status(self) -> dict[str, Any]:
         """Counters for /tap/status: the batcher's (waiting, served, batches, shed, ms per recall)

@@ -9,6 +9,7 @@ hashing embedder) through `adapters`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -141,7 +142,8 @@ def open_runtime(
     worker = ExtractionWorker(queue, extraction, extract, flush_idle_s=extract.flush_after_s)
     turn_log = TurnLog(loaded.data_dir / "turnlog.db")
     journal = Journal(loaded.data_dir / "consolidate.db")
-    consolidator = Consolidator(store, journal, config.consolidate, before=recall.flush_access, now=now)
+    flush = functools.partial(recall.flush_access, paced=True)  # access counts, before "not recalled for N days"
+    consolidator = Consolidator(store, journal, config.consolidate, before=flush, now=now)
     memories = MemoryService(
         store,
         embedder,

@@ -81,6 +81,9 @@ def test_store_serves_small_scopes_from_memory_and_follows_its_writes(isolated_h
         query = embedder.embed_query("Where does Ana live?")
         assert store.vector_search(query, scope="ana", k=1)[0].memory.id == small[0].id
         assert store._small.cached("ana")  # the small scope is now searched in memory
+        small[1].access_count += 1
+        store.update_metadata([small[1]])  # an access count: the vectors held are still right
+        assert store._small.cached("ana")
 
         moved = make_memory(scope="ana", content="Ana lives in Porto now")
         store.add([moved], embedder.embed_documents([moved.content]))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tap import consolidation
 from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import ConsolidationJob, Consolidator
@@ -168,6 +169,20 @@ def test_a_cap_archives_the_least_valuable(rt: Runtime) -> None:
     assert [a.reason for a in report.archived_memories] == ["cap"]
     assert report.archived_memories[0].id in {"m_l0", "m_l1"}
     assert len(rt.memories.list_memories(scope=SCOPE, archived=False)) == 3
+
+
+@pytest.mark.parametrize("paced", [False, True])
+def test_archiving_in_paced_batches_archives_the_same(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch, paced: bool
+) -> None:
+    monkeypatch.setattr(consolidation, "ARCHIVE_BATCH", 3)  # 10 stale memories: four batches
+    stale = [memory(f"s{i}", f"Note {i}: the {i}th garden chore", [f"s{i}"], importance=1) for i in range(10)]
+    keep = memory("bees", "The user keeps bees in Sintra", ["b1"], importance=4)
+    rt.memories.write([*stale, keep])
+    plan = consolidator(rt, now=NOW + 120 * DAY).consolidate_scope(SCOPE, paced=paced)
+    assert sorted(a.id for a in plan.archive) == sorted(m.id for m in stale)
+    stored = everything(rt)
+    assert all(stored[m.id].archived for m in stale) and stored["m_bees"].active
 
 
 CRASHER = textwrap.dedent(

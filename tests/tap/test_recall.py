@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from store.chroma import ChromaStore
+from tap import recall as recall_module
 from tap.config import parse_config
+from tap.errors import StoreError
 from tap.recall import FOOTER, HEADER, RecallEngine
 from tap.records import RecallResult, make_memory
 from tap.tokens import count_tokens
@@ -105,6 +107,33 @@ def test_skip_leaves_memories_out_and_recall_keeps_no_state_between_calls(engine
     skipped = engine.recall("Can Ann eat peanuts?", scope="ann", skip=lambda m: m.id == peanuts)
     assert first.block and again.block == first.block
     assert skipped.memories == []
+
+
+@pytest.mark.parametrize("paced", [False, True])
+def test_a_flush_the_store_fails_keeps_what_it_did_not_write(
+    engine: RecallEngine, monkeypatch: pytest.MonkeyPatch, paced: bool
+) -> None:
+    """A paced flush writes a batch at a time; the counts a failing write left are written next time."""
+    monkeypatch.setattr(recall_module, "ACCESS_FLUSH_BATCH", 2)
+    ids = [_put(engine, f"Ann's note number {i} about the Vespa") for i in range(5)]
+    engine.recall("Ann's notes about the Vespa", scope="ann")
+    engine.recall("Ann's notes about the Vespa?", scope="ann")
+    assert all(engine.store.get([i])[0].access_count == 0 for i in ids)
+    real, calls = engine.store.update_metadata, []
+
+    def fails_once(memories: Any) -> None:  # the second paced batch, or the one unpaced write
+        calls.append(len(memories))
+        if len(calls) == (2 if paced else 1):
+            raise StoreError("memory store: write failed: down")
+        real(memories)
+
+    monkeypatch.setattr(engine.store, "update_metadata", fails_once)
+    with pytest.raises(StoreError):
+        engine.flush_access(paced=paced)
+    engine.recall("Ann's notes about the Vespa!", scope="ann")  # noted while the store was down
+    assert engine.flush_access(paced=paced) == 5
+    assert [m.access_count for m in engine.store.get(ids)] == [3] * 5
+    assert calls == ([2, 2, 2, 2, 1] if paced else [5, 5])
 
 
 def test_access_counts_are_flushed_off_the_hot_path(engine: RecallEngine) -> None:
