@@ -186,16 +186,19 @@ class Consolidator:
         return plan_scope(scope, active, vectors, self.config, now=self._now())
 
     def consolidate_scope(self, scope: str, *, dry_run: bool = False, paced: bool = False) -> ScopePlan:
-        """Plan and (unless `dry_run`) apply one scope; returns the plan. `paced` (the job inside
-        `tap serve`): archiving writes ARCHIVE_BATCH memories at a time with a pause after each
-        (tap.priority.yield_after)."""
+        """Plan and (unless `dry_run`) apply one scope; returns the plan. `paced` (inside `tap
+        serve`): a pause after each merge, and archiving writes ARCHIVE_BATCH memories at a time
+        with a pause after each (tap.priority.yield_after)."""
         plan = self.plan(scope)
         if dry_run:
             return plan
         for group in plan.groups:
+            began = time.perf_counter()
             self.journal.begin(group.into, scope, "merge", {"into": group.into, "members": group.members})
             self._merge(group.into, group.members, plan.merged.get(group.into))
             self.journal.done(group.into)
+            if paced:
+                yield_after(began)
         if plan.archive:
             step = f"archive:{scope}:{self._now()}"
             ids = [pick.id for pick in plan.archive]
