@@ -6,9 +6,11 @@ tap's writes in the background are extraction (a few memories per chunk), the ac
 recall notes (flushed before each consolidation, every `interval_hours`, and at shutdown) and
 consolidation's archiving. This measures the longest pause a ticking thread sees (it sleeps 1 ms
 in a loop: the stand-in for the event loop) while each kind of write runs, against the same
-writes issued as one call, in the same run:
+writes issued as one call, in the same run (the batched writes run as if the proxy were relaying a
+request: tap.priority.HOT_PATH, so they pause between batches):
 
-- extraction-sized `add`s (1, 5 and 20 memories);
+- extraction-sized `add`s (1, 5 and 20 memories), and the 200 memories of a batch of 32 chunks in
+  one `add` against the batched flush of tap.batching.WriteBuffer (WRITE_BATCH records a write);
 - an access-count flush of N memories: one write (`flush_access()`, as at shutdown, and as the
   background flush was before) against the paced flush (`flush_access(paced=True)`: batches of
   tap.recall.ACCESS_FLUSH_BATCH with a pause after each, tap.priority.yield_after);
@@ -34,8 +36,10 @@ import numpy as np
 
 from store.chroma import ChromaStore
 from store.onnx_embedder import DIMENSIONS
+from tap.batching import WriteBuffer
 from tap.config import parse_config
 from tap.consolidation import Consolidator, Journal
+from tap.priority import HOT_PATH
 from tap.recall import RecallEngine
 from tap.records import Memory, make_memory
 
@@ -127,14 +131,21 @@ def run(memories: int, flushed: int) -> dict[str, Any]:
                 ]
                 store.add(batch, unit_vectors(rng, len(batch)))
                 stored += batch
-            for size in (1, 5, 20):
+            for size in (1, 5, 20, 200):
                 new = [make_memory(scope="ann", content=f"fresh {size} {i}", now=NOW) for i in range(size)]
                 with watched(results, f"add_{size}"):
                     store.add(new, unit_vectors(rng, size))
+            buffer = WriteBuffer(store)
+            for i in range(200):
+                memory = make_memory(scope="ann", content=f"extracted {i}", now=NOW)
+                buffer.add([memory], unit_vectors(rng, 1))
+            with HOT_PATH.serving(), watched(results, "extraction_flush_200_batched"):
+                buffer.flush()
             ids = [m.id for m in stored[:flushed]]
             for paced in (False, True):
                 write = flush(store, ids, paced=paced)
-                with watched(results, f"access_flush_{flushed}_{'paced' if paced else 'one_write'}"):
+                name = f"access_flush_{flushed}_{'paced' if paced else 'one_write'}"
+                with HOT_PATH.serving(), watched(results, name):
                     write()
             journal = Journal(home / "consolidate.db")
             config = parse_config("[consolidate]\narchive_after_days = 30").consolidate
@@ -142,7 +153,7 @@ def run(memories: int, flushed: int) -> dict[str, Any]:
             half = [m.id for m in stored[flushed : flushed + (memories - flushed) // 2]]
             rest = [m.id for m in stored[flushed + len(half) :]]
             for paced, ids_ in ((False, half), (True, rest)):
-                with watched(results, f"archive_{len(ids_)}_{'paced' if paced else 'one_write'}"):
+                with HOT_PATH.serving(), watched(results, f"archive_{len(ids_)}_{'paced' if paced else 'one_write'}"):
                     consolidator._archive(ids_, paced=paced)
             journal.close()
         finally:
@@ -163,6 +174,7 @@ def main() -> None:
     results = run(args.memories, flushed)
     one = results[f"access_flush_{flushed}_one_write"]
     paced = results[f"access_flush_{flushed}_paced"]
+    batched = results["extraction_flush_200_batched"]
     out = {
         "benchmark": "write_stall",
         "machine": benchutil.machine(),
@@ -173,6 +185,9 @@ def main() -> None:
             paced["longest_pause_ms"] / max(one["longest_pause_ms"], 0.1), 3
         ),
         "extraction_add_longest_pause_ms": max(results[f"add_{n}"]["longest_pause_ms"] for n in (1, 5, 20)),
+        "extraction_flush_200_longest_pause_ratio_batched_to_one_write": round(
+            batched["longest_pause_ms"] / max(results["add_200"]["longest_pause_ms"], 0.1), 3
+        ),
     }
     path = benchutil.write_result("write_stall", out, args.out)
     rows = [[name, r["seconds"], r["longest_pause_ms"], r["pause_p99_ms"]] for name, r in results.items()]

@@ -28,6 +28,7 @@ from proxy.forward import error_response, forward
 from tap.dialects import Dialect, Reply
 from tap.dialects.registry import COUNT_ROUTES, MEMORY_ROUTES, OLLAMA_CHAT, PASSTHROUGH_PREFIXES, passthrough_dialect
 from tap.intercept import BadRequest, Interception
+from tap.priority import HOT_PATH
 from tap.why import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
@@ -159,12 +160,24 @@ def _count_handler(dialect: Dialect) -> Handler:
     return handle
 
 
+def _relaying(handler: Handler) -> Handler:
+    """The handler, counted as hot-path work while it runs (tap.priority.HOT_PATH: background
+    writers pause between their batches while there is some)."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        with HOT_PATH.serving():
+            return await handler(request)
+
+    handle.__doc__ = handler.__doc__
+    return handle
+
+
 def add_proxy_routes(app: web.Application) -> None:
     """Register the LLM API routes (after the admin routes)."""
     for path, dialect in MEMORY_ROUTES.items():
-        app.router.add_post(path, _memory_handler(dialect))
+        app.router.add_post(path, _relaying(_memory_handler(dialect)))
     for path, dialect in COUNT_ROUTES.items():
-        app.router.add_post(path, _count_handler(dialect))
-    app.router.add_get("/", ollama_root)  # also HEAD
+        app.router.add_post(path, _relaying(_count_handler(dialect)))
+    app.router.add_get("/", _relaying(ollama_root))  # also HEAD
     for prefix in PASSTHROUGH_PREFIXES:
-        app.router.add_route("*", prefix + "{tail:.*}", passthrough)
+        app.router.add_route("*", prefix + "{tail:.*}", _relaying(passthrough))

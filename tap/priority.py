@@ -12,17 +12,20 @@ without privileges, so a shared pool thread (asyncio's default executor) must ne
 
 A nice value does not help where a background thread holds the GIL: embedded Chroma keeps it for
 the whole of a write (~10 ms plus ~0.6-2 ms a record; 2,000 access counts in one write stopped the
-event loop for 1.2 s). A background writer therefore writes in small batches and pauses after each
-(`yield_after`), so it holds the GIL at most BACKGROUND_WRITE_SHARE of the time, and never longer
-than one batch at once.
+event loop for over a second). A background writer therefore writes in small batches, so it never holds
+the GIL longer than one batch at once, and while the proxy is relaying requests (`HOT_PATH`,
+counted by proxy/routes.py) it pauses after each batch (`yield_after`), so it holds the GIL at most
+BACKGROUND_WRITE_SHARE of the time; with nothing in flight (a backfill, the CLI) it does not wait.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 BACKGROUND_NICE = 10
 BACKGROUND_WRITE_SHARE = 1 / 3
@@ -45,7 +48,35 @@ def thread_nice() -> int:
     return os.getpriority(os.PRIO_PROCESS, threading.get_native_id() if sys.platform == "linux" else 0)
 
 
+class HotPath:
+    """How many requests the proxy is relaying now (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._serving = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Count a request while the block runs."""
+        with self._lock:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._serving -= 1
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is being relayed now."""
+        return self._serving > 0
+
+
+HOT_PATH = HotPath()
+
+
 def yield_after(started: float) -> None:
-    """Pause so that the work begun at `started` (time.perf_counter) took at most
-    BACKGROUND_WRITE_SHARE of the time (see the module docstring)."""
-    time.sleep((time.perf_counter() - started) * (1 / BACKGROUND_WRITE_SHARE - 1))
+    """While the proxy relays requests, pause so that the work begun at `started`
+    (time.perf_counter) took at most BACKGROUND_WRITE_SHARE of the time (see the module docstring)."""
+    if HOT_PATH.busy:
+        time.sleep((time.perf_counter() - started) * (1 / BACKGROUND_WRITE_SHARE - 1))

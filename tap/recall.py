@@ -770,7 +770,7 @@ class RecallEngine:
         """Write pending access counts to the store (off the hot path); returns how many. `paced`
         (while serving): ACCESS_FLUSH_BATCH memories a write, with a pause after each
         (tap.priority.yield_after: embedded Chroma holds the GIL while it writes, and 2,000 counts
-        in one write stopped the event loop for 1.2 s). Counts not written when the store fails are
+        in one write stopped the event loop for over a second). Counts not written when the store fails are
         kept for the next flush."""
         with self._accessed_lock:
             pending, self._accessed = self._accessed, {}

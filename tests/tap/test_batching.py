@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tap import batching
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message, make_memory
@@ -112,7 +113,11 @@ def two_runtimes(tmp_path: Path) -> Iterator[tuple[Runtime, Runtime]]:
     two.close()
 
 
-def test_a_batch_writes_what_one_chunk_at_a_time_writes(two_runtimes: tuple[Runtime, Runtime]) -> None:
+@pytest.mark.parametrize("write_batch", [batching.WRITE_BATCH, 2], ids=["default", "two-records-a-write"])
+def test_a_batch_writes_what_one_chunk_at_a_time_writes(
+    two_runtimes: tuple[Runtime, Runtime], monkeypatch: pytest.MonkeyPatch, write_batch: int
+) -> None:
+    monkeypatch.setattr(batching, "WRITE_BATCH", write_batch)  # the flush's writes, a few records each
     one_by_one, batched = two_runtimes
     for rt in two_runtimes:
         _conversation(rt, "c1")

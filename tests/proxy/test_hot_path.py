@@ -1,0 +1,50 @@
+"""The proxy counts the requests it relays (tap.priority.HOT_PATH), and background writers pause
+between their batches only while there are some (tap.priority.yield_after)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tap import priority
+from tap.priority import HOT_PATH, yield_after
+from tests.proxy.harness import TapProxy
+from tests.upstreams import FakeOllama
+from tests.waits import until
+
+
+async def test_a_request_counts_while_it_is_relayed_and_not_after(isolated_home: Path) -> None:
+    held = asyncio.Event()
+    async with FakeOllama() as up, TapProxy(isolated_home, ollama=up.url) as tap, aiohttp.ClientSession() as session:
+        up.reply_content("late", hold=held)
+        body = {"model": "llama3.2", "stream": False, "messages": [{"role": "user", "content": "hello"}]}
+
+        async def ask() -> int:
+            async with session.post(f"{tap.url}/api/chat", json=body) as resp:
+                await resp.read()
+                return resp.status
+
+        answer = asyncio.create_task(ask())
+        await until(lambda: len(up.requests) == 1, what="the request upstream")
+        assert HOT_PATH.busy
+        held.set()
+        assert await answer == 200
+        async with session.get(f"{tap.url}/api/tags") as resp:  # a pass-through path counts too, then ends
+            await resp.read()
+    assert not HOT_PATH.busy
+
+
+def test_background_writers_pause_only_while_the_proxy_relays(monkeypatch: pytest.MonkeyPatch) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr(priority.time, "sleep", pauses.append)
+    clock = iter([10.03, 10.03])  # a batch begun at 10.0 that took 30 ms
+    monkeypatch.setattr(priority.time, "perf_counter", lambda: next(clock))
+    yield_after(10.0)
+    assert pauses == []  # nothing relayed: a backfill or the CLI never waits
+    with HOT_PATH.serving():
+        yield_after(10.0)
+    assert pauses == [pytest.approx(0.03 * (1 / priority.BACKGROUND_WRITE_SHARE - 1))]
+    assert not HOT_PATH.busy
