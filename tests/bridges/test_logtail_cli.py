@@ -177,6 +177,9 @@ def test_ctrl_c_during_an_extraction_still_extracts_that_chunk(
 
 
 def tap_process(home: Path, config: Path, *args: str) -> subprocess.Popen[str]:
+    """`tap ARGS` in a real process that takes SIGINT as a terminal's Ctrl-C: a test run started in
+    the background of a script inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, so its default handling is restored in the child first."""
     env = {**os.environ, "TAP_HOME": str(home)}
     return subprocess.Popen(
         [sys.executable, "-m", "tap", "--config", str(config), *args],
@@ -184,7 +187,12 @@ def tap_process(home: Path, config: Path, *args: str) -> subprocess.Popen[str]:
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def count_seen(home: Path) -> int:
