@@ -11,11 +11,12 @@ Only threads created for background work call this: a thread's niceness cannot b
 without privileges, so a shared pool thread (asyncio's default executor) must never call it.
 
 A nice value does not help where a background thread holds the GIL: embedded Chroma keeps it for
-the whole of a write (~10 ms plus ~0.6-2 ms a record; 2,000 access counts in one write stopped the
-event loop for over a second). A background writer therefore writes in small batches, so it never holds
-the GIL longer than one batch at once, and while the proxy is relaying requests (`HOT_PATH`,
-counted by proxy/routes.py) it pauses after each batch (`yield_after`), so it holds the GIL at most
-BACKGROUND_WRITE_SHARE of the time; with nothing in flight (a backfill, the CLI) it does not wait.
+the whole of a write (~10 ms plus ~0.6-2 ms a record; 2,000 access counts in one write stopped
+the event loop for over a second). A background writer therefore writes in small batches, so it
+never holds the GIL longer than one batch at once, and while requests are being relayed
+(`HOT_PATH`, counted by proxy/routes.py and the mitmproxy addon) it pauses after each batch
+(`yield_after`), so it holds the GIL at most BACKGROUND_WRITE_SHARE of the time; with nothing in
+flight (a backfill, the CLI) it does not wait.
 """
 
 from __future__ import annotations
@@ -58,13 +59,26 @@ class HotPath:
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
         """Count a request while the block runs."""
-        with self._lock:
-            self._serving += 1
+        self.enter()
         try:
             yield
         finally:
-            with self._lock:
-                self._serving -= 1
+            self.leave()
+
+    def enter(self) -> None:
+        """A request starts (each `enter` is followed by one `leave`, whatever happens)."""
+        with self._lock:
+            self._serving += 1
+
+    def leave(self) -> None:
+        """A request is over."""
+        with self._lock:
+            self._serving -= 1
+
+    @property
+    def serving_now(self) -> int:
+        """How many requests are being relayed now."""
+        return self._serving
 
     @property
     def busy(self) -> bool:

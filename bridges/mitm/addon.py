@@ -39,6 +39,7 @@ from bridges.mitm.link import CoreLink
 from tap.dialects import Dialect, Reply, count_dialect, memory_dialect
 from tap.dialects.tee import ReplyTee
 from tap.intercept import DEGRADED_HEADER, BadRequest, Before
+from tap.priority import HOT_PATH
 from tap.repeatlog import RepeatLog
 
 log = logging.getLogger("tap.mitm")
@@ -144,9 +145,11 @@ class TapAddon:
         self.flows += 1
         request = flow.request
         body = request.get_content(strict=False) or b""
+        HOT_PATH.enter()  # until _finish (or the local 400): background writers pause meanwhile (tap.priority)
         try:
             state.before = await self.core.before(state.dialect, request.headers, body, request.path)
         except BadRequest as exc:
+            HOT_PATH.leave()
             del flow.metadata[_KEY]
             content, kind = state.dialect.error_body(400, str(exc))
             flow.response = http.Response.make(400, content, {"content-type": kind})
@@ -154,6 +157,9 @@ class TapAddon:
         except Exception as exc:  # memory never breaks a request
             self.failures.failed("intercept", "mitm: the interception core failed; forwarding unchanged", exc=exc)
             state.before = Before(None, {DEGRADED_HEADER: "intercept-error"})
+        except BaseException:
+            HOT_PATH.leave()
+            raise
         if state.before.body is not None:
             request.content = state.before.body
         for name in [n for n in request.headers if n.lower().startswith("x-tap-")]:
@@ -200,6 +206,7 @@ class TapAddon:
         state = flow.metadata.pop(_KEY, None)
         if not isinstance(state, FlowState) or state.before is None:
             return
+        HOT_PATH.leave()
         status = flow.response.status_code if flow.response is not None else 502
         if state.before.context is None or state.counting:
             self.core.finish(state.before.note, status)  # the log line and record; nothing to capture

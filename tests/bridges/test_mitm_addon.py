@@ -26,6 +26,7 @@ from tap.dialects import ANTHROPIC, OPENAI_RESPONSES
 from tap.identity import Conversations
 from tap.intercept import Interceptor
 from tap.metrics import Metrics
+from tap.priority import HOT_PATH
 from tap.records import IngestEvent, Memory, Recalled, RecallResult, make_memory
 from tap.tasks import running_tasks
 from tests.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
@@ -177,9 +178,11 @@ def test_other_flows_are_streamed_untouched(core: Core) -> None:
 
 async def test_request_gets_the_block_and_the_stream_is_teed_unchanged(core: Core) -> None:
     f = api_flow(**{"x-tap-scope": "default", "x-api-key": "sk", "accept-encoding": "gzip"})
+    relaying = HOT_PATH.serving_now
     with taddons.context(core.addon):
         core.addon.requestheaders(f)
         await core.addon.request(f)
+        assert HOT_PATH.serving_now == relaying + 1  # counted until the reply ends (tap.priority)
         sent = json.loads(f.request.content or b"")
         assert sent["messages"][0]["content"] == [{"type": "text", "text": "cello?"}, {"type": "text", "text": BLOCK}]
         assert "x-tap-scope" not in f.request.headers and f.request.headers["x-api-key"] == "sk"
@@ -195,6 +198,7 @@ async def test_request_gets_the_block_and_the_stream_is_teed_unchanged(core: Cor
         assert b"".join(out) == raw and all(a == b for a, b in zip(out, chunks(raw, AWKWARD_CHUNKS), strict=True))
         assert stream(b"") == b""
         core.addon.response(f)
+        assert HOT_PATH.serving_now == relaying
         await core.settle()
     (event,) = core.events
     assert event.source == "mitm" and [m.role for m in event.messages] == ["user", "assistant"]
@@ -214,6 +218,8 @@ async def test_settled_before_the_chunk_that_completes_the_reply(core: Core) -> 
     assert not state.before.context.settled
     f.response.stream(raw)  # the terminal event is in this chunk: settled before it is returned
     assert state.before.context.settled
+    core.addon.response(f)
+    await core.settle()
 
 
 async def test_whole_json_reply_and_count_tokens(core: Core) -> None:
@@ -241,9 +247,11 @@ async def test_whole_json_reply_and_count_tokens(core: Core) -> None:
 
 async def test_bad_scope_is_answered_locally_in_the_dialect_shape(core: Core) -> None:
     f = api_flow(**{"x-tap-scope": "bad scope!"})
+    relaying = HOT_PATH.serving_now
     core.addon.requestheaders(f)
     await core.addon.request(f)
     assert f.response is not None and f.response.status_code == 400
+    assert HOT_PATH.serving_now == relaying
     assert json.loads(f.response.content or b"")["type"] == "error" and "tap" not in f.metadata
 
 
@@ -303,11 +311,13 @@ async def test_upstream_failure_before_the_response_is_one_warning(
     core: Core, caplog: pytest.LogCaptureFixture
 ) -> None:
     f = api_flow()
+    relaying = HOT_PATH.serving_now
     core.addon.requestheaders(f)
     await core.addon.request(f)
     f.error = flow.Error("Connection refused")
     with caplog.at_level(logging.INFO, logger="tap.mitm"):
         core.addon.error(f)
+    assert HOT_PATH.serving_now == relaying
     await core.settle()
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("WARNING", f"mitm: POST https://{API}/v1/messages failed: Connection refused")

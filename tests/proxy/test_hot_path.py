@@ -10,13 +10,14 @@ import aiohttp
 import pytest
 
 from tap import priority
-from tap.priority import HOT_PATH, yield_after
+from tap.priority import HOT_PATH, HotPath, yield_after
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeOllama
 from tests.waits import until
 
 
 async def test_a_request_counts_while_it_is_relayed_and_not_after(isolated_home: Path) -> None:
+    relaying = HOT_PATH.serving_now  # what other tests of this process may have left open
     held = asyncio.Event()
     async with FakeOllama() as up, TapProxy(isolated_home, ollama=up.url) as tap, aiohttp.ClientSession() as session:
         up.reply_content("late", hold=held)
@@ -29,22 +30,24 @@ async def test_a_request_counts_while_it_is_relayed_and_not_after(isolated_home:
 
         answer = asyncio.create_task(ask())
         await until(lambda: len(up.requests) == 1, what="the request upstream")
-        assert HOT_PATH.busy
+        assert HOT_PATH.serving_now == relaying + 1
         held.set()
         assert await answer == 200
         async with session.get(f"{tap.url}/api/tags") as resp:  # a pass-through path counts too, then ends
             await resp.read()
-    assert not HOT_PATH.busy
+    assert HOT_PATH.serving_now == relaying
 
 
 def test_background_writers_pause_only_while_the_proxy_relays(monkeypatch: pytest.MonkeyPatch) -> None:
+    hot_path = HotPath()
+    monkeypatch.setattr(priority, "HOT_PATH", hot_path)
     pauses: list[float] = []
     monkeypatch.setattr(priority.time, "sleep", pauses.append)
     clock = iter([10.03, 10.03])  # a batch begun at 10.0 that took 30 ms
     monkeypatch.setattr(priority.time, "perf_counter", lambda: next(clock))
     yield_after(10.0)
     assert pauses == []  # nothing relayed: a backfill or the CLI never waits
-    with HOT_PATH.serving():
+    with hot_path.serving():
         yield_after(10.0)
     assert pauses == [pytest.approx(0.03 * (1 / priority.BACKGROUND_WRITE_SHARE - 1))]
-    assert not HOT_PATH.busy
+    assert not hot_path.busy
