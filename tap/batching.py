@@ -3,9 +3,10 @@
 Extracting a chunk writes a few memories (one `add` each, plus `update_metadata` for superseded or
 re-confirmed ones). On embedded Chroma every write call costs a fixed ~10-50 ms (a durable
 commit) whatever its size, which dominated backfills. `WriteBuffer` wraps the store for a batch of
-chunks: writes are kept in memory and flushed as a few `add`s and `update_metadata`s of up to
-WRITE_BATCH records (embedded Chroma holds the GIL for a whole write, ~1.5 ms a record: one
-write of a 32-chunk batch's ~200 memories stopped the event loop for 0.22 s; tap.priority); reads see
+chunks: writes are kept in memory and flushed as one `add` and one `update_metadata`, or, while
+requests are being relayed, in calls of WRITE_BATCH records (embedded Chroma holds the GIL for a
+whole write, ~1.5 ms a record: one write of a 32-chunk batch's ~200 memories stopped the event
+loop for 0.22 s; tap.priority); reads see
 the buffered writes (read-your-writes), so the extraction logic behaves exactly as if each write
 had gone to the store at once: `get` returns the buffered version, `vector_search` drops store hits
 whose buffered version is no longer active and ranks buffered new memories of the scope by cosine.
@@ -34,13 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from tap.ports import Embedder, MemoryStore, StoreStats
-from tap.priority import lower_thread_priority, yield_after
+from tap.priority import HOT_PATH, lower_thread_priority, yield_after
 from tap.records import Hit, Memory
 
 __all__ = ["VectorCache", "WriteBuffer"]
 
 WRITE_BATCH = 32
-"""Records per store write of a flush (~50 ms of embedded Chroma holding the GIL)."""
+"""Records per store write of a flush while requests are relayed (~50 ms of embedded Chroma
+holding the GIL)."""
 
 Vector = npt.NDArray[np.float32]
 
@@ -50,6 +52,16 @@ def _norms(rows: Vector) -> Vector:
     norms: Vector = np.linalg.norm(rows, axis=1)
     norms[norms == 0] = 1.0
     return norms
+
+
+def _parts[T](items: Sequence[T]) -> Iterator[Sequence[T]]:
+    """The items in the calls `flush` makes: WRITE_BATCH at a time while requests are being
+    relayed, the rest at once when none is (decided again before each call)."""
+    start = 0
+    while start < len(items):
+        step = WRITE_BATCH if HOT_PATH.busy else len(items) - start
+        yield items[start : start + step]
+        start += step
 
 
 class WriteBuffer:
@@ -132,22 +144,20 @@ class WriteBuffer:
         return out
 
     def flush(self) -> int:
-        """Write everything buffered (the adds, then the updates, WRITE_BATCH records a call, with
-        tap.priority.yield_after between calls); returns the records written."""
+        """Write everything buffered, the adds then the updates; returns the records written.
+        While requests are being relayed (tap.priority.HOT_PATH), WRITE_BATCH records a call with
+        a pause after each (tap.priority.yield_after); otherwise the rest in one call (190 adds in
+        one call took 341 ms, in calls of 32 554 ms)."""
         written = len(self)
         added = list(self._added.values())
-        updated = list(self._updated.values())
-        for start in range(0, len(added), WRITE_BATCH):
+        for part in _parts(added):
             began = time.perf_counter()
-            part = added[start : start + WRITE_BATCH]
             self.store.add([m for m, _ in part], [v.tolist() for _, v in part])
-            if start + WRITE_BATCH < len(added) or updated:
-                yield_after(began)
-        for start in range(0, len(updated), WRITE_BATCH):
+            yield_after(began)
+        for records in _parts(list(self._updated.values())):
             began = time.perf_counter()
-            self.store.update_metadata(updated[start : start + WRITE_BATCH])
-            if start + WRITE_BATCH < len(updated):
-                yield_after(began)
+            self.store.update_metadata(records)
+            yield_after(began)
         self._added.clear()
         self._updated.clear()
         return written

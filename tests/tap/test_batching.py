@@ -12,6 +12,7 @@ import pytest
 from tap import batching
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import LoadedConfig, parse_config
+from tap.priority import HotPath
 from tap.records import IngestEvent, Memory, Message, make_memory
 from tap.wiring.runtime import Runtime, open_runtime
 from tap.worker import CHUNKS_PER_EMBED
@@ -113,11 +114,15 @@ def two_runtimes(tmp_path: Path) -> Iterator[tuple[Runtime, Runtime]]:
     two.close()
 
 
-@pytest.mark.parametrize("write_batch", [batching.WRITE_BATCH, 2], ids=["default", "two-records-a-write"])
+@pytest.mark.parametrize("relaying", [False, True], ids=["idle", "while-requests-are-relayed"])
 def test_a_batch_writes_what_one_chunk_at_a_time_writes(
-    two_runtimes: tuple[Runtime, Runtime], monkeypatch: pytest.MonkeyPatch, write_batch: int
+    two_runtimes: tuple[Runtime, Runtime], monkeypatch: pytest.MonkeyPatch, relaying: bool
 ) -> None:
-    monkeypatch.setattr(batching, "WRITE_BATCH", write_batch)  # the flush's writes, a few records each
+    if relaying:  # the flush writes two records a call, as it does (32) while the proxy relays requests
+        busy = HotPath()
+        busy.enter()
+        monkeypatch.setattr(batching, "HOT_PATH", busy)
+        monkeypatch.setattr(batching, "WRITE_BATCH", 2)
     one_by_one, batched = two_runtimes
     for rt in two_runtimes:
         _conversation(rt, "c1")
@@ -126,6 +131,8 @@ def test_a_batch_writes_what_one_chunk_at_a_time_writes(
     assert ready >= 4
     while one_by_one.worker.run_batch(1):
         pass
+    counting = CountingStore(batched.worker.extraction.store)
+    batched.worker.extraction.store = counting
     assert batched.worker.run_batch() == ready
 
     def snapshot(rt: Runtime) -> list[tuple[Any, ...]]:
@@ -136,6 +143,8 @@ def test_a_batch_writes_what_one_chunk_at_a_time_writes(
 
     assert snapshot(batched) == snapshot(one_by_one) and len(snapshot(batched)) > ready
     assert batched.queue.counts()["done"] == ready
+    written = len(snapshot(batched))
+    assert counting.writes >= written // 2 if relaying else counting.writes <= 2  # one add, one update
 
 
 def test_a_failed_flush_retries_the_whole_batch_and_doubles_nothing(two_runtimes: tuple[Runtime, Runtime]) -> None:
