@@ -767,11 +767,12 @@ class RecallEngine:
                 self._accessed[mid] = (count + 1, at)
 
     def flush_access(self, *, paced: bool = False) -> int:
-        """Write pending access counts to the store (off the hot path); returns how many. `paced`
-        (while serving): ACCESS_FLUSH_BATCH memories a write, with a pause after each
-        (tap.priority.yield_after: embedded Chroma holds the GIL while it writes, and 2,000 counts
-        in one write stopped the event loop for over a second). Counts not written when the store fails are
-        kept for the next flush."""
+        """Write pending access counts to the store (off the hot path); returns how many.
+
+        `paced` (while serving): ACCESS_FLUSH_BATCH memories a write, with a pause after each
+        while requests are being relayed (tap.priority.yield_after: embedded Chroma holds the GIL
+        while it writes, and 2,000 counts in one write stopped the event loop for over a second).
+        Counts not written when the store fails are kept for the next flush."""
         with self._accessed_lock:
             pending, self._accessed = self._accessed, {}
         ids = list(pending)
