@@ -14,7 +14,9 @@ request: tap.priority.HOT_PATH, so they pause between batches):
 - an access-count flush of N memories: one write (`flush_access()`, as at shutdown, and as the
   background flush was before) against the paced flush (`flush_access(paced=True)`: batches of
   tap.recall.ACCESS_FLUSH_BATCH with a pause after each, tap.priority.yield_after);
-- archiving N memories: one write against the paced batches of consolidation inside `tap serve`.
+- archiving N memories: one write against the paced batches of consolidation inside `tap serve`;
+- deleting 500 memories (`tap memories forget`): one write against store.chroma.DELETE_BATCH ids a
+  call while requests are being relayed.
 
 Run: ``./dev bench write_stall [--memories 3000] [--flush 2000] [--quick]``. Writes
 ``bench/results/write_stall.json``.
@@ -156,6 +158,16 @@ def run(memories: int, flushed: int) -> dict[str, Any]:
                 with HOT_PATH.serving(), watched(results, f"archive_{len(ids_)}_{'paced' if paced else 'one_write'}"):
                     consolidator._archive(ids_, paced=paced)
             journal.close()
+            for relayed in (False, True):
+                doomed = [make_memory(scope="bob", content=f"to forget {relayed} {i}", now=NOW) for i in range(500)]
+                store.add(doomed, unit_vectors(rng, len(doomed)))
+                ids_ = [m.id for m in doomed]
+                if relayed:
+                    with HOT_PATH.serving(), watched(results, "delete_500_batched"):
+                        store.delete(ids_)
+                else:
+                    with watched(results, "delete_500_one_write"):
+                        store.delete(ids_)
         finally:
             store.close()
     return results

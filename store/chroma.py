@@ -49,11 +49,13 @@ from store.lock import DataDirLock  # noqa: E402
 from store.scope_vectors import ScopeVectors  # noqa: E402
 from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
+from tap.priority import write_parts, yield_after  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 _PAGE = 1000
+DELETE_BATCH = 100  # deletes per call while requests are relayed (~40 ms with the GIL held: tap.priority)
 FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
 _PRUNE_EVERY_S = 300.0
 _SAVE_CURSOR_EVERY_S = 10.0
@@ -602,12 +604,15 @@ class ChromaStore:
         existing = [m.id for m in found]
         if existing:
             self._changed(m.scope for m in found)
-            with _translated("delete", self.where):
-                self._col.delete(ids=existing)
-            self._total = None
-            self._lexical.remove(existing)
-            for memory_id in existing:
-                self._small.remove(memory_id)
+            for part in write_parts(existing, DELETE_BATCH):  # Chroma holds the GIL while it deletes
+                began = time.perf_counter()
+                with _translated("delete", self.where):
+                    self._col.delete(ids=list(part))
+                self._total = None
+                self._lexical.remove(part)
+                for memory_id in part:
+                    self._small.remove(memory_id)
+                yield_after(began)
             self._announce([(m.id, m.scope) for m in found])
         return len(existing)
 

@@ -6,7 +6,7 @@ commit) whatever its size, which dominated backfills. `WriteBuffer` wraps the st
 chunks: writes are kept in memory and flushed as one `add` and one `update_metadata`, or, while
 requests are being relayed, in calls of WRITE_BATCH records (embedded Chroma holds the GIL for a
 whole write, ~1.5 ms a record: one write of a 32-chunk batch's ~200 memories stopped the event
-loop for 0.22 s; tap.priority); reads see
+loop for 0.2-0.3 s; tap.priority); reads see
 the buffered writes (read-your-writes), so the extraction logic behaves exactly as if each write
 had gone to the store at once: `get` returns the buffered version, `vector_search` drops store hits
 whose buffered version is no longer active and ranks buffered new memories of the scope by cosine.
@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tap.ports import Embedder, MemoryStore, StoreStats
-from tap.priority import HOT_PATH, lower_thread_priority, yield_after
+from tap.priority import lower_thread_priority, write_parts, yield_after
 from tap.records import Hit, Memory
 
 __all__ = ["VectorCache", "WriteBuffer"]
@@ -52,16 +52,6 @@ def _norms(rows: Vector) -> Vector:
     norms: Vector = np.linalg.norm(rows, axis=1)
     norms[norms == 0] = 1.0
     return norms
-
-
-def _parts[T](items: Sequence[T]) -> Iterator[Sequence[T]]:
-    """The items in the calls `flush` makes: WRITE_BATCH at a time while requests are being
-    relayed, the rest at once when none is (decided again before each call)."""
-    start = 0
-    while start < len(items):
-        step = WRITE_BATCH if HOT_PATH.busy else len(items) - start
-        yield items[start : start + step]
-        start += step
 
 
 class WriteBuffer:
@@ -150,11 +140,11 @@ class WriteBuffer:
         one call took 341 ms, in calls of 32 554 ms)."""
         written = len(self)
         added = list(self._added.values())
-        for part in _parts(added):
+        for part in write_parts(added, WRITE_BATCH):
             began = time.perf_counter()
             self.store.add([m for m, _ in part], [v.tolist() for _, v in part])
             yield_after(began)
-        for records in _parts(list(self._updated.values())):
+        for records in write_parts(list(self._updated.values()), WRITE_BATCH):
             began = time.perf_counter()
             self.store.update_metadata(records)
             yield_after(began)

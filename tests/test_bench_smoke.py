@@ -145,5 +145,5 @@ def test_write_stall(tmp_path: Path) -> None:
     result = run_bench("write_stall", tmp_path / "write_stall.json", "--quick")
     writes = result["writes"]
     assert {"add_1", "add_20", "access_flush_200_one_write", "access_flush_200_paced"} <= set(writes)
-    assert {"archive_50_one_write", "archive_50_paced"} <= set(writes)
+    assert {"archive_50_one_write", "archive_50_paced", "delete_500_one_write", "delete_500_batched"} <= set(writes)
     assert all(w["longest_pause_ms"] > 0 and w["seconds"] > 0 for w in writes.values())

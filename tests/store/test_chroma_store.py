@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from store import chroma
 from store.chroma import ChromaStore
 from store.lexical import LexicalIndex
+from tap import priority
 from tap.errors import StoreError
+from tap.priority import HotPath
 from tap.records import Memory, make_memory
 
 
@@ -89,3 +92,25 @@ def test_unreachable_server_is_a_store_error(isolated_home: Path, embedder: Any)
             embedder_id=embedder.model_id,
             dimensions=embedder.dimensions,
         )
+
+
+@pytest.mark.parametrize("relaying", [False, True], ids=["idle", "while-requests-are-relayed"])
+def test_a_delete_while_requests_are_relayed_goes_in_small_calls_and_deletes_everything(
+    store: ChromaStore, embedder: Any, monkeypatch: pytest.MonkeyPatch, relaying: bool
+) -> None:
+    """Embedded Chroma holds the GIL while it deletes: with requests in flight a large delete goes
+    DELETE_BATCH ids a call (tap.priority.write_parts); either way every id goes, from both indexes."""
+    if relaying:
+        busy = HotPath()
+        busy.enter()
+        monkeypatch.setattr(priority, "HOT_PATH", busy)
+        monkeypatch.setattr(chroma, "DELETE_BATCH", 2)
+    doomed = _add(store, embedder, *(f"Ann's note {n} about the garden shed" for n in range(5)))
+    kept = _add(store, embedder, "Ann's garden shed is green")
+    calls: list[int] = []
+    real = store._col.delete
+    monkeypatch.setattr(store._col, "delete", lambda ids: calls.append(len(ids)) or real(ids=ids))
+    assert store.delete([m.id for m in doomed] + ["m_unknown"]) == 5
+    assert calls == ([2, 2, 1] if relaying else [5])
+    assert store.get([m.id for m in doomed]) == [] and store.stats().by_scope == {"ann": 1}
+    assert [h.memory.id for h in store.text_search("garden shed", scope="ann", k=10)] == [kept[0].id]
