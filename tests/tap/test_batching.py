@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tap import batching
+from tap import batching, priority
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import LoadedConfig, parse_config
 from tap.priority import HotPath
@@ -121,7 +121,7 @@ def test_a_batch_writes_what_one_chunk_at_a_time_writes(
     if relaying:  # the flush writes two records a call, as it does (32) while the proxy relays requests
         busy = HotPath()
         busy.enter()
-        monkeypatch.setattr(batching, "HOT_PATH", busy)
+        monkeypatch.setattr(priority, "HOT_PATH", busy)
         monkeypatch.setattr(batching, "WRITE_BATCH", 2)
     one_by_one, batched = two_runtimes
     for rt in two_runtimes:
