@@ -20,6 +20,7 @@ from typing import Protocol
 from aiohttp import web
 
 from proxy.admin import error
+from tap.priority import HOT_PATH
 
 
 class HookEndpoint(Protocol):
@@ -38,8 +39,10 @@ async def hook(request: web.Request) -> web.Response:
     endpoint = request.app.get(hooks_key)
     if endpoint is None:
         return error(503, "agent hooks are not served here")
+    event, agent = request.match_info["event"], request.query.get("agent", "claude")
     try:
-        answer = await endpoint(request.match_info["event"], request.query.get("agent", "claude"), await request.read())
+        with HOT_PATH.serving():  # an agent waits on it: background writers pause meanwhile (tap.priority)
+            answer = await endpoint(event, agent, await request.read())
     except ValueError as exc:
         return error(400, str(exc))
     if not answer:

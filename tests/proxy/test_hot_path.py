@@ -8,7 +8,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 
+from proxy.hooks_routes import add_hook_routes, hooks_key
 from tap import priority
 from tap.priority import HOT_PATH, HotPath, yield_after
 from tests.proxy.harness import TapProxy
@@ -51,3 +53,28 @@ def test_background_writers_pause_only_while_the_proxy_relays(monkeypatch: pytes
         yield_after(10.0)
     assert pauses == [pytest.approx(0.03 * (1 / priority.BACKGROUND_WRITE_SHARE - 1))]
     assert not hot_path.busy
+
+
+async def test_an_agent_hook_counts_while_it_is_answered() -> None:
+    seen: list[int] = []
+    relaying = HOT_PATH.serving_now
+
+    async def endpoint(event: str, agent: str, body: bytes) -> bytes:
+        seen.append(HOT_PATH.serving_now)
+        return b'{"ok": true}'
+
+    app = web.Application()
+    app[hooks_key] = endpoint
+    add_hook_routes(app)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"http://127.0.0.1:{port}/tap/hooks/UserPromptSubmit", data=b"{}") as resp:
+                assert resp.status == 200 and await resp.read() == b'{"ok": true}'
+    finally:
+        await runner.cleanup()
+    assert seen == [relaying + 1] and HOT_PATH.serving_now == relaying
