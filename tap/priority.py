@@ -14,9 +14,9 @@ A nice value does not help where a background thread holds the GIL: embedded Chr
 the whole of a write (~10 ms plus ~0.6-2 ms a record; 2,000 access counts in one write stopped
 the event loop for over a second). A background writer therefore writes in small batches, so it
 never holds the GIL longer than one batch at once, and while requests are being relayed
-(`HOT_PATH`, counted by the proxy's LLM routes, the agent hook route and the mitmproxy addon) it pauses after each batch
-(`yield_after`), so it holds the GIL at most BACKGROUND_WRITE_SHARE of the time; with nothing in
-flight (a backfill, the CLI) it does not wait.
+(`HOT_PATH`, counted by the proxy's LLM routes, the agent hook route and the mitmproxy addon) it
+pauses after each batch (`yield_after`), so it holds the GIL at most BACKGROUND_WRITE_SHARE of the
+time; with nothing in flight (a backfill, the CLI) it does not wait.
 """
 
 from __future__ import annotations
