@@ -604,16 +604,17 @@ class ChromaStore:
         existing = [m.id for m in found]
         if existing:
             self._changed(m.scope for m in found)
-            for part in write_parts(existing, DELETE_BATCH):  # Chroma holds the GIL while it deletes
+            for part in write_parts(found, DELETE_BATCH):  # Chroma holds the GIL while it deletes
                 began = time.perf_counter()
+                gone = [m.id for m in part]
                 with _translated("delete", self.where):
-                    self._col.delete(ids=list(part))
+                    self._col.delete(ids=gone)
                 self._total = None
-                self._lexical.remove(part)
-                for memory_id in part:
+                self._lexical.remove(gone)
+                for memory_id in gone:
                     self._small.remove(memory_id)
+                self._announce([(m.id, m.scope) for m in part])  # what is deleted is told, even if a later part fails
                 yield_after(began)
-            self._announce([(m.id, m.scope) for m in found])
         return len(existing)
 
     # -- several processes on one Chroma server (store.changes) -------------------------------------

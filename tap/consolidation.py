@@ -40,7 +40,7 @@ from tap.config import ConsolidateConfig
 from tap.consolidate import ArchivePick, MergeGroup, ScopePlan, merge, plan_scope
 from tap.plural import plural
 from tap.ports import MemoryStore
-from tap.priority import yield_after
+from tap.priority import write_parts, yield_after
 from tap.records import Memory
 from tap.repeatlog import RepeatLog
 from tap.sqlite import connect
@@ -254,15 +254,13 @@ class Consolidator:
 
     def _archive(self, ids: list[str], *, paced: bool = False) -> None:
         now = self._now()
-        step = ARCHIVE_BATCH if paced else max(1, len(ids))
-        for start in range(0, len(ids), step):
+        for part in write_parts(ids, ARCHIVE_BATCH, always=paced):
             began = time.perf_counter()
-            memories = [m for m in self.store.get(ids[start : start + step]) if m.active]
+            memories = [m for m in self.store.get(part) if m.active]
             for memory in memories:
                 memory.archived_at = memory.updated_at = now
             self.store.update_metadata(memories)
-            if paced and start + step < len(ids):
-                yield_after(began)
+            yield_after(began)
 
 
 class ConsolidationJob:

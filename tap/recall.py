@@ -47,7 +47,7 @@ from tap.dated import DateWindow, date_windows, day_of
 from tap.history_partners import with_history
 from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
-from tap.priority import yield_after
+from tap.priority import write_parts, yield_after
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
@@ -776,23 +776,22 @@ class RecallEngine:
         with self._accessed_lock:
             pending, self._accessed = self._accessed, {}
         ids = list(pending)
-        step = ACCESS_FLUSH_BATCH if paced else max(1, len(ids))
-        written = 0
-        for start in range(0, len(ids), step):
+        done = written = 0
+        for part in write_parts(ids, ACCESS_FLUSH_BATCH, always=paced):
             began = time.perf_counter()
             try:
-                memories = self.store.get(ids[start : start + step])
+                memories = self.store.get(part)
                 for memory in memories:
                     count, at = pending[memory.id]
                     memory.access_count += count
                     memory.last_accessed = at
                 self.store.update_metadata(memories)
             except Exception:
-                self._keep_access({i: pending[i] for i in ids[start:]})
+                self._keep_access({i: pending[i] for i in ids[done:]})
                 raise
+            done += len(part)
             written += len(memories)
-            if paced and start + step < len(ids):
-                yield_after(began)
+            yield_after(began)
         return written
 
     def _keep_access(self, unwritten: dict[str, tuple[int, float]]) -> None:
