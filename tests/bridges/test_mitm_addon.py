@@ -265,6 +265,8 @@ async def test_recall_failure_degrades_and_a_broken_core_forwards_unchanged(tmp_
     failing.addon.responseheaders(f)
     assert f.request.content == original and f.response is not None
     assert f.response.headers["x-tap-degraded"] == "recall-error"
+    failing.addon.response(f)  # every flow ends, as mitmproxy ends them
+    await failing.settle()
     failing.turn_log.close()
 
     class Broken(Interceptor):
@@ -282,6 +284,8 @@ async def test_recall_failure_degrades_and_a_broken_core_forwards_unchanged(tmp_
     broken.addon.responseheaders(g)
     assert g.request.content == original and g.response is not None
     assert g.response.headers["x-tap-degraded"] == "intercept-error" and g.response.stream is True
+    broken.addon.response(g)
+    await broken.settle()
     broken.turn_log.close()
 
 

@@ -100,10 +100,10 @@ def test_a_delete_while_requests_are_relayed_goes_in_small_calls_and_deletes_eve
 ) -> None:
     """Embedded Chroma holds the GIL while it deletes: with requests in flight a large delete goes
     DELETE_BATCH ids a call (tap.priority.write_parts); either way every id goes, from both indexes."""
+    hot_path = HotPath()  # this test's own: whatever other tests of the process left counted
+    monkeypatch.setattr(priority, "HOT_PATH", hot_path)
     if relaying:
-        busy = HotPath()
-        busy.enter()
-        monkeypatch.setattr(priority, "HOT_PATH", busy)
+        hot_path.enter()
         monkeypatch.setattr(chroma, "DELETE_BATCH", 2)
     doomed = _add(store, embedder, *(f"Ann's note {n} about the garden shed" for n in range(5)))
     kept = _add(store, embedder, "Ann's garden shed is green")

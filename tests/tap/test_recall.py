@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from store.chroma import ChromaStore
+from tap import priority
 from tap import recall as recall_module
 from tap.config import parse_config
 from tap.errors import StoreError
+from tap.priority import HotPath
 from tap.recall import FOOTER, HEADER, RecallEngine
 from tap.records import RecallResult, make_memory
 from tap.tokens import count_tokens
@@ -114,6 +116,7 @@ def test_a_flush_the_store_fails_keeps_what_it_did_not_write(
     engine: RecallEngine, monkeypatch: pytest.MonkeyPatch, paced: bool
 ) -> None:
     """A paced flush writes a batch at a time; the counts a failing write left are written next time."""
+    monkeypatch.setattr(priority, "HOT_PATH", HotPath())  # nothing relayed: an unpaced flush is one write
     monkeypatch.setattr(recall_module, "ACCESS_FLUSH_BATCH", 2)
     ids = [_put(engine, f"Ann's note number {i} about the Vespa") for i in range(5)]
     engine.recall("Ann's notes about the Vespa", scope="ann")
