@@ -501,18 +501,22 @@ class RecallEngine:
         budget_tokens: int | None = None,
         skip: Callable[[Memory], bool] | None = None,
         trace: RecallTrace | None = None,
+        lexical_only: bool = False,
     ) -> RecallResult:
         """The block to inject for `query` in `scope` (empty when nothing is relevant). `trace`, when
-        given, is told what each step did with each candidate (tap.why)."""
+        given, is told what each step did with each candidate (tap.why). `lexical_only`: BM25
+        alone, as the batcher's fallback under overload recalls (to measure what it gives)."""
         started = time.perf_counter()
         reduced = reduce_query(query)
         if reduced.empty:
             return empty_result()
-        [searched] = self._ranked([reduced], scope)
+        [searched] = self._ranked([reduced], scope, lexical_only=lexical_only)
         if trace is not None:
             self._tell(trace, reduced, searched)
         budget = budget_tokens or self.config.budget_tokens
-        return self._packed(searched.ranked, skip, budget, started, trace, query=reduced.lexical)
+        result = self._packed(searched.ranked, skip, budget, started, trace, query=reduced.lexical)
+        result.lexical_only = lexical_only
+        return result
 
     async def recall_async(
         self,

@@ -72,6 +72,11 @@ def render_status(doc: dict[str, Any]) -> str:
             f"{recall['lexical_only']} BM25-only and {recall['shed']} shed under load, "
             f"{recall['cache_hits']} from the cache, ~{recall['ms_per_recall']} ms each"
         )
+        if recall.get("missed"):
+            lines.append(
+                f"recall under load: {plural(recall['missed'], 'recall')} missed the deadline; "
+                f"{round(100 * recall.get('lexical_share', 0.0))} % of new recalls now start as BM25-only"
+            )
     store = doc.get("store")
     if store and store.get("shared"):
         lines.append(

@@ -117,7 +117,16 @@ def status_doc(n: int) -> dict[str, Any]:
     """A `tap status` document (the server's shape) where every count is n."""
     return {
         "server": "http://127.0.0.1:8787",
-        "recall": {"served": n, "batches": n, "lexical_only": 0, "shed": 0, "cache_hits": 0, "ms_per_recall": 2.0},
+        "recall": {
+            "served": n,
+            "batches": n,
+            "lexical_only": 0,
+            "shed": 0,
+            "cache_hits": 0,
+            "ms_per_recall": 2.0,
+            "missed": n,
+            "lexical_share": 0.25,
+        },
         "extraction": {
             "queue": {"queued": n, "running": 0, "done": n, "dead": n, "turns_waiting": n},
             "cost_today": {"day": "2026-01-01", "cost_usd": 0.0},
@@ -132,6 +141,8 @@ def status_doc(n: int) -> dict[str, Any]:
 def test_status_counts_agree_with_one() -> None:
     one, two = render_status(status_doc(1)), render_status(status_doc(2))
     assert "1 recall in 1 batch," in one and "2 recalls in 2 batches," in two
+    assert "1 recall missed the deadline; 25 % of new recalls now start as BM25-only" in one
+    assert "2 recalls missed the deadline;" in two
     assert "1 turn waiting" in one and "2 turns waiting" in two
     assert "(1 try)" in one and "(2 tries)" in two
     assert "lexical index 1 memory," in one and "lexical index 2 memories," in two

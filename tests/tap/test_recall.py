@@ -102,6 +102,19 @@ def test_lexical_side_finds_rare_words(engine: RecallEngine) -> None:
     assert engine.search("zorblax", scope="ann")[0][0].id == target
 
 
+def test_recall_asked_for_bm25_alone_finds_by_words_and_says_so(engine: RecallEngine) -> None:
+    """recall(lexical_only=True), the fallback under overload as the benchmarks measure it: what
+    shares a word with the question is found, what only means the same is not, and the result
+    says which kind of recall it was."""
+    worded = _put(engine, "The bicycle is kept in the garage")
+    meant = _put(engine, "Ann plays the cello")
+    question = "Which string instrument does she practise, and where is the bicycle?"
+    hybrid = engine.recall(question, scope="ann")
+    lexical = engine.recall(question, scope="ann", lexical_only=True)
+    assert {m.memory.id for m in hybrid.memories} == {worded, meant} and not hybrid.lexical_only
+    assert [m.memory.id for m in lexical.memories] == [worded] and lexical.lexical_only
+
+
 def test_skip_leaves_memories_out_and_recall_keeps_no_state_between_calls(engine: RecallEngine) -> None:
     peanuts = _put(engine, "Ann is allergic to peanuts")
     first = engine.recall("Can Ann eat peanuts?", scope="ann")

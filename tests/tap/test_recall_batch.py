@@ -162,3 +162,68 @@ def test_close_sheds_what_is_waiting(gate: Gate) -> None:
         waiting.result(1)
     with pytest.raises(RecallOverloaded):
         batcher.submit("after", deadline_s=10)
+
+
+class Clocked:
+    """The batch function on a fake clock: each recall ends after its deadline while `late`."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.late = True
+        self.fail: Exception | None = None
+        self.kinds: list[str] = []
+
+    def __call__(self, batch: Sequence[Waiting]) -> None:
+        for item in batch:
+            self.kinds.append("lexical" if item.lexical_only else "full")
+            if self.late:
+                self.now = item.deadline + 0.001
+            if self.fail is not None:
+                item.future.set_exception(self.fail)
+            else:
+                item.future.set_result("ok")
+
+
+def _one_by_one(batcher: RecallBatcher, count: int) -> None:
+    for n in range(count):
+        try:
+            batcher.submit(n, deadline_s=0.15).result(10)
+        except RecallOverloaded:
+            pass
+
+
+def test_recalls_that_miss_their_deadline_make_the_next_ones_bm25_only_until_recalls_are_in_time_again() -> None:
+    clocked = Clocked()
+    batcher = RecallBatcher(clocked, workers=1, now=lambda: clocked.now)
+    _one_by_one(batcher, 10)  # every one done after its deadline
+    status = batcher.status()
+    assert status["missed"] == 10 and status["lexical_share"] == pytest.approx(0.5)
+    assert clocked.kinds[:2] == ["full", "full"]
+    _one_by_one(batcher, 30)
+    assert batcher.status()["lexical_share"] == 1.0
+    assert clocked.kinds[-10:] == ["lexical"] * 10  # saturated: BM25 alone for every new recall
+    clocked.late = False
+    _one_by_one(batcher, 19 * 20 + 20)  # a twentieth of a miss's step per recall in time
+    assert batcher.status()["lexical_share"] == 0.0
+    assert clocked.kinds[-20:] == ["full"] * 20
+    batcher.close()
+
+
+def test_a_failing_store_does_not_count_as_overload() -> None:
+    clocked = Clocked()
+    clocked.late, clocked.fail = False, RuntimeError("store down")
+    batcher = RecallBatcher(clocked, workers=1, now=lambda: clocked.now)
+    for n in range(5):
+        with pytest.raises(RuntimeError):
+            batcher.submit(n, deadline_s=0.15).result(10)
+    assert batcher.status()["missed"] == 0 and batcher.status()["lexical_share"] == 0.0
+    batcher.close()
+
+
+def test_without_the_lexical_fallback_misses_never_make_a_recall_bm25_only() -> None:
+    clocked = Clocked()
+    batcher = RecallBatcher(clocked, workers=1, lexical_fallback=False, now=lambda: clocked.now)
+    _one_by_one(batcher, 40)
+    assert batcher.status()["missed"] == 40
+    assert set(clocked.kinds) == {"full"}
+    batcher.close()
