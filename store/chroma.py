@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -108,6 +109,18 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+@functools.cache
+def _settings_template() -> Settings:
+    """Chroma's client settings, read once per process: building them reads every CHROMA_*
+    variable through pydantic-settings (~10 ms, a third of opening a store)."""
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+def _client_settings() -> Settings:
+    """A fresh copy for one client (a client writes its path into its settings)."""
+    return _settings_template().model_copy()
+
+
 class ChromaStore:
     """Memories in one Chroma collection plus an FTS5 lexical index beside it."""
 
@@ -160,7 +173,7 @@ class ChromaStore:
             self._follower.start()
 
     def _connect(self, data_dir: Path, url: str) -> Any:
-        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        settings = _client_settings()
         with _translated("connect", self.where):
             if not url:
                 return chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=settings)
@@ -709,7 +722,8 @@ class ChromaStore:
         )
 
     def close(self) -> None:
-        """Stop following the change feed, close the lexical index and release the data-dir lock."""
+        """Stop following the change feed, close the lexical index and Chroma's client, and release
+        the data-dir lock."""
         if self._stop.is_set():
             return
         self._stop.set()
@@ -721,6 +735,12 @@ class ChromaStore:
             with contextlib.suppress(Exception):  # closing never fails (a broken index is compared at open)
                 self._lexical.set_clean_total(self._collection_size())
         self._lexical.close()
+        # Chroma keeps one System per embedded path for the life of the process unless its last
+        # client is closed: left open, its SQLite handle outlived the store, and a store opened
+        # again at that path after the folder was removed and made anew failed its writes
+        # ("attempt to write a readonly database").
+        with contextlib.suppress(Exception):
+            self._client.close()
         self._release_lock()
 
     def _release_lock(self) -> None:

@@ -148,3 +148,20 @@ def store(request: pytest.FixtureRequest, isolated_home: Path, embedder: Any) ->
     )
     yield opened
     opened.close()
+
+
+SDK_GROUP = "sdk"
+
+
+@pytest.hookimpl(wrapper=True)  # a wrapper's first half runs before xdist reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
+    """Every test of a module that uses an LLM SDK (tests/sdk.py), or that says so with
+    `pytestmark = pytest.mark.xdist_group("sdk")`, joins one xdist group: `./dev test-fast`
+    (`--dist loadgroup`) runs the group on one worker, so only that worker imports the SDKs."""
+    from tests.sdk import uses_sdk
+
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and uses_sdk(module) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(SDK_GROUP))
+    yield

@@ -8,17 +8,23 @@ happening, on the Anthropic fake's header checks, and on tests/wire.py's streams
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import anthropic
 import ollama
-import openai
 import pytest
 
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
 from tests.waits import until
 from tests.wire import anthropic_message, anthropic_stream
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+else:
+    anthropic = sdk("anthropic")
+    openai = sdk("openai")
 
 TEXT = "Bonjour ! Le café est prêt — 日本語のテキスト and emoji 🎉🙂👩\u200d💻. Let me check the weather.\n"
 USER: Any = [{"role": "user", "content": "Quel temps fait-il à Zürich ?"}]

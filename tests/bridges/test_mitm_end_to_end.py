@@ -11,16 +11,23 @@ import shutil
 import ssl
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
 import httpx
-import openai
 import pytest
 
 from tests.bridges.mitm_harness import RunningMitm, TestCA
 from tests.proxy.harness import TapProxy, hold_embedder
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
 from tests.waits import until
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+else:
+    anthropic = sdk("anthropic")
+    openai = sdk("openai")
 
 REPLY_TEXT = "Paint it teal — a calm colour for Zürich 🎨."
 

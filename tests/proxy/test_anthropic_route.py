@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import anthropic
 
 from tap.dialects import get_dialect
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic, load_transcript
+
+if TYPE_CHECKING:
+    import anthropic
+else:
+    anthropic = sdk("anthropic")
 
 HEADERS = {
     "x-api-key": "sk-ant-test-123",

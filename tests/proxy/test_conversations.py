@@ -9,17 +9,22 @@ with a reply of its own, so two chats diverge at their first reply as real ones 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import anthropic
 
 from tap.capture import Exchange
 from tap.dialects import ANTHROPIC, Said
 from tap.identity import fingerprint, turn_key
 from tests.proxy.harness import TapProxy
 from tests.proxy.loop_upstreams import ChattyAnthropic
+from tests.sdk import sdk
 from tests.upstreams import load_transcript
+
+if TYPE_CHECKING:
+    import anthropic
+else:
+    anthropic = sdk("anthropic")
 
 SISTER = "The user's sister Marta lives in Porto and loves sailing"
 MARINA = "Porto marina berths cost 30 euros a night for visiting boats"

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import anthropic
 
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic, FakeOllama
+
+if TYPE_CHECKING:
+    import anthropic
+else:
+    anthropic = sdk("anthropic")
 
 H = {"x-api-key": "sk-ant", "anthropic-version": "2023-06-01"}
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-
-import anthropic
+from typing import TYPE_CHECKING
 
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic
+
+if TYPE_CHECKING:
+    import anthropic
+else:
+    anthropic = sdk("anthropic")
 
 
 async def test_chat_through_the_proxy_is_remembered_in_a_later_chat(isolated_home: Path) -> None:

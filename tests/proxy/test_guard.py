@@ -11,16 +11,23 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
-import anthropic
 import ollama
-import openai
 import pytest
 
 from proxy.guard import host_allowed, same_origin, split_host
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+else:
+    anthropic = sdk("anthropic")
+    openai = sdk("openai")
 
 EVIL = "https://evil.example"
 CHAT = {"model": "llama3.2", "stream": False, "messages": [{"role": "user", "content": "I live in Porto."}]}

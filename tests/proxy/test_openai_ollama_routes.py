@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import ollama
-import openai
 
 from tap.dialects import get_dialect
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeOllama, FakeOpenAI, load_transcript
+
+if TYPE_CHECKING:
+    import openai
+else:
+    openai = sdk("openai")
 
 
 async def raw_post(url: str, payload: Any, headers: dict[str, str] | None = None) -> tuple[int, bytes, Any]:

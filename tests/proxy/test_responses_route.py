@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import openai
 
 from tap.dialects import OPENAI_RESPONSES
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeOpenAI, load_transcript
+
+if TYPE_CHECKING:
+    import openai
+else:
+    openai = sdk("openai")
 
 REPLY = "Paint it teal — a calm colour for Zürich 🎨."
 

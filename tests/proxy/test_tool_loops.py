@@ -11,14 +11,19 @@ previous one (tests/proxy/loop_upstreams.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import anthropic
-import openai
+from typing import TYPE_CHECKING, Any
 
 from tap.recall import HEADER
 from tests.proxy.harness import TapProxy
 from tests.proxy.loop_upstreams import ChattyAnthropic, ChattyOpenAI, prefix_violations
+from tests.sdk import sdk
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+else:
+    anthropic = sdk("anthropic")
+    openai = sdk("openai")
 
 CC = {"type": "ephemeral"}
 SYSTEM = [{"type": "text", "text": "You are a coding agent.", "cache_control": CC}]

@@ -81,6 +81,64 @@ def test_embedded_store_locks_the_data_dir(isolated_home: Path, embedder: Any) -
         first.close()
 
 
+def test_two_embedded_stores_in_one_process_each_keep_their_own_memories(tmp_path: Path, embedder: Any) -> None:
+    """Chroma's settings are read once per process (store.chroma._settings_template): stores opened
+    side by side still each keep their own folder and memories."""
+
+    def open_in(folder: str) -> ChromaStore:
+        return ChromaStore(
+            data_dir=tmp_path / folder,
+            url="",
+            collection="memories",
+            embedder_id=embedder.model_id,
+            dimensions=embedder.dimensions,
+        )
+
+    first, second = open_in("one"), open_in("two")
+    try:
+        (kept,) = _add(first, embedder, "Ann keeps bees")
+        (other,) = _add(second, embedder, "Bo keeps goats")
+        assert [m.id for m in first.get([kept.id, other.id])] == [kept.id]
+        assert [m.id for m in second.get([kept.id, other.id])] == [other.id]
+    finally:
+        first.close()
+        second.close()
+    assert (tmp_path / "one" / "chroma").is_dir() and (tmp_path / "two" / "chroma").is_dir()
+    reopened = open_in("one")
+    try:
+        assert [m.id for m in reopened.get([kept.id, other.id])] == [kept.id]
+    finally:
+        reopened.close()
+
+
+def test_a_store_opened_again_where_its_folder_was_removed_and_made_anew_can_write(
+    tmp_path: Path, embedder: Any
+) -> None:
+    """Closing a store closes Chroma's client: otherwise Chroma kept its database open for the
+    process, and the next store at that path wrote to a file that no longer existed."""
+    import shutil
+
+    def open_here() -> ChromaStore:
+        return ChromaStore(
+            data_dir=tmp_path / "home",
+            url="",
+            collection="memories",
+            embedder_id=embedder.model_id,
+            dimensions=embedder.dimensions,
+        )
+
+    first = open_here()
+    _add(first, embedder, "Ann keeps bees")
+    first.close()
+    shutil.rmtree(tmp_path / "home")
+    again = open_here()
+    try:
+        (kept,) = _add(again, embedder, "Bo keeps goats")
+        assert [m.content for m in again.get([kept.id])] == ["Bo keeps goats"]
+    finally:
+        again.close()
+
+
 def test_unreachable_server_is_a_store_error(isolated_home: Path, embedder: Any) -> None:
     from tests.chroma_server import free_port
 

@@ -11,12 +11,12 @@ import json
 import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from store.llm import AnthropicProvider, OllamaProvider, make_llm_provider
-from store.llm.anthropic_mapping import parse_retry_after
+from store import llm
+from store.llm import make_llm_provider
 from tap.candidates import CandidateMemory
 from tap.chunker import Chunk, Turn, render_chunk
 from tap.config import ExtractConfig, parse_config
@@ -26,6 +26,12 @@ from tap.llm.prices import price_for
 from tap.records import Memory, make_memory
 from tests.upstreams import FakeAnthropic, FakeOllama, credential
 from tests.wire import anthropic_message
+
+if TYPE_CHECKING:
+    from store.llm import AnthropicProvider, OllamaProvider
+
+# The providers import their SDKs (store.llm reads them on first use): one xdist worker runs these.
+pytestmark = pytest.mark.xdist_group("sdk")
 
 KEY = "sk-ant-test-key-0123456789"
 MAY_7 = datetime(2023, 5, 7, 13, 56, tzinfo=UTC).timestamp()
@@ -86,11 +92,11 @@ async def ollama_api() -> AsyncIterator[FakeOllama]:
 
 def claude(fake: FakeAnthropic, **keys: object) -> AnthropicProvider:
     cfg = extract_config(provider="anthropic", gate="anthropic", anthropic_url=fake.url, **keys)
-    return AnthropicProvider(cfg)
+    return llm.AnthropicProvider(cfg)
 
 
 def local(fake: FakeOllama, **keys: object) -> OllamaProvider:
-    return OllamaProvider(extract_config(provider="ollama", gate="ollama", ollama_url=fake.url, **keys))
+    return llm.OllamaProvider(extract_config(provider="ollama", gate="ollama", ollama_url=fake.url, **keys))
 
 
 def memory_input(**changes: Any) -> dict[str, Any]:
@@ -359,7 +365,7 @@ async def test_anthropic_missing_key_is_not_retryable_and_names_the_env_var(
 
 async def test_anthropic_connection_refused_is_retryable() -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    provider = AnthropicProvider(extract_config(provider="anthropic", anthropic_url=url), api_key=KEY)
+    provider = llm.AnthropicProvider(extract_config(provider="anthropic", anthropic_url=url), api_key=KEY)
     error = await failure(provider.gate, "[t1] Ann: I moved to Oslo.")
     assert error.retryable is True and url in str(error) and "not reachable" in str(error)
 
@@ -371,6 +377,8 @@ async def test_anthropic_timeout_is_retryable(anthropic_api: FakeAnthropic) -> N
 
 
 def test_parse_retry_after_forms() -> None:
+    from store.llm.anthropic_mapping import parse_retry_after
+
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert parse_retry_after({"retry-after": "12"}) == 12.0
     assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
@@ -455,7 +463,7 @@ async def test_ollama_http_errors(
 
 async def test_ollama_connection_refused_names_the_url() -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    provider = OllamaProvider(extract_config(provider="ollama", ollama_url=url))
+    provider = llm.OllamaProvider(extract_config(provider="ollama", ollama_url=url))
     error = await failure(provider.gate, "[t1] Ann: I moved to Oslo.")
     assert error.retryable is True and url in str(error) and "not reachable" in str(error)
 
@@ -494,8 +502,8 @@ def test_make_llm_provider() -> None:
     assert make_llm_provider(extract_config(), "gate") is None
     assert make_llm_provider(extract_config(), "extract") is None
     mixed = extract_config(provider="ollama", gate="anthropic")
-    assert isinstance(make_llm_provider(mixed, "gate"), AnthropicProvider)
-    assert isinstance(make_llm_provider(mixed, "extract"), OllamaProvider)
+    assert isinstance(make_llm_provider(mixed, "gate"), llm.AnthropicProvider)
+    assert isinstance(make_llm_provider(mixed, "extract"), llm.OllamaProvider)
 
 
 async def test_reconcile_without_candidates_makes_no_call(anthropic_api: FakeAnthropic, ollama_api: FakeOllama) -> None:

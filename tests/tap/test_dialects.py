@@ -374,6 +374,7 @@ def test_openai_and_ollama_error_bodies() -> None:
         assert dialect.error_body(504, "timed out") == (b'{"error":"timed out"}', "application/json")
 
 
+@pytest.mark.xdist_group("sdk")  # imports the SDK: with the other tests that do (tests/sdk.py)
 def test_anthropic_error_body_is_understood_by_the_sdk() -> None:
     anthropic = pytest.importorskip("anthropic")
     import httpx

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
-import anthropic
 from click.testing import CliRunner
 
 from tap.capture import Exchange, TurnLog
@@ -17,7 +17,13 @@ from tap.history import order
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import open_runtime
 from tests.proxy.harness import TapProxy
+from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic
+
+if TYPE_CHECKING:
+    import anthropic
+else:
+    anthropic = sdk("anthropic")
 
 T0 = 1_700_000_000.0
 
