@@ -27,8 +27,9 @@ missed their deadlines: at 64 streams on two cores, 80-90 % of requests went out
 while making every recall BM25-only carried memories on 45 %. So a share of new recalls
 (`lexical_share`) is made lexical-only as they arrive: each recall that misses (shed, or done after
 its deadline, or given up by its caller) raises it by `SHARE_UP`, each that makes its deadline
-lowers it by a twentieth of that, so it settles where about one recall in twenty misses, and falls
-back to 0 (every recall full) within a few hundred recalls once the load is gone.
+lowers it by a twentieth of that, so it settles where about one recall in twenty misses. It also
+halves every `SHARE_HALF_LIFE_S` by itself, so after a burst a quiet server is back to full
+recalls within a minute, not after hundreds of recalls.
 
 Batches hold one kind of recall (full or lexical-only) and are served earliest deadline first.
 The time per recall of each kind is an exponential average of what its batches took (wall time
@@ -58,6 +59,7 @@ _SMOOTHING = 0.2
 _FLOOR_PER_WORKER = 2  # never shed while this few wait per worker
 SHARE_UP = 0.05
 SHARE_DOWN = SHARE_UP / 19  # settles where 1 recall in 20 misses its deadline
+SHARE_HALF_LIFE_S = 10.0
 
 
 @dataclass
@@ -96,7 +98,8 @@ class RecallBatcher:
         self.cost_ms = dict(_INITIAL_MS)
         self.shed = 0
         self.lexical_only = 0
-        self.lexical_share = 0.0
+        self._share = 0.0
+        self._share_at = now()
         self._share_credit = 0.0
         self.missed = 0
         self.batches = 0
@@ -126,7 +129,7 @@ class RecallBatcher:
                 for thread in self._threads:
                     thread.start()
             if self.lexical_fallback:
-                self._share_credit += self.lexical_share
+                self._share_credit += self._current_share()
                 if self._share_credit >= 1.0:
                     self._share_credit -= 1.0
                     self._downgrade(item)
@@ -148,11 +151,26 @@ class RecallBatcher:
         else:
             missed = self._now() > item.deadline
         with self._cond:
+            share = self._current_share()
             if missed:
                 self.missed += 1
-                self.lexical_share = min(1.0, self.lexical_share + SHARE_UP)
+                self._share = min(1.0, share + SHARE_UP)
             else:
-                self.lexical_share = max(0.0, self.lexical_share - SHARE_DOWN)
+                self._share = max(0.0, share - SHARE_DOWN)
+
+    def _current_share(self) -> float:
+        """The share of new recalls to start as BM25-only, decayed to now (lock held)."""
+        now = self._now()
+        if now > self._share_at:
+            self._share *= 0.5 ** ((now - self._share_at) / SHARE_HALF_LIFE_S)
+            self._share_at = now
+        return self._share
+
+    @property
+    def lexical_share(self) -> float:
+        """The share of new recalls that start as BM25-only (see the module docstring)."""
+        with self._cond:
+            return self._current_share()
 
     def _cost(self, item: Waiting, *, lexical_only: bool | None = None) -> float:
         """Seconds the recall takes, as admission counts it (see the module docstring)."""
@@ -257,7 +275,7 @@ class RecallBatcher:
                 "batches": self.batches,
                 "shed": self.shed,
                 "lexical_only": self.lexical_only,
-                "lexical_share": round(self.lexical_share, 3),
+                "lexical_share": round(self._current_share(), 3),
                 "missed": self.missed,
                 "ms_per_recall": round(self.cost_ms[False], 2),
                 "ms_per_lexical_recall": round(self.cost_ms[True], 2),
