@@ -166,12 +166,6 @@ class RecallBatcher:
             self._share_at = now
         return self._share
 
-    @property
-    def lexical_share(self) -> float:
-        """The share of new recalls that start as BM25-only (see the module docstring)."""
-        with self._cond:
-            return self._current_share()
-
     def _cost(self, item: Waiting, *, lexical_only: bool | None = None) -> float:
         """Seconds the recall takes, as admission counts it (see the module docstring)."""
         kind = item.lexical_only if lexical_only is None else lexical_only
