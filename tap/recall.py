@@ -599,7 +599,7 @@ class RecallEngine:
         if lexical_only:
             found_lexical = self._candidates(queries, scope, vectors=False)
             return [
-                Searched(self._rank(q.lexical, scope, ([], hits), history=False), [], [], hits)
+                Searched(self._rank(q.lexical, scope, ([], hits)), [], [], hits)
                 for q, (_, _, hits) in zip(queries, found_lexical, strict=True)
             ]
         revision = self.store.revision(scope)
@@ -670,12 +670,11 @@ class RecallEngine:
             trace.packed(ranked, result)
         return result
 
-    def _rank(
-        self, query: str, scope: str, found: Candidates | None = None, *, history: bool = True
-    ) -> list[tuple[Memory, float]]:
-        """The scored candidates best first; with `history`, each statement that replaced another
-        followed by the excerpt of the value it replaced (tap.history_partners; one store read, left
-        out of the lexical-only fallback under overload)."""
+    def _rank(self, query: str, scope: str, found: Candidates | None = None) -> list[tuple[Memory, float]]:
+        """The scored candidates best first, each statement that replaced another followed by the
+        excerpt of the value it replaced (tap.history_partners; one store read). The lexical-only
+        fallback keeps them too: without them its blocks found 83.3 % of LongMemEval's
+        knowledge-update evidence instead of 88.9 %, for no measurable time (6.4 ms p50 either way)."""
         vector_hits, lexical_hits = (
             found if found is not None else self._candidates([reduce_query(query)], scope)[0][1:]
         )
@@ -692,7 +691,7 @@ class RecallEngine:
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
         ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
-        return with_history(ranked, self._versions, self.store.get_active, _passage_ids) if history else ranked
+        return with_history(ranked, self._versions, self.store.get_active, _passage_ids)
 
     def _versions(self, ids: Sequence[str]) -> list[Memory]:
         """Memories by id, superseded ones included, through a cache: what history partners read

@@ -390,9 +390,12 @@ def test_a_newer_lexical_hit_with_fewer_of_the_words_counts_for_a_question_about
     assert RecallEngine._relevant_lexical(hits) == [best]  # any other question: a third of the best
 
 
+@pytest.mark.parametrize("lexical_only", [False, True], ids=["hybrid", "bm25 alone"])
 def test_a_replacing_statement_brings_the_old_values_turn_after_it_and_never_the_old_statement(
-    engine: RecallEngine,
+    engine: RecallEngine, lexical_only: bool
 ) -> None:
+    """Also when recall falls back to BM25 alone under overload: the history partner is found from
+    the statement, not by either search."""
     from tap.records import OUTDATED_TAG, excerpt_id
 
     store = engine.store
@@ -426,7 +429,7 @@ def test_a_replacing_statement_brings_the_old_values_turn_after_it_and_never_the
     memories = [old, excerpt, new, *others]
     store.add(memories, engine.embedder.embed_documents([m.content for m in memories]))
 
-    result = engine.recall("Which sauce am I currently obsessed with?", scope="ann")
+    result = engine.recall("Which sauce am I currently obsessed with?", scope="ann", lexical_only=lexical_only)
     ids = [r.memory.id for r in result.memories]
     assert ids[0] == new.id and excerpt.id in ids and old.id not in ids  # history after the current value
     assert "Sweet Baby Ray's. … (updated later)" in result.block  # cut to the sentence about it, marked
