@@ -8,8 +8,8 @@ already). Writes ``bench/results/lexical-only-recall.json`` and prints the table
 
 Method: each home is copied to a temporary folder and only the copy is opened, in process, with
 open_runtime and the config the benchmark used:
-- LongMemEval: <home>/bench-config.toml; the benchmark's default question selection, checked
-  against the question ids in <home>/lme-ingested.json; the block as POST /tap/recall returns it
+- LongMemEval: <home>/bench-config.toml; the questions the home was ingested for (the ids in
+  <home>/lme-ingested.json, read from ``--lme-data``); the block as POST /tap/recall returns it
   (recall_view); scored with the benchmark's own cited / Row / summarise (ER_frac, ER_all per type);
 - LoCoMo: each conversation's kept data dir <home>/<variant>/<sample_id> with the variant's config
   (locomo.VARIANTS, checked against the dir's locomo-ingested.json); every question recalled in
@@ -63,11 +63,16 @@ def log(text: str) -> None:
 # --- LongMemEval ------------------------------------------------------------------------------
 
 
-def run_lme(home: Path, budget: int) -> dict[str, Any]:
-    questions = lme.select(lme.load(lme.DEFAULT_DATA), list(lme.TYPES), 0, False)
-    marker = json.loads((home / lme.MARKER).read_text())
-    if marker["questions"] != [q.qid for q in questions]:
-        raise SystemExit("the kept LongMemEval ingestion holds other questions than the default selection")
+def run_lme(home: Path, budget: int, data: Path) -> dict[str, Any]:
+    marker_path = home / lme.MARKER
+    if not marker_path.is_file():
+        raise SystemExit(f"{home} holds no finished LongMemEval ingestion ({lme.MARKER} is missing)")
+    marker = json.loads(marker_path.read_text())
+    by_id = {q.qid: q for q in lme.load(data)}
+    missing = [qid for qid in marker["questions"] if qid not in by_id]
+    if missing:
+        raise SystemExit(f"questions of the kept ingestion are not in {data}: {missing[:5]}")
+    questions = [by_id[qid] for qid in marker["questions"]]
     config_path = home / "bench-config.toml"
     config_text = config_path.read_text()
     if config_text != lme.bench_config(marker["config"]):
@@ -109,7 +114,7 @@ def run_lme(home: Path, budget: int) -> dict[str, Any]:
     out: dict[str, Any] = {"questions": len(questions), "latency_ms": {k: p50(v) for k, v in ms.items()}}
     for mode, mode_rows in rows.items():
         by_type = {}
-        for t in lme.TYPES:
+        for t in [t for t in lme.TYPES if any(r.question.qtype == t for r in mode_rows)]:
             s = lme.summarise([r for r in mode_rows if r.question.qtype == t])
             by_type[t] = {"n": s["with_evidence"], **s["tap"]}
         s = lme.summarise(mode_rows)
@@ -245,6 +250,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--lme-home", type=Path, help="data dir kept by ./dev bench longmemeval --home")
     parser.add_argument("--locomo-home", type=Path, help="data dir kept by ./dev bench locomo --home")
+    parser.add_argument("--lme-data", type=Path, default=lme.DEFAULT_DATA, help="the LongMemEval data it ingested")
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--skip-lme", action="store_true")
     parser.add_argument("--skip-locomo", action="store_true")
@@ -258,7 +264,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tap-lexical-only-") as work:
         if not args.skip_lme:
             home = copy_store(args.lme_home, Path(work))
-            result["longmemeval"] = run_lme(home, args.budget)
+            result["longmemeval"] = run_lme(home, args.budget, args.lme_data)
             print_lme(result["longmemeval"])
         if not args.skip_locomo:
             root = copy_store(args.locomo_home, Path(work))

@@ -1,4 +1,5 @@
-"""Smoke run of bench/longmemeval.py in its quick mode (two questions through a real `tap serve`).
+"""Smoke run of bench/longmemeval.py in its quick mode (two questions through a real `tap serve`), then
+of bench/lexical_only.py on the data dir it kept.
 
 The benchmark runs as a user would run it (``python bench/longmemeval.py --quick``, a subprocess)
 and must exit 0 with a JSON result of the documented shape: per-type ER figures for tap and the
@@ -30,9 +31,14 @@ pytestmark = [
 
 
 def test_quick_run_writes_the_documented_result(tmp_path: Path) -> None:
-    out = tmp_path / "longmemeval.json"
+    out, home = tmp_path / "longmemeval.json", tmp_path / "home"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "longmemeval.py"), "--quick", "--data", str(DATA), "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "bench" / "longmemeval.py"),
+            "--quick",
+            *("--data", str(DATA), "--out", str(out), "--home", str(home)),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -75,3 +81,26 @@ def test_quick_run_writes_the_documented_result(tmp_path: Path) -> None:
             assert miss["reason"] in REASONS
             assert miss["role"] in ("user", "assistant")
         assert row["store"]["memories"] > 0
+
+    # bench/lexical_only.py on the home that run kept: the BM25-only fallback against the full recall
+    lexical_out = tmp_path / "lexical-only.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "lexical_only.py"),
+            "--skip-locomo",
+            *("--lme-home", str(home), "--lme-data", str(DATA), "--out", str(lexical_out)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lexical = json.loads(lexical_out.read_text())["longmemeval"]
+    assert lexical["questions"] == 2
+    assert lexical["hybrid"]["by_type"]["all"]["n"] == result["all"]["with_evidence"]
+    for mode in ("hybrid", "lexical"):
+        for figure in ("er_frac", "er_all"):
+            assert 0 <= lexical[mode]["by_type"]["all"][figure] <= 100
+    assert lexical["latency_ms"]["lexical"] > 0
