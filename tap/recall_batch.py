@@ -145,7 +145,7 @@ class RecallBatcher:
         if future.cancelled():
             missed = True
         elif (error := future.exception()) is not None:
-            if not isinstance(error, RecallOverloaded):
+            if not isinstance(error, TimeoutError):  # shed (RecallOverloaded), or its deadline passed
                 return  # a failing store says nothing about the load
             missed = True
         else:

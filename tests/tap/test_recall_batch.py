@@ -224,14 +224,20 @@ def test_after_a_burst_a_quiet_server_is_back_to_full_recalls_within_a_minute() 
     batcher.close()
 
 
-def test_a_failing_store_does_not_count_as_overload() -> None:
+@pytest.mark.parametrize(
+    ("error", "misses"),
+    [(RuntimeError("store down"), 0), (TimeoutError("recall deadline passed before it started"), 5)],
+    ids=["a failing store is not overload", "a deadline passed before the start is a miss"],
+)
+def test_only_a_recall_out_of_time_counts_as_a_miss(error: Exception, misses: int) -> None:
     clocked = Clocked()
-    clocked.late, clocked.fail = False, RuntimeError("store down")
+    clocked.late, clocked.fail = False, error
     batcher = RecallBatcher(clocked, workers=1, now=lambda: clocked.now)
     for n in range(5):
-        with pytest.raises(RuntimeError):
+        with pytest.raises(type(error)):
             batcher.submit(n, deadline_s=0.15).result(10)
-    assert batcher.status()["missed"] == 0 and batcher.status()["lexical_share"] == 0.0
+    assert batcher.status()["missed"] == misses
+    assert (batcher.status()["lexical_share"] > 0) == (misses > 0)
     batcher.close()
 
 
