@@ -205,7 +205,7 @@ def test_recalls_that_miss_their_deadline_make_the_next_ones_bm25_only_until_rec
     assert batcher.status()["lexical_share"] == pytest.approx(1.0, abs=0.01)
     assert clocked.kinds[-10:] == ["lexical"] * 10  # saturated: BM25 alone for every new recall
     clocked.late = False
-    _one_by_one(batcher, 19 * 20 + 20)  # a twentieth of a miss's step per recall in time
+    _one_by_one(batcher, 9 * 20 + 20)  # a ninth of a miss's step per recall in time
     assert batcher.status()["lexical_share"] == 0.0
     assert clocked.kinds[-20:] == ["full"] * 20
     batcher.close()
