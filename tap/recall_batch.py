@@ -29,7 +29,7 @@ while making every recall BM25-only carried memories on 45 %. So a share of new 
 its deadline, or given up by its caller) raises it by `SHARE_UP`, each that makes its deadline
 lowers it by a ninth of that, so it settles where about one recall in ten misses (a target of one
 in twenty made a fifth of the recalls BM25-only at 32 streams for no more requests with
-memories; one in ten, a tenth as many, with the same gain at 64). It also
+memories; one in ten, half as many, with the same gain at 64). It also
 halves every `SHARE_HALF_LIFE_S` by itself, so after a burst a quiet server is back to full
 recalls within a minute, not after hundreds of recalls.
 
