@@ -30,21 +30,22 @@ pytestmark = [
 ]
 
 
-def test_quick_run_writes_the_documented_result(tmp_path: Path) -> None:
-    out, home = tmp_path / "longmemeval.json", tmp_path / "home"
+def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run bench/<script> as a user would (a subprocess); it must exit 0."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "longmemeval.py"),
-            "--quick",
-            *("--data", str(DATA), "--out", str(out), "--home", str(home)),
-        ],
+        [sys.executable, str(ROOT / "bench" / script), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_quick_run_writes_the_documented_result(tmp_path: Path) -> None:
+    out, home = tmp_path / "longmemeval.json", tmp_path / "home"
+    proc = _bench("longmemeval.py", "--quick", "--data", str(DATA), "--out", str(out), "--home", str(home))
     assert "written to" in proc.stdout
     result = json.loads(out.read_text())
     assert result["benchmark"] == "longmemeval"
@@ -84,19 +85,9 @@ def test_quick_run_writes_the_documented_result(tmp_path: Path) -> None:
 
     # bench/lexical_only.py on the home that run kept: the BM25-only fallback against the full recall
     lexical_out = tmp_path / "lexical-only.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "lexical_only.py"),
-            "--skip-locomo",
-            *("--lme-home", str(home), "--lme-data", str(DATA), "--out", str(lexical_out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
+    _bench(
+        "lexical_only.py", "--skip-locomo", "--lme-home", str(home), "--lme-data", str(DATA), "--out", str(lexical_out)
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     lexical = json.loads(lexical_out.read_text())["longmemeval"]
     assert lexical["questions"] == 2
     assert lexical["hybrid"]["by_type"]["all"]["n"] == result["all"]["with_evidence"]
