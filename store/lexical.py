@@ -32,9 +32,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from store import bm25
 from store.bm25 import TermPostings, newest_ties
-from tap.sqlite import connect, transaction
+from tap.sqlite import connect, exact_real, rows_at_once, transaction
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -46,6 +48,7 @@ _MAX_CANDIDATES = 64
 MAX_TERMS = 16
 POSTINGS_BUDGET = 20_000
 LARGE_SCOPE_SHARE = 8
+_RECORD_ROWS = msgspec.json.Decoder(list[tuple[str, msgspec.Raw]])  # (id, record) read in one step
 
 
 def query_terms(text: str, limit: int = _MAX_CANDIDATES) -> list[str]:
@@ -416,18 +419,25 @@ class LexicalIndex:
         (3,906 matching memories: 18.6 ms against 9.8); the ids of the 2k best are read after,
         which holds the exact top k unless a tie runs past them (then the k best and the newest
         rows tying with the k-th are fetched again)."""
-        ranked = self._db.execute(
-            "SELECT rowid, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? AND rowid >= ? "
-            "ORDER BY rank LIMIT ?",
-            (match, first_row, 2 * k),
-        ).fetchall()
+        ranked = self._ranked_rows(match, first_row, 2 * k)
         if len(ranked) == 2 * k and k > 0 and ranked[k - 1][1] == ranked[-1][1]:
-            ranked = self._db.execute(
-                "SELECT rowid, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? "
-                "AND rowid >= ? ORDER BY rank, rowid DESC LIMIT ?",
-                (match, first_row, k + bm25.TIE_ROWS_MAX),
-            ).fetchall()
-        return self._with_ids([(rowid, -float(rank)) for rowid, rank in ranked], k)
+            ranked = self._ranked_rows(match, first_row, k + bm25.TIE_ROWS_MAX, newest_ties_first=True)
+        return self._with_ids([(rowid, -rank) for rowid, rank in ranked], k)
+
+    def _ranked_rows(
+        self, match: str, first_row: int, limit: int, *, newest_ties_first: bool = False
+    ) -> list[tuple[int, float]]:
+        """(rowid, bm25) of a MATCH's `limit` best rows, best (lowest) first; ties newest first
+        when asked (else in no promised order). Read in one step (tap.sqlite.rows_at_once)."""
+        order = "rank, rowid DESC" if newest_ties_first else "rank"
+        rows = rows_at_once(
+            self._db,
+            f"rowid, {exact_real('rank')}",
+            "SELECT rowid, bm25(memories, 0.0, 0.0, 1.0) AS rank FROM memories WHERE memories MATCH ? "
+            f"AND rowid >= ? ORDER BY {order} LIMIT ?",
+            (match, first_row, limit),
+        )
+        return sorted(((int(rowid), float(rank)) for rowid, rank in rows), key=lambda row: (row[1], -row[0]))
 
     def _with_ids(self, best: Sequence[tuple[int, float]], k: int) -> list[tuple[str, float]]:
         """(id, score) of the k best (rowid, score) pairs, ties by id (of many tying with the k-th,
@@ -436,7 +446,10 @@ class LexicalIndex:
         if not best:
             return []
         marks = ",".join("?" * len(best))
-        ids = dict(self._db.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", [r for r, _ in best]))
+        rows = rows_at_once(
+            self._db, "rowid, id", f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", [r for r, _ in best]
+        )
+        ids = {int(rowid): str(memory_id) for rowid, memory_id in rows}
         ranked = sorted((-score, ids[rowid]) for rowid, score in best)[:k]
         return [(memory_id, -negated) for negated, memory_id in ranked]
 
@@ -483,9 +496,9 @@ class LexicalIndex:
         for start in range(0, len(ids), _IN_BATCH):
             batch = list(ids[start : start + _IN_BATCH])
             marks = ",".join("?" * len(batch))
-            rows = reader.execute(
-                f"SELECT id FROM entries WHERE id IN ({marks}) AND +scope = ?", (*batch, scope)
-            ).fetchall()
+            rows = rows_at_once(
+                reader, "id", f"SELECT id FROM entries WHERE id IN ({marks}) AND +scope = ?", (*batch, scope)
+            )
             found.update(row[0] for row in rows)
         return found
 
@@ -498,7 +511,9 @@ class LexicalIndex:
         """The stored records of these ids that are indexed (active), by id: through the cache of
         recently read ones, from which every write transaction drops the ids it wrote when it ends,
         else from this thread's reader; what a reader read is kept only when no write ended while
-        it read (a record read before a commit must not outlive it)."""
+        it read (a record read before a commit must not outlive it). Read in one step
+        (tap.sqlite.rows_at_once), each record as SQLite's json() gives it back (tap writes them
+        compact, so byte for byte); a record that is not JSON makes its batch read row by row."""
         found: dict[str, bytes] = {}
         missing: list[str] = []
         with self._records_lock:
@@ -517,7 +532,12 @@ class LexicalIndex:
         for start in range(0, len(missing), _IN_BATCH):
             batch = missing[start : start + _IN_BATCH]
             marks = ",".join("?" * len(batch))
-            for memory_id, record in reader.execute(f"SELECT id, record FROM entries WHERE id IN ({marks})", batch):
+            query = f"SELECT id, record FROM entries WHERE id IN ({marks})"
+            try:
+                rows = rows_at_once(reader, "id, json(CAST(record AS TEXT))", query, batch, _RECORD_ROWS)
+            except sqlite3.OperationalError:  # a record that is not JSON: read row by row, as stored
+                rows = reader.execute(query, batch).fetchall()
+            for memory_id, record in rows:
                 read[memory_id] = bytes(record)
         found.update(read)
         with self._records_lock:

@@ -62,11 +62,26 @@ def test_a_record_read_while_a_write_commits_is_not_kept(tmp_path: Path, monkeyp
             def __init__(self, db: sqlite3.Connection) -> None:
                 self.db = db
 
-            def execute(self, sql: str, params: Any = ()) -> list[Any]:
+            def execute(self, sql: str, params: Any = ()) -> Held:
                 rows = self.db.execute(sql, params).fetchall()
                 read.set()
                 assert resume.wait(10)
-                return rows
+                return Held(rows)
+
+        class Held:
+            """Rows already read, handed out as a cursor would."""
+
+            def __init__(self, rows: list[Any]) -> None:
+                self.rows = rows
+
+            def fetchone(self) -> Any:
+                return self.rows[0] if self.rows else None
+
+            def fetchall(self) -> list[Any]:
+                return self.rows
+
+            def __iter__(self) -> Any:
+                return iter(self.rows)
 
         monkeypatch.setattr(index, "_reader", lambda: Paused(real_reader()))
         got: list[dict[str, bytes]] = []
