@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -179,6 +181,28 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
             await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=50)
     finally:
         release.set()
+
+
+def _hold_the_loop(done: Callable[[], bool], *, at_least_s: float) -> None:
+    """Keep the calling event loop busy (blocked) until `done`, and for at least `at_least_s`."""
+    started = time.monotonic()
+    while not done() and time.monotonic() - started < 30:
+        time.sleep(0.005)
+    time.sleep(max(0.0, at_least_s - (time.monotonic() - started)))
+
+
+async def test_a_recall_done_while_the_event_loop_was_busy_is_not_thrown_away(engine: RecallEngine) -> None:
+    """The deadline's timer and the recall's result race for the event loop; when the loop was
+    busy past the deadline and the result was there by then, the request gets it."""
+    _put(engine, "Ann plays the cello")
+    await engine.recall_async("cello", scope="ann", deadline_ms=5000)
+    served = engine._batcher.served
+    started = time.monotonic()
+    waiting = asyncio.ensure_future(engine.recall_async("who plays the cello?", scope="ann", deadline_ms=100))
+    await asyncio.sleep(0)  # the recall is submitted
+    _hold_the_loop(lambda: engine._batcher.served > served, at_least_s=0.2 - (time.monotonic() - started))
+    result = await waiting
+    assert [r.memory.content for r in result.memories] == ["Ann plays the cello"]
 
 
 def test_statements_come_before_excerpts_and_a_covered_turn_waits_for_room(engine: RecallEngine) -> None:
