@@ -164,6 +164,7 @@ class TermPostings:
         self._terms: OrderedDict[str, _Postings] = OrderedDict()  # least recently searched first
         self._held = 0
         self._rows: _RowTable | None = None
+        self._kept_totals: tuple[int, float] | None = None  # see _totals
         self._wanted: dict[str, bool] = {}  # queued or being read -> a write overlapped it
         self._jobs: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         db.execute(
@@ -185,7 +186,9 @@ class TermPostings:
         return bool(self._terms)
 
     def forget(self, terms: Iterable[str]) -> None:
-        """Drop the postings of terms a write changed."""
+        """Drop the postings of terms a write changed (and the row count and average length
+        kept: every committed write of the index passes here)."""
+        self._kept_totals = None
         for term in terms:
             dropped = self._terms.pop(term, None)
             if dropped is not None:
@@ -210,6 +213,7 @@ class TermPostings:
         self._terms.clear()
         self._held = 0
         self._rows = None
+        self._kept_totals = None
         for job in self._wanted:
             self._wanted[job] = True
 
@@ -370,7 +374,14 @@ class TermPostings:
         return _RowTable(lengths, scope_of, scopes)
 
     def _totals(self) -> tuple[int, float]:
-        """The row count and the average row length (all columns), as bm25() reads them."""
+        """The row count and the average row length (all columns), as bm25() reads them; kept
+        until the next write (a read of the index lets go of the GIL, and under load getting it
+        back is what a BM25 search waited for most)."""
+        if self._kept_totals is None:
+            self._kept_totals = self._read_totals()
+        return self._kept_totals
+
+    def _read_totals(self) -> tuple[int, float]:
         got = self._db.execute(f"SELECT block FROM {self._table}_data WHERE id = ?", (_AVERAGES_ROWID,)).fetchone()
         if got is None:
             return 0, 1.0
