@@ -20,6 +20,21 @@ import msgspec
 _ROWS: msgspec.json.Decoder[list[list[Any]]] = msgspec.json.Decoder(list[list[Any]])
 
 
+def _sqlite_has_json() -> bool:
+    """Whether this SQLite has its JSON functions (built in since 3.38, optional before)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("SELECT json_group_array(json_array(1))").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.close()
+    return True
+
+
+_HAS_JSON = _sqlite_has_json()
+
+
 def connect(path: Path, *, synchronous: str = "NORMAL") -> sqlite3.Connection:
     """An autocommit connection in WAL mode (explicit BEGIN for transactions: `transaction`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,6 +88,14 @@ def rows_at_once(
     Each column's value must survive JSON: text, integers and NULL do; wrap a REAL in
     `exact_real` and read it back with float(); a BLOB of JSON text in json(CAST(... AS TEXT)),
     read as msgspec.Raw through a `decoder` of that row type (the default gives lists). The rows
-    come in no promised order."""
+    come in no promised order.
+
+    An SQLite built without its JSON functions (before 3.38 they were optional) gets the same
+    rows read one by one, as lists; with a `decoder` of its own, sqlite3.OperationalError (as a
+    `json(...)` column would raise there), so the caller reads its rows as it did before."""
+    if not _HAS_JSON:
+        if decoder is not _ROWS:
+            raise sqlite3.OperationalError("this SQLite has no JSON functions")
+        return [list(row) for row in db.execute(f"SELECT {columns} FROM ({query})", params)]
     (text,) = db.execute(f"SELECT json_group_array(json_array({columns})) FROM ({query})", params).fetchone()
     return decoder.decode(text)

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from store.lexical import LexicalIndex
+from tap import sqlite as sqlite_module
 from tap.records import Memory
 from tap.sqlite import connect, exact_real, rows_at_once
 
@@ -63,7 +64,36 @@ def test_json_records_come_back_byte_for_byte(tmp_path: Path) -> None:
         record = msgspec.json.encode(memory)
         index.upsert([("m1", "s", memory.content, record, None), ("m2", "s", "plain note", b"not json", None)])
         assert index.records(["m1"]) == {"m1": record}
-        index.upsert([("m3", "s", "third", b'{"a": [1, 2.5e-7, "x"]}', None)])
-        assert index.records(["m3", "m2"]) == {"m3": b'{"a": [1, 2.5e-7, "x"]}', "m2": b"not json"}
+        compact = b'{"a":[1,2.5e-7,"x\\u00e9\\n"],"b":{"c":null}}'
+        index.upsert([("m3", "s", "third", compact, None)])
+        assert index.records(["m3"]) == {"m3": compact}
+        assert index.records(["m3", "m2"]) == {"m3": compact, "m2": b"not json"}  # that batch row by row
+    finally:
+        index.close()
+
+
+def test_an_sqlite_without_json_functions_reads_the_same_rows_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches and records give the same answers when SQLite lacks json_group_array."""
+    index = LexicalIndex(tmp_path / "lexical.db")
+    try:
+        rows = [(f"m{n}", f"s{n % 3}", f"note {n} about the cello and tea", b'{"n":%d}' % n, None) for n in range(40)]
+        index.upsert(rows)
+        queries = ["cello tea", "note about", "tea"]
+
+        def answers() -> list[object]:
+            index._records.clear()
+            found = [index.search(q, scope=f"s{n}", k=5) for q in queries for n in range(3)]
+            return [
+                *found,
+                index.records([f"m{n}" for n in range(0, 40, 3)]),
+                sorted(index.in_scope(["m1", "m4", "m2"], "s1")),
+            ]
+
+        with_json = answers()
+        monkeypatch.setattr(sqlite_module, "_HAS_JSON", False)
+        assert answers() == with_json
+        assert with_json[-1] == ["m1", "m4"] and all(with_json[:-2])
     finally:
         index.close()
