@@ -1,6 +1,7 @@
 """Recall while another thread keeps the GIL busy: what an overloaded `tap serve` does to a recall.
 
-Run: ``./dev bench contention [--memories 10000] [--small-scopes 4] [--small-size 500] [--queries 60]``.
+Run: ``./dev bench contention [--memories 10000] [--small-scopes 4] [--small-size 500] [--queries 60]
+[--quick]``.
 Writes ``bench/results/recall-contention.json`` and prints a table.
 
 Why: in `tap serve` the event loop, which relays every chunk of every stream, shares one GIL with
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             rt.close()
     return {
-        "benchmark": "recall-contention",
+        "benchmark": "contention",
         "machine": benchutil.machine(),
         "switch_interval_s": SWITCH_INTERVAL_S,
         "store": built,
@@ -183,8 +184,11 @@ def main() -> int:
     parser.add_argument("--small-size", type=int, default=500, help="memories in each small scope")
     parser.add_argument("--queries", type=int, default=60, help="recalls per scope kind, mode and condition")
     parser.add_argument("--store", type=Path, default=None, help="copy this data dir instead of building one")
+    parser.add_argument("--quick", action="store_true", help="300 + 2 x 100 memories, 5 recalls each (smoke run)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.quick:
+        args.memories, args.small_scopes, args.small_size, args.queries = 300, 2, 100, 5
     result = run(args)
     print_report(result)
     print(f"\nwritten to {benchutil.write_result('recall-contention', result, args.out)}")

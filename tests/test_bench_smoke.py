@@ -147,3 +147,12 @@ def test_write_stall(tmp_path: Path) -> None:
     assert {"add_1", "add_20", "access_flush_200_one_write", "access_flush_200_paced"} <= set(writes)
     assert {"archive_50_one_write", "archive_50_paced", "delete_500_one_write", "delete_500_batched"} <= set(writes)
     assert all(w["longest_pause_ms"] > 0 and w["seconds"] > 0 for w in writes.values())
+
+
+def test_contention(tmp_path: Path) -> None:
+    result = run_bench("contention", tmp_path / "contention.json", "--quick")
+    assert result["store"]["memories"] == 300 and result["switch_interval_s"] > 0
+    assert set(result["results"]) == {"large/full", "large/bm25_only", "small/full", "small/bm25_only"}
+    for entry in result["results"].values():
+        assert entry["idle"]["wall_ms"]["n"] == 5 and entry["busy"]["wall_ms"]["n"] == 5
+        assert entry["busy_over_idle_wall"]["p50"] > 0
