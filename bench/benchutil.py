@@ -7,6 +7,7 @@ root on ``sys.path`` so a benchmark can reuse ``tests/`` helpers such as ``tests
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -15,6 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,20 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from tap.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
 
 __all__ = ["Bar", "note"]
+
+
+def bench_proxy() -> ModuleType:
+    """bench/proxy.py (its store builder, fake upstream and client) under the name `bench_proxy`:
+    `proxy` is also tap's aiohttp package. Loaded once per process."""
+    loaded = sys.modules.get("bench_proxy")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("bench_proxy", Path(__file__).with_name("proxy.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_proxy"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def note(text: str) -> None:

@@ -26,7 +26,6 @@ Method, in one process (no server, no network):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import shutil
 import sys
@@ -35,7 +34,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import benchutil
@@ -48,19 +46,9 @@ from tap.wiring.server import SWITCH_INTERVAL_S
 LARGE_SCOPE = "bench"
 
 
-def _bench_proxy() -> ModuleType:
-    """bench/proxy.py (its name clashes with the repo's proxy package)."""
-    spec = importlib.util.spec_from_file_location("bench_proxy", Path(__file__).with_name("proxy.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_proxy"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def build(home: Path, memories: int, small_scopes: int, small_size: int) -> dict[str, Any]:
     """The large scope as bench/proxy.py builds it, then the small scopes."""
-    built = _bench_proxy().build_store(home, memories)
+    built = benchutil.bench_proxy().build_store(home, memories)
     rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=home))
     try:
         pool = corpus.Corpus(rt.embedder, pool=min(1500, max(100, small_size)))

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import random
@@ -45,7 +44,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import aiohttp
@@ -57,17 +55,7 @@ from fake_upstream import stream_events
 TARGETS = {"share_with_memories_at_64": 0.95, "share_with_memories_at_128": 0.80, "added_ttfb_p99_ratio_at_64": 3.0}
 
 
-def _bench_proxy() -> ModuleType:
-    """bench/proxy.py under another name (`proxy` is also tap's aiohttp package)."""
-    spec = importlib.util.spec_from_file_location("bench_proxy", Path(__file__).with_name("proxy.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_proxy"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bp = _bench_proxy()
+bp = benchutil.bench_proxy()
 
 
 @dataclass

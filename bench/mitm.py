@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import socket
 import subprocess
@@ -36,7 +35,6 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import aiohttp
@@ -44,18 +42,7 @@ import benchutil
 import corpus
 from fake_upstream import stream_events
 
-
-def _bench_proxy() -> ModuleType:
-    """bench/proxy.py under another name (`proxy` is also tap's aiohttp package)."""
-    spec = importlib.util.spec_from_file_location("bench_proxy", Path(__file__).with_name("proxy.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_proxy"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bp = _bench_proxy()
+bp = benchutil.bench_proxy()
 
 
 def free_port() -> int:
