@@ -23,7 +23,9 @@ of those came from BM25 alone (``x-tap-recall-mode: lexical-only``, admission's 
 requests by reason (``x-tap-degraded``), time to first byte p50 / p99 through tap and direct, and
 the added TTFB (tap − direct at the same level, same run), inter-chunk gap p99 (tap and direct),
 errors (transport errors, non-200, a body that differs from the upstream's bytes), requests/s, and
-the tap server's CPU time per request (all its threads, user + system) and cores used meanwhile.
+the tap server's CPU time per request (all its threads, user + system) and cores used meanwhile,
+and its event loop's lag (``/tap/status`` ``event_loop_lag``, read at the end of the side: the
+last minute, so it includes some of what ran before).
 The targets (issue #16): at 64 streams ≥ 95 % with memories and added TTFB p99 ≤ 3x the
 single-stream figure; at 128, ≥ 80 %.
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
@@ -41,7 +44,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -235,11 +238,17 @@ def with_cpu(side: dict[str, Any], pid: int | None, cpu_before: float) -> dict[s
 
 
 async def measure(
-    urls: dict[str, str], pids: dict[str, int], args: argparse.Namespace, expected: bytes
+    urls: dict[str, str],
+    pids: dict[str, int],
+    args: argparse.Namespace,
+    expected: bytes,
+    statuses: dict[str, Callable[[], dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """Every level (closed loop), then every burst level: direct, through tap, and through the
     baseline tap when there is one, the order rotating from level to level. `pids`: each tap
-    server's process, whose CPU time each side reports."""
+    server's process, whose CPU time each side reports; `statuses`: each tap server's
+    /tap/status, read at the end of each of its sides for its event loop's lag (the last minute)."""
+    statuses = statuses or {}
     questions = Questions((sum(args.levels) + 8) * args.rounds * len(urls) + sum(args.bursts) * args.waves * 3 + 64)
     timeout = aiohttp.ClientTimeout(total=300)
     out: dict[str, Any] = {"levels": {}, "bursts": {}}
@@ -257,6 +266,7 @@ async def measure(
                     clients[name], questions, level, args.rounds, args.ramp_s, f"l{level}-{name}"
                 )
                 sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
+                await _with_lag(sides[name], statuses.get(name))
             out["levels"][str(level)] = level_report(sides)
             _progress(f"{level} streams", out["levels"][str(level)])
         for level in args.bursts:
@@ -265,12 +275,21 @@ async def measure(
                 cpu = benchutil.cpu_seconds(pids[name]) if name in pids else 0.0
                 samples, seconds = await waves(clients[name], questions, level, args.waves, f"b{level}-{name}")
                 sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
+                await _with_lag(sides[name], statuses.get(name))
             out["bursts"][str(level)] = level_report(sides)
             _progress(f"{level} at once x{args.waves}", out["bursts"][str(level)])
     finally:
         for session in sessions:
             await session.close()
     return out
+
+
+async def _with_lag(side: dict[str, Any], status: Callable[[], dict[str, Any]] | None) -> None:
+    """Add the server's event loop lag (tap.loop_lag; absent from a baseline too old to have it)."""
+    if status is not None:
+        lag = (await asyncio.to_thread(status)).get("event_loop_lag")
+        if lag:
+            side["event_loop_lag_ms"] = lag
 
 
 def _progress(label: str, entry: dict[str, Any]) -> None:
@@ -320,7 +339,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             expected = b"".join(stream_events(args.events))
             urls = {"direct": upstream.url, **{name: server.url for name, server in servers.items()}}
             pids = {name: server.pid for name, server in servers.items()}
-            measured = asyncio.run(measure(urls, pids, args, expected))
+            statuses = {
+                name: functools.partial(tap_status, server.url, server.token) for name, server in servers.items()
+            }
+            measured = asyncio.run(measure(urls, pids, args, expected, statuses))
             status = tap_status(servers["tap"].url, servers["tap"].token)
             rss = benchutil.rss_mb(servers["tap"].pid)
         finally:
@@ -361,7 +383,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def print_report(result: dict[str, Any]) -> None:
     headers = ["streams", "server", "with memories", "BM25 only", "degraded", "TTFB p50", "p99", "direct p50", "p99"]
-    headers += ["added p50", "added p99", "gap p99", "direct", "errors", "req/s", "CPU ms/req", "cores"]
+    headers += ["added p50", "added p99", "gap p99", "direct", "errors", "req/s", "CPU ms/req", "cores", "loop lag p50"]
     for title, entries in (("closed loop", result["levels"]), ("bursts", result["bursts"])):
         rows = []
         for level, entry in entries.items():
@@ -390,6 +412,7 @@ def print_report(result: dict[str, Any]) -> None:
                         side["requests_per_s"],
                         side.get("server_cpu_ms_per_request"),
                         side.get("server_cpu_cores"),
+                        side.get("event_loop_lag_ms", {}).get("p50_ms"),
                     ]
                 )
         if rows:

@@ -127,6 +127,7 @@ def test_load(tmp_path: Path) -> None:
         assert entry["tap"]["errors"] == 0 and entry["direct"]["errors"] == 0
         assert "added_ttfb_p99_ms" in entry and "p99" in entry["tap"]["inter_chunk_gap_ms"]
     assert result["levels"]["1"]["tap"]["share_with_memories"] > 0
+    assert result["levels"]["4"]["tap"]["event_loop_lag_ms"]["samples"] > 0
     assert "TTFB p50/p99" not in (tmp_path / "load.log").read_text()  # its progress lines: only on a terminal
 
 

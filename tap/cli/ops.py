@@ -13,6 +13,10 @@ from tap.progress import Bar
 from tap.render import when
 from tap.scopes import scope_rule
 
+STALLED_LAG_MS = 50.0
+"""Event loop lag p99 from which `tap status` says the server is overloaded at times (idle: a few ms;
+at 64 concurrent streams on two cores, 84 ms)."""
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
@@ -62,6 +66,12 @@ def render_status(doc: dict[str, Any]) -> str:
             f"requests: {doc['requests_total']} · degraded: {doc['degraded_total']} · "
             f"recall p50 {ms['p50']} ms, p95 {ms['p95']} ms, p99 {ms['p99']} ms · uptime {doc['uptime_s']} s"
         )
+    lag = doc.get("event_loop_lag")
+    if lag and lag.get("samples"):
+        line = f"event loop lag: p50 {lag['p50_ms']} ms, p99 {lag['p99_ms']} ms, max {lag['max_ms']} ms (last minute)"
+        if lag["p99_ms"] >= STALLED_LAG_MS:
+            line += " — the server is overloaded at times: requests wait and fewer carry memories (README: Scaling out)"
+        lines.append(line)
     scopes = doc.get("scopes")
     if scopes:
         lines.append(f"scopes: {scopes['rule']}")

@@ -33,6 +33,7 @@ from tap.consolidation import ConsolidationJob
 from tap.errors import TapError
 from tap.identity import Conversations
 from tap.intercept import Interceptor
+from tap.loop_lag import LoopLag
 from tap.metrics import Metrics
 from tap.plural import plural
 from tap.priority import lower_thread_priority
@@ -136,6 +137,9 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
     create_task(_warm_vectors(rt), name="warm-vectors")
+    lag = LoopLag()
+    ctx.metrics.sections["event_loop_lag"] = lag.status
+    create_task(lag.watch(logtail_stop), name="event-loop-lag")
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
     if rt.loaded.config.consolidate.enabled and ctx.consolidation is not None:

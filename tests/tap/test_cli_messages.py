@@ -157,3 +157,16 @@ def test_show_and_forget_count_one_version_in_the_singular(isolated_home: Path) 
     assert code == 0 and out.startswith("1 version, oldest first")
     code, out, _ = run("memories", "forget", memory, "--yes")
     assert code == 0 and out.startswith(f"deleted 1 version: {memory}")
+
+
+def test_status_shows_the_event_loop_lag_and_says_when_the_server_is_overloaded() -> None:
+    doc = {
+        "server": "http://127.0.0.1:8787",
+        "event_loop_lag": {"samples": 600, "p50_ms": 0.4, "p99_ms": 3.1, "max_ms": 9.0},
+    }
+    idle = render_status(doc)
+    assert "event loop lag: p50 0.4 ms, p99 3.1 ms, max 9.0 ms (last minute)" in idle and "overloaded" not in idle
+    doc["event_loop_lag"] = {"samples": 600, "p50_ms": 0.0, "p99_ms": 84.0, "max_ms": 214.0}
+    assert "the server is overloaded at times" in render_status(doc)
+    doc["event_loop_lag"] = {"samples": 0, "p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+    assert "event loop lag" not in render_status(doc)  # nothing measured yet

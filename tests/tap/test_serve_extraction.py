@@ -61,6 +61,8 @@ async def test_ingest_endpoint_validates_and_queues(isolated_home: Path) -> None
         assert call(server, "POST", "/tap/ingest", CONVERSATION)[1]["queued"] == 0
         status, doc = call(server, "GET", "/tap/status")
         assert status == 200 and "extraction" in doc and doc["extraction"]["queue"]["turns_waiting"] == 2
+        lag = await until(lambda: (got := call(server, "GET", "/tap/status")[1]["event_loop_lag"])["samples"] and got)
+        assert 0 <= lag["p50_ms"] <= lag["p99_ms"] <= lag["max_ms"]
     finally:
         server.stop()
 
