@@ -443,12 +443,11 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]
 def _finished(future: Future[RecallResult]) -> bool:
     """Whether a recall whose wait timed out has its result after all.
 
-    A recall's result reaches its request in two turns of the event loop (the hand-over from the
-    worker thread, then the request's task), and the deadline's timer in one. When the loop is
-    busy relaying streams, each turn takes 10-30 ms, so a recall done before its deadline often
-    lost the race to the timer: in a 64-stream run of bench/load.py, 104 to 403 of 1,288 requests
-    went out without memories whose recall had finished. The request leaves at the same moment
-    either way, so taking the result costs it nothing."""
+    The result, handed over from the worker thread, and the deadline's timer race for the event
+    loop. Under load the result often got there after the timer had fired although the recall had
+    finished: in two 64-stream runs of bench/load.py, 104 and 403 of 1,288 requests went out
+    without memories that way. The request leaves at the same moment either way, so taking the
+    result costs it nothing."""
     return future.done() and not future.cancelled() and future.exception() is None
 
 
