@@ -138,6 +138,13 @@ def _excerpt_floor(memory: Memory) -> int:
 
 
 @lru_cache(maxsize=16384)
+def _line_floor(content: str) -> int:
+    """min_tokens of the line a memory with this content renders to, before any mark (marks only
+    add to it): a lower bound of its cost that needs no rendering."""
+    return min_tokens("- " + one_line(content))
+
+
+@lru_cache(maxsize=16384)
 def one_line(content: str) -> str:
     """The content on one line, single-spaced (the same memories come back request after request)."""
     return " ".join(content.split())
@@ -209,12 +216,15 @@ class _Packer:
         """Add the memory if it fits; whether it did."""
         if self.used + MIN_LINE_TOKENS > self.budget:
             return False  # full: no line costs less (a word and its newline)
-        if self.terms and is_excerpt(memory) and self.used + _excerpt_floor(memory) + 1 > self.budget:
-            return False  # even its shortest possible cut cannot fit: don't cut it to the question
+        excerpt = is_excerpt(memory)
+        if self.terms and excerpt:
+            if self.used + _excerpt_floor(memory) + 1 > self.budget:
+                return False  # even its shortest possible cut cannot fit: don't cut it to the question
+        elif self.used + _line_floor(memory.content) + 1 > self.budget:
+            return False  # cannot fit whatever its day: most of a ranking once the block is full
         line = render_line(memory, self.terms)
         if line in self.lines:
             return False  # the same words again (another passage cut to the same sentence): nothing new
-        excerpt = is_excerpt(memory)
         days = self.sections[excerpt]
         day = memory_day(memory)
         short, year = _year_split(day[1])

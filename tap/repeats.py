@@ -19,6 +19,7 @@ compaction or a clear drops that context. `SessionLedger` keeps what each sessio
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import lru_cache
 
 from tap.dialects.transcript import Said
 from tap.identity import request_turn_ids
@@ -35,6 +36,12 @@ Skip = Callable[[Memory], bool]
 def normalise(text: str) -> str:
     """Case-folded, with every run of whitespace a single space."""
     return " ".join(text.casefold().split())
+
+
+@lru_cache(maxsize=16384)
+def _needle(content: str) -> str:
+    """A memory's text as `_quoted` looks for it (the same memories come back request after request)."""
+    return normalise(content)
 
 
 class VisibleInRequest:
@@ -66,7 +73,7 @@ class VisibleInRequest:
         return all(source in self._turn_ids for source in memory.sources)
 
     def _quoted(self, memory: Memory) -> bool:
-        needle = normalise(memory.content)
+        needle = _needle(memory.content)
         return bool(needle) and needle in self.haystack()
 
     def haystack(self) -> str:

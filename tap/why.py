@@ -69,14 +69,24 @@ class _Entry:
 
 
 class RecallTrace:
-    """What one recall did with each candidate (tap.recall calls `retrieved`, then `packed`)."""
+    """What one recall did with each candidate (tap.recall calls `retrieved`, then `packed`).
+
+    Both calls only keep what they are given (the hits, the scores, the block's ids): the entries
+    are built, weighed and sorted in `candidates`, when the record is made after the response
+    (WhyLog.record, on a worker thread). Built on the recall thread, they took ~6 % of the time
+    the server held the GIL at 64 streams (py-spy, bench/load.py), all of it on the recall's path.
+    """
 
     def __init__(self, skip_outcome: str = "visible") -> None:
         self.skip_outcome = skip_outcome
         self.query = ""
         self.vector: list[float] = []
-        self._entries: dict[str, _Entry] = {}
+        self._vector_hits: Sequence[Hit] = ()
+        self._lexical_hits: Sequence[Hit] = ()
+        self._scored: Sequence[tuple[Memory, float]] = ()
         self._weights: Callable[[Memory], tuple[float, float]] | None = None
+        self._ranked: Sequence[tuple[Memory, float]] = ()
+        self._injected: frozenset[str] = frozenset()
 
     def retrieved(
         self,
@@ -89,38 +99,47 @@ class RecallTrace:
     ) -> None:
         """Both retrievers' raw hits and the relevant candidates' final scores (before any skip)."""
         self.query, self.vector, self._weights = query, list(vector), weights
-        for hit in vector_hits:
-            self._entry(hit.memory).vector = round(hit.score, 4)
-        for hit in lexical_hits:
-            self._entry(hit.memory).lexical = round(hit.score, 4)
-        relevant = {m.id: s for m, s in scored}
-        for entry in self._entries.values():
-            entry.recency, entry.importance = (round(w, 4) for w in weights(entry.memory))
-            if entry.memory.id in relevant:
-                entry.score = round(relevant[entry.memory.id], 6)
-                entry.outcome = self.skip_outcome  # until `packed` finds it ranked
-
-    def _entry(self, memory: Memory) -> _Entry:
-        entry = self._entries.get(memory.id)
-        if entry is None:
-            entry = self._entries[memory.id] = _Entry(memory)
-        return entry
+        self._vector_hits, self._lexical_hits, self._scored = vector_hits, lexical_hits, scored
 
     def packed(self, ranked: Sequence[tuple[Memory, float]], result: RecallResult) -> None:
         """The ranking that was packed (skips applied, conflict partners added) and the block."""
-        injected = {r.memory.id for r in result.memories}
-        for memory, score in ranked:
-            new = memory.id not in self._entries
-            entry = self._entry(memory)
+        self._ranked = ranked
+        self._injected = frozenset(r.memory.id for r in result.memories)
+
+    def _entries(self) -> list[_Entry]:
+        """Every candidate with its scores and fate, from what `retrieved` and `packed` kept."""
+        entries: dict[str, _Entry] = {}
+
+        def entry(memory: Memory) -> _Entry:
+            found = entries.get(memory.id)
+            if found is None:
+                found = entries[memory.id] = _Entry(memory)
+            return found
+
+        for hit in self._vector_hits:
+            entry(hit.memory).vector = round(hit.score, 4)
+        for hit in self._lexical_hits:
+            entry(hit.memory).lexical = round(hit.score, 4)
+        relevant = {m.id: s for m, s in self._scored}
+        for found in entries.values():
+            if self._weights is not None:
+                found.recency, found.importance = (round(w, 4) for w in self._weights(found.memory))
+            if found.memory.id in relevant:
+                found.score = round(relevant[found.memory.id], 6)
+                found.outcome = self.skip_outcome  # until the packed ranking shows it
+        for memory, score in self._ranked:
+            new = memory.id not in entries
+            found = entry(memory)
             if new and self._weights is not None:  # a conflict partner the search did not find
-                entry.recency, entry.importance = (round(w, 4) for w in self._weights(memory))
-            entry.score = entry.score or round(score, 6)
-            entry.outcome = "injected" if memory.id in injected else "over-budget"
+                found.recency, found.importance = (round(w, 4) for w in self._weights(memory))
+            found.score = found.score or round(score, 6)
+            found.outcome = "injected" if memory.id in self._injected else "over-budget"
+        return list(entries.values())
 
     def candidates(self, limit: int) -> list[Candidate]:
         """At most `limit` candidates, scrubbed: injected first, then by score and similarity."""
         entries = sorted(
-            self._entries.values(),
+            self._entries(),
             key=lambda e: (_ORDER.get(e.outcome, 4), -e.score, -(e.vector or 0.0), -(e.lexical or 0.0), e.memory.id),
         )
         return [
