@@ -51,12 +51,18 @@ class Conflict(msgspec.Struct, kw_only=True):
     since: float
 
 
-def ambiguous_change(candidate: CandidateMemory, newest: Memory) -> bool:
+def ambiguous_change(candidate: CandidateMemory, newest: Memory, conversation: str = "") -> bool:
     """Whether a slot statement with another value than `newest` (the newest stored statement of the
-    slot, not newer than the candidate) cannot be told to replace it."""
+    slot, not newer than the candidate) cannot be told to replace it. Stated together means one
+    turn; or, across conversations (or when the candidate's is unknown), stamps under SAME_MOMENT_S
+    apart. Two turns of one conversation are in order whatever their stamps (a session's one date,
+    or none: the turns of a plain-text log are stamped as they are extracted, microseconds apart)."""
     if candidate.correction or candidate.retracts or any(t in candidate.tags for t in CHANGE_TAGS):
         return False
-    if abs(candidate.valid_from - newest.valid_from) < SAME_MOMENT_S:
+    if set(candidate.turn_ids) & set(newest.sources):
+        return True
+    in_order = bool(conversation) and newest.conversation == conversation
+    if not in_order and abs(candidate.valid_from - newest.valid_from) < SAME_MOMENT_S:
         return True
     return candidate.slot.rsplit("|", 1)[-1] in CO_HELD and not _TAKES_UP.search(candidate.content)
 

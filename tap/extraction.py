@@ -27,6 +27,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+import msgspec
+
 from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk, render_chunk
 from tap.config import ExtractConfig
@@ -198,7 +200,7 @@ class Extraction:
     ) -> Counter[str]:
         """Decide and apply each candidate whose memory id is not `existing` (already written)."""
         actions: Counter[str] = Counter()
-        fresh = [c for c, i in zip(candidates, ids, strict=True) if i not in existing]
+        fresh = [self._dated(c) for c, i in zip(candidates, ids, strict=True) if i not in existing]
         actions["already-done"] += len(candidates) - len(fresh)
         if not fresh:
             return actions
@@ -208,17 +210,28 @@ class Extraction:
             # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too
             for candidate, vector in zip(fresh, vectors, strict=True):
                 near = self._nearest(chunk.scope, [vector])[0]
-                plan = decide(candidate, self._evidence(chunk.scope, candidate, near), self.config)
+                evidence = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+                plan = decide(candidate, evidence, self.config)
                 actions[plan.action] += 1
                 self._apply(chunk, candidate, vector, plan)
             return actions
         similar = self._nearest(chunk.scope, vectors)
-        evidence = [self._evidence(chunk.scope, c, near) for c, near in zip(fresh, similar, strict=True)]
+        evidence = [
+            self._evidence(chunk.scope, c, near, chunk.conversation) for c, near in zip(fresh, similar, strict=True)
+        ]
         plans = self._plans(fresh, evidence)
         for candidate, vector, plan in zip(fresh, vectors, plans, strict=True):
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
         return actions
+
+    def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
+        """An undated candidate (its turn came without a timestamp: a plain-text log, history a client
+        sent before tap saw it) as of now, the stamp `_memory` writes it with: reconcile compares it
+        with what the store holds by that stamp, not by 0. Taken as 0 it was older than everything
+        stored, so an update was written as history of the value it updates, and a retraction or a
+        change retired nothing."""
+        return candidate if candidate.valid_from else msgspec.structs.replace(candidate, valid_from=self._now())
 
     def _nearest(self, scope: str, vectors: Sequence[Sequence[float]]) -> list[list[tuple[Memory, float]]]:
         """The SIMILAR_K most similar active non-episode memories of the scope, for each vector.
@@ -229,9 +242,11 @@ class Extraction:
         found = self.store.vector_search_many(vectors, scope=scope, k=NEAREST_FETCH)
         return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
-    def _evidence(self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]]) -> Evidence:
+    def _evidence(
+        self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]], conversation: str = ""
+    ) -> Evidence:
         """What the store holds about one candidate: nearest, slot mates, retracted, corrected."""
-        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near])
+        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near], conversation=conversation)
         if candidate.slot:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
             evidence.mates = slot_mates(candidate, family)

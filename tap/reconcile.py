@@ -74,6 +74,8 @@ class Evidence(msgspec.Struct, kw_only=True):
     mates: list[Memory] = msgspec.field(default_factory=list)
     retracted: list[Memory] = msgspec.field(default_factory=list)
     corrected: Memory | None = None
+    conversation: str = ""
+    """The conversation the candidate was said in ('' unknown): its earlier turns were extracted first."""
 
 
 def _words(text: str) -> list[str]:
@@ -135,7 +137,7 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
         return Plan(action="noop", target=similar[0].memory)
     older = _retracted_before(candidate, evidence.retracted)
     if candidate.slot:
-        plan = _slot_plan(candidate, evidence.mates)
+        plan = _slot_plan(candidate, evidence.mates, evidence.conversation)
         if plan is not None:
             if plan.action == "supersede" and plan.target is not None:  # "from vim to helix": the vimrc too
                 taken = {plan.target.id, *(m.id for m in plan.also)}
@@ -299,7 +301,7 @@ def _names(content: str) -> set[str]:
     return set(_NAME.findall(content)) - _NOT_NAMES
 
 
-def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory]) -> Plan | None:
+def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory], conversation: str = "") -> Plan | None:
     if not mates:
         return None
     same_value = [m for m in mates if m.slot_value == candidate.slot_value]
@@ -310,7 +312,7 @@ def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory]) -> Plan | No
         return Plan(action="history", target=min(newer, key=lambda m: m.valid_from))
     newest = max(mates, key=lambda m: (m.valid_from, m.created_at))
     others = [m for m in mates if m.id != newest.id]
-    if ambiguous_change(candidate, newest):  # two employers, or two values stated together: ask
+    if ambiguous_change(candidate, newest, conversation):  # two employers, or two values stated together: ask
         return Plan(action="conflict", target=newest, also=others)
     return Plan(action="supersede", target=newest, also=others)
 

@@ -189,9 +189,18 @@ def test_a_batch_embeds_its_texts_ahead_chunk_by_chunk(two_runtimes: tuple[Runti
     assert rt.worker.run_batch() == ready
     excerpts = [m for m in rt.store.iter_memories(scope="ana") if m.kind == "episode"]
     assert len({s for m in excerpts for s in m.sources}) >= ready  # every chunk's turns are in the verbatim layer
-    # one background call per CHUNKS_PER_EMBED chunks (candidates and episodes); processing finds them ready
-    assert len(calls) == -(-ready // CHUNKS_PER_EMBED)
-    assert all(name.startswith("tap-embed-ahead") for name, _ in calls) and sum(n for _, n in calls) > ready
+    # one background call per CHUNKS_PER_EMBED chunks (candidates and episodes); processing finds them
+    # ready, and embeds only what reconcile rewrote ("Actually I moved to Porto, not Lisbon": the
+    # corrected statement, one text per call)
+    ahead = [n for name, n in calls if name.startswith("tap-embed-ahead")]
+    assert len(ahead) == -(-ready // CHUNKS_PER_EMBED) and sum(ahead) > ready
+    rewritten = [
+        m
+        for m in rt.store.list_memories(scope="ana", limit=1000, include_superseded=True, excerpts=False)
+        if "Porto" in m.content
+    ]
+    assert all(n == 1 for name, n in calls if not name.startswith("tap-embed-ahead"))
+    assert len(calls) - len(ahead) <= len(rewritten)
 
 
 def test_failed_embedding_ahead_is_done_again_when_needed(embedder: Any) -> None:
