@@ -159,7 +159,7 @@ def is_fragment(sentence: str, *, states_slot: bool = False) -> bool:
     signed it off", "I think that's lame"), or a bare subordinate clause ("Since I was 17"). A
     sentence that states a slot keeps its meaning past a later pronoun ("I'm single and happy
     about it")."""
-    if _PRONOUN_START.match(sentence) or (not states_slot and _dangling_pronoun(sentence)):
+    if _PRONOUN_START.match(sentence) or (not states_slot and (_dangling_pronoun(sentence) or _dangling_one(sentence))):
         return True
     return bool(_SUBORDINATE_START.match(sentence)) and "," not in sentence
 
@@ -195,6 +195,19 @@ def _dangling_pronoun(sentence: str) -> bool:
     return all(noun in _TIME_NOUNS for noun in phrases)  # "… it for their family" names what it is for
 
 
+_ONE_AT_END = re.compile(r"\b(?:a|an|another|the|that|this)\s+(?:[a-z]+\s+)?ones?\W*$", re.IGNORECASE)
+
+
+def _dangling_one(sentence: str) -> bool:
+    """Whether the sentence ends on 'one' standing for a noun it does not name ("I'll need to
+    register with a new one"); "I broke my phone and need a new one" names it."""
+    one = _ONE_AT_END.search(sentence)
+    if one is None:
+        return False
+    before = _LEADING_SUBJECT.sub("", sentence[: one.start()].strip(), count=1)
+    return _ANTECEDENT.search(" " + before) is None
+
+
 _LIGHT_VERBS = frozenset(
     "doing done did does been being having give gives gave giving talk talked talking signed liked loved hated "
     "enjoyed thinks thought feel felt felt found finds".split()
@@ -218,13 +231,25 @@ def is_instruction(sentence: str) -> bool:
     return bool(_INSTRUCTION_START.match(sentence)) and bool(_INSTRUCTION_MARK.search(sentence))
 
 
+# "I hate ORMs", "I love sushi": a taste is whole in three words
+_SHORT_TASTE = re.compile(
+    r"^(?:I|we)\s+(?:love|hate|like|dislike|loathe|adore|prefer|enjoy)\s+(?!(?:it|that|this|them|him|her)\b)[\w'’-]{3,}",
+    re.IGNORECASE,
+)
+
+
 def judge(sentence: str, *, states_slot: bool = False) -> str:
     """Why this sentence is not worth a memory, or '' to keep it (see the module docstring).
     `states_slot`: it fills a slot ("I'm married now", "I'm Katherine"), so brevity is no fault."""
     if REDACTED in sentence:
         return "secret"
     words = sentence.split()
-    if len(words) < MIN_WORDS and not _PERSONAL_INSTRUCTION.match(sentence) and not (states_slot and len(words) >= 2):
+    if (
+        len(words) < MIN_WORDS
+        and not _PERSONAL_INSTRUCTION.match(sentence)
+        and not (states_slot and len(words) >= 2)
+        and not _SHORT_TASTE.match(sentence)
+    ):
         return "too-short"
     if len(words) > MAX_WORDS or _CODE.search(sentence):
         return "code" if _CODE.search(sentence) else "too-long"
@@ -242,7 +267,9 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
         return "fragment"
     if _HYPOTHETICAL.search(sentence):
         return "hypothetical"
-    if len([w for w in content_words(sentence) if w not in _VAGUE]) < (1 if states_slot else 2):
+    if len([w for w in content_words(sentence) if w not in _VAGUE]) < (
+        1 if states_slot or _SHORT_TASTE.match(sentence) else 2
+    ):
         return "too-short"
     if not _FIRST_PERSON.search(sentence) and not _third_party_fact(sentence):
         return "no-anchor"

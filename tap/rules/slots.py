@@ -141,13 +141,14 @@ _STATES_PRESENT = re.compile(
     re.IGNORECASE,
 )
 _RETRACT = re.compile(
-    r"\b(?:no longer|not any ?more|anymore|any more|stopped|quit|gave up|left|dropped|ditched|got rid of|sold"
+    r"\b(?:no longer|not any ?more|anymore|any more|stopped|quit|gave up|left|dropped|ditched|got rid of"
+    r"|(?<!was )(?<!were )(?<!is )(?<!are )(?<!been )sold(?!\s+out\b)"
     r"|no more|not doing .{1,40} after all|cancel+ed|called off"
     r"|don'?t (?:\w+ )?(?:use|eat|drink|live|work|play|do|have|like|own)\b.*\bnow)\b",
     re.IGNORECASE,
 )
 _RETRACT_NOISE = frozenset(
-    "longer anymore stopped quit gave left dropped ditched got rid don't doesn't didn't not now since sold more "
+    "longer anymore stopped quit gave left dropped ditched got rid don't doesn't didn't not now since sold more out "
     "doing after cancelled canceled called off "
     "ago months years weeks days recently finally".split()
 )
@@ -542,6 +543,10 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     if terms and (_TOOL_VERB.search(sentence) or owned):
         switch = _switch(sentence)
         chosen = terms[-1]
+        preferred = _PREFERRED_OVER.search(sentence)
+        if preferred is not None:  # "prefer postgres over snowflake": the one preferred, not the last named
+            wanted_terms = _tool_terms(preferred.group("chosen"))
+            chosen = next((t for t in terms if wanted_terms and t[0] == wanted_terms[0][0]), chosen)
         if switch is not None and switch[1]:
             wanted = normalise_value(switch[1])
             chosen = next((t for t in terms if t[0] == wanted), chosen)
@@ -563,6 +568,14 @@ _OWN_ATTRIBUTE = re.compile(
     r"^(?:my|our)\s+(?:[a-z]+\s+){0,2}?(?P<attribute>topic|budget|deadline|salary|rent|commute|schedule|address"
     r"|birthday|major|degree|goal|target|flight|shift|hours|phone number|email|username|handle|nickname|pronouns)\s+"
     r"(?:is|are|changed to|is now|are now|moved to)\s+(?:now\s+)?(?P<value>[^,;.!?]+)",
+    re.IGNORECASE,
+)
+
+
+# "prefer X over Y", "X rather than Y": X is the value, though Y is named last
+_PREFERRED_OVER = re.compile(
+    r"\b(?:prefer\w*|favou?r\w*|lik\w*|lov\w*|pick\w*|chose|choos\w*|go(?:ing)? with|went with)\s+"
+    r"(?:the\s+|a\s+)?(?P<chosen>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+(?:over|to|rather than|more than|instead of)\s",
     re.IGNORECASE,
 )
 

@@ -68,7 +68,8 @@ _DROPPED_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 _DROPPED_POSSESSIVE = re.compile(
-    r"^(?:fav|fave|favourite|favorite|current|new|old|main|usual|daily|go-to)\s+\w+(?:\s+\w+)?\s+(?:is|are|was)\b"
+    r"^(?:fav|fave|favourite|favorite|current|new|old|main|usual|daily|go-to|next|latest|best)\s+\w+(?:\s+\w+)?"
+    r"\s+(?:is|are|was)\b"
     # what a person has one of, named without "my": "topic is battery modelling", "budget is around 20k"
     r"|^(?:topic|thesis|budget|deadline|salary|rent|commute|schedule|address|birthday|major|degree|diet|role"
     r"|title|goal|target|plan|wedding|flight|appointment|shift|team|stack)\s+(?:is|are)\s+(?!\w+ing\b)",
@@ -198,12 +199,26 @@ def clauses(sentence: str) -> list[str]:
     parts = [p.strip() for p in _CLAUSE_CUT.split(sentence) if p.strip()]
     if not parts or _QUESTION_CLAUSE.match(parts[0]) and sentence.rstrip().endswith("?"):
         return [] if parts and len(parts) == 1 else [p for p in parts[1:] if not _is_question_clause(p)]
-    kept = [p for p in parts if not _is_question_clause(p)]
-    return kept
+    return [p for n, p in enumerate(parts) if not _is_question_clause(p) or (n and _dropped_subject_past(p))]
 
 
 def _is_question_clause(clause: str) -> bool:
     return clause.rstrip().endswith("?") or bool(_QUESTION_CLAUSE.match(clause))
+
+
+# A later clause that opens with an auxiliary followed by no subject ("…, did my first half marathon in
+# 1:52", "…, was a great trip") tells what the speaker did: chat drops the "I". With a subject after it
+# ("did you …", "is it …", "can we …") it asks.
+_AUXILIARY_NO_SUBJECT = re.compile(
+    r"^(?:did|was|were|had)\s+(?!(?:you|i|we|they|he|she|it|there|that|this|anyone|anybody|somebody|someone)\b)"
+    r"(?:my|our|a|an|the|some|\d|[a-z]+ed\b)",
+    re.IGNORECASE,
+)
+
+
+def _dropped_subject_past(clause: str) -> bool:
+    """Whether a clause cut from a longer sentence is a statement without its subject (see above)."""
+    return not clause.rstrip().endswith("?") and bool(_AUXILIARY_NO_SUBJECT.match(clause))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -258,7 +273,9 @@ def restore_subject(sentence: str) -> str:
         return sentence
     word = match.group(0).lower()
     if word in _ADVERB_OPENERS and not _verb_follows(sentence[match.end() :]):
-        return sentence  # 'finally some sci fi', 'finally off nights': no verb, no dropped 'I'
+        if _PLACE_FOLLOWS.match(sentence[match.end() :]):  # 'still under my budget', 'just back from Rome'
+            return "I'm " + sentence
+        return sentence  # 'finally some sci fi', 'still no word': no verb, no dropped 'I'
 
     verb = word
     if word in _ADVERB_OPENERS:  # 'currently fighting with…' → "I'm currently fighting with…"
@@ -269,6 +286,12 @@ def restore_subject(sentence: str) -> str:
 
 
 _ADVERB_OPENERS = frozenset({"just", "finally", "still", "currently"})
+# After an opening adverb, where the speaker is: chat drops "I'm" before it ("still under my budget",
+# "finally off nights", "currently at Google"); "still no word", "finally some sci fi" have no place.
+_PLACE_FOLLOWS = re.compile(
+    r"\s*(?:under|over|off|on|in|at|back|out of|away|home|from|with|without|into|behind|ahead of|between)\b",
+    re.IGNORECASE,
+)
 
 
 def _verb_follows(rest: str) -> bool:
