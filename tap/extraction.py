@@ -210,8 +210,8 @@ class Extraction:
             # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too
             for candidate, vector in zip(fresh, vectors, strict=True):
                 near = self._nearest(chunk.scope, [vector])[0]
-                evidence = self._evidence(chunk.scope, candidate, near, chunk.conversation)
-                plan = decide(candidate, evidence, self.config)
+                known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+                plan = decide(candidate, known, self.config)
                 actions[plan.action] += 1
                 self._apply(chunk, candidate, vector, plan)
             return actions

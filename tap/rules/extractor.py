@@ -71,6 +71,13 @@ _OFFER = re.compile(
     re.IGNORECASE,
 )
 _ABOUT_LISTENER = re.compile(r"\b(?:you|your|yours|you're|you’re|you've|you’ve)\b", re.IGNORECASE)
+# A question about the listener's situation that names no "you": "What's the rent like?", "How did the
+# interview go?", "When is the wedding?" (a quiz question, "What's the capital of France?", is not one)
+_ABOUT_SITUATION = re.compile(
+    r"^(?:so\s+|and\s+|ok\s+)?(?:(?:what(?:'s|’s| is| was| are| were)\s+the\s+[\w\s-]{1,30}?\s+like"
+    r"|(?:how(?:'s|’s| is| was| did| does| are| were)|when(?:'s|’s| is| was| are| were))\s+the\s+[\w-]+)\b)",
+    re.IGNORECASE,
+)
 _INSTRUCTION_LEAD = re.compile(r"^(?:please\s+)", re.IGNORECASE)
 
 
@@ -428,7 +435,7 @@ def _question_turn(turns: Sequence[Turn], index: int) -> Turn | None:
     if previous.speaker == turns[index].speaker:
         return None
     asked = _last_question(previous.text)
-    if not asked or _OFFER.search(asked) or not _ABOUT_LISTENER.search(asked):
+    if not asked or _OFFER.search(asked) or not (_ABOUT_LISTENER.search(asked) or _ABOUT_SITUATION.search(asked)):
         return None
     return previous
 

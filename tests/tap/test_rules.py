@@ -192,6 +192,13 @@ def test_brief_answer_keeps_the_question() -> None:
     assert memory.turn_ids == ["q", "a"]
 
 
+def test_a_brief_answer_to_a_question_about_the_listeners_situation_keeps_the_question() -> None:
+    asked = turn("q", "Assistant", "Bishopthorpe Road is lovely. What's the rent like?")
+    [memory] = extract(asked, turn("a", "User", "£910 a month."))
+    assert memory.content == 'Asked "What\'s the rent like?", the user said: £910 a month'
+    assert extract(turn("q", "Assistant", "What's the capital of France?"), turn("a", "User", "Paris.")) == []
+
+
 def test_an_answer_to_an_offer_is_not_kept() -> None:
     assert (
         contents(turn("q", "Assistant", "Would you like me to draft it for you?"), turn("a", "User", "yes please"))
