@@ -42,6 +42,7 @@ from tap.rules.person import (
     rewrite_we,
     subject_for,
 )
+from tap.rules.referents import Named, named_people, with_referent
 from tap.rules.slots import read_slot, slot_words, statement_holder, tool_category_in
 from tap.rules.text import (
     clauses,
@@ -88,6 +89,7 @@ class _TurnContext(msgspec.Struct, frozen=True, kw_only=True):
     question: Turn | None  # the previous turn, when it is the other speaker's question about this one
     names: tuple[str, ...]
     listener: str  # whom "you" means: the other speaker's name, or "the assistant"
+    named: tuple[Named, ...] = ()  # the people this speaker named earlier in the chunk (tap.rules.referents)
 
 
 def finish(body: str, dates: Sequence[str]) -> str:
@@ -103,6 +105,7 @@ class RulesExtractor:
         """Candidate memories from every person's turn of the chunk, in turn order, without duplicates."""
         names = _speaker_names(chunk.turns)
         found: list[CandidateMemory] = []
+        people: dict[str, list[Named]] = {}
         for index, turn in enumerate(chunk.turns):
             if turn.speaker == UNNAMED_ASSISTANT:
                 continue
@@ -111,15 +114,19 @@ class RulesExtractor:
                 question=_question_turn(chunk.turns, index),
                 names=names,
                 listener=_listener(chunk.turns, index),
+                named=tuple(people.get(turn.speaker, ())),
             )
             found += self.from_turn(context)
+            people.setdefault(turn.speaker, []).extend(named_people(turn.text))
         return merge_duplicates(_apply_corrections(found))
 
     def from_turn(self, context: _TurnContext) -> list[CandidateMemory]:
         """Memories from one turn: shared photos, then its statements."""
         text, found = _take_photos(context.turn)
         question = context.question
+        people = list(context.named)
         for sentence in _join_new_values(split_sentences(normalise_chat(text))):
+            known, people = people, [*people, *named_people(sentence)]
             bare = _BARE_CORRECTION.search(sentence)
             named = read_slot(sentence, context.turn.speaker).correction if bare is None else ()
             if bare is not None or named:  # "scratch that, it's the 14th", "oops Elsa, not Ilse"
@@ -127,7 +134,7 @@ class RulesExtractor:
                 found.append(_correction(sentence, wrong, right, context.turn))
                 question = None
                 continue
-            statements = _statements(strip_lead(sentence, context.names), context.names)
+            statements = _statements(with_referent(strip_lead(sentence, context.names), known), context.names)
             clean = ", ".join(statements)
             if question is not None and _answers_briefly(sentence, clean):
                 answer = sentence if _ELLIPTICAL.match(sentence) else strip_lead(sentence, ())
