@@ -23,8 +23,9 @@ Bounds and privacy: at most `[why] keep` records, each for at most `keep_minutes
 most `candidates` candidates (every injected one first); the query is scrubbed (tap.scrub) when the
 record is made, on a worker thread after the response (a scrub of a long turn takes milliseconds:
 not on the event loop), and memory texts were scrubbed before they were stored; forgetting a scope
-or a memory drops the records that hold it. The trace is filled on the recall thread; without a
-WhyLog (or with `keep = 0`) recall gets no trace and does no extra work.
+or a memory drops the records that hold it. The recall thread only hands the trace what it found
+and packed; the candidates are weighed and sorted when the record is made; without a WhyLog (or
+with `keep = 0`) recall gets no trace and does no extra work.
 """
 
 from __future__ import annotations
