@@ -51,7 +51,7 @@ class Conflict(msgspec.Struct, kw_only=True):
     since: float
 
 
-def ambiguous_change(candidate: CandidateMemory, newest: Memory, conversation: str = "") -> bool:
+def ambiguous_change(candidate: CandidateMemory, newest: Memory, conversation: str) -> bool:
     """Whether a slot statement with another value than `newest` (the newest stored statement of the
     slot, not newer than the candidate) cannot be told to replace it. Stated together means one
     turn; or, across conversations (or when the candidate's is unknown), stamps under SAME_MOMENT_S

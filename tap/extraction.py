@@ -243,7 +243,7 @@ class Extraction:
         return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
     def _evidence(
-        self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]], conversation: str = ""
+        self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]], conversation: str
     ) -> Evidence:
         """What the store holds about one candidate: nearest, slot mates, retracted, corrected."""
         evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near], conversation=conversation)

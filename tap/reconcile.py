@@ -301,7 +301,7 @@ def _names(content: str) -> set[str]:
     return set(_NAME.findall(content)) - _NOT_NAMES
 
 
-def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory], conversation: str = "") -> Plan | None:
+def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory], conversation: str) -> Plan | None:
     if not mates:
         return None
     same_value = [m for m in mates if m.slot_value == candidate.slot_value]

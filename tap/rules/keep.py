@@ -244,11 +244,12 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
     if REDACTED in sentence:
         return "secret"
     words = sentence.split()
+    taste = bool(_SHORT_TASTE.match(sentence))
     if (
         len(words) < MIN_WORDS
         and not _PERSONAL_INSTRUCTION.match(sentence)
         and not (states_slot and len(words) >= 2)
-        and not _SHORT_TASTE.match(sentence)
+        and not taste
     ):
         return "too-short"
     if len(words) > MAX_WORDS or _CODE.search(sentence):
@@ -267,9 +268,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
         return "fragment"
     if _HYPOTHETICAL.search(sentence):
         return "hypothetical"
-    if len([w for w in content_words(sentence) if w not in _VAGUE]) < (
-        1 if states_slot or _SHORT_TASTE.match(sentence) else 2
-    ):
+    if len([w for w in content_words(sentence) if w not in _VAGUE]) < (1 if states_slot or taste else 2):
         return "too-short"
     if not _FIRST_PERSON.search(sentence) and not _third_party_fact(sentence):
         return "no-anchor"
