@@ -47,6 +47,8 @@ from tap.rules.slots import read_slot, slot_words, statement_holder, tool_catego
 from tap.rules.text import (
     clauses,
     content_words,
+    drop_asides,
+    is_question_clause,
     normalise_chat,
     restore_subject,
     split_sentences,
@@ -90,6 +92,10 @@ class _TurnContext(msgspec.Struct, frozen=True, kw_only=True):
     names: tuple[str, ...]
     listener: str  # whom "you" means: the other speaker's name, or "the assistant"
     named: tuple[Named, ...] = ()  # the people this speaker named earlier in the chunk (tap.rules.referents)
+    # this speaker's own question two turns back, when the turn between is the other speaker's reply
+    # (the options a brief reply picks from: "how do I sync…?" — "…Syncthing (Android)…" — "android, so syncthing")
+    asked: Turn | None = None
+    offered: Turn | None = None
 
 
 def finish(body: str, dates: Sequence[str]) -> str:
@@ -115,6 +121,7 @@ class RulesExtractor:
                 names=names,
                 listener=_listener(chunk.turns, index),
                 named=tuple(people.get(turn.speaker, ())),
+                **_own_question_and_reply(chunk.turns, index),
             )
             found += self.from_turn(context)
             people.setdefault(turn.speaker, []).extend(named_people(turn.text))
@@ -124,8 +131,12 @@ class RulesExtractor:
         """Memories from one turn: shared photos, then its statements."""
         text, found = _take_photos(context.turn)
         question = context.question
+        chooses = question is None  # only the turn's first sentence can pick one of the options offered
         people = list(context.named)
         for sentence in _join_new_values(split_sentences(normalise_chat(text))):
+            sentence = drop_asides(sentence)
+            if not sentence:
+                continue
             known, people = people, [*people, *named_people(sentence)]
             bare = _BARE_CORRECTION.search(sentence)
             named = read_slot(sentence, context.turn.speaker).correction if bare is None else ()
@@ -140,10 +151,14 @@ class RulesExtractor:
                 answer = sentence if _ELLIPTICAL.match(sentence) else strip_lead(sentence, ())
                 found.append(_answer_memory(answer, context.turn, question))
             else:
-                for statement in statements:
-                    memory = self.from_sentence(statement, context.turn, context.listener)
-                    if memory is not None:
-                        found.append(memory)
+                made = [self.from_sentence(statement, context.turn, context.listener) for statement in statements]
+                kept = [memory for memory in made if memory is not None]
+                if not kept and chooses and context.asked and context.offered:
+                    if _picks_offered(sentence, context.offered):
+                        kept = [_choice_memory(strip_lead(sentence, ()), context.turn, context.asked)]
+                found += kept
+            if clean or not content_words(sentence):
+                chooses = False
             if clean:
                 question = None  # only the first sentence past the greetings answers the question
         return found
@@ -445,6 +460,55 @@ def _question_turn(turns: Sequence[Turn], index: int) -> Turn | None:
     if not asked or _OFFER.search(asked) or not (_ABOUT_LISTENER.search(asked) or _ABOUT_SITUATION.search(asked)):
         return None
     return previous
+
+
+def _own_question_and_reply(turns: Sequence[Turn], index: int) -> dict[str, Turn | None]:
+    """`asked` and `offered` of the turn's context: this speaker's question two turns back and the
+    other speaker's reply between (both None unless the turns run question, reply, this turn)."""
+    if index < 2:
+        return {}
+    asked, offered, turn = turns[index - 2], turns[index - 1], turns[index]
+    if asked.speaker != turn.speaker or offered.speaker == turn.speaker or not _own_question(asked.text):
+        return {}
+    return {"asked": asked, "offered": offered}
+
+
+def _picks_offered(sentence: str, offered: Turn) -> bool:
+    """A reply of a few words that names what the other speaker offered ("android, so syncthing"
+    after "…use Syncthing (Android)…"): every word it names is in the reply it answers."""
+    words = content_words(sentence)
+    if not words or len(sentence.split()) > 6 or sentence.endswith("?") or judge_is_filler(sentence):
+        return False
+    offered_words = {word.lower() for word in content_words(offered.text)}
+    return all(word.lower() in offered_words for word in words)
+
+
+def _choice_memory(choice: str, turn: Turn, asked: Turn) -> CandidateMemory:
+    subject = subject_for(turn.speaker)
+    reading = read_slot(choice, turn.speaker)
+    return CandidateMemory(
+        content=finish(
+            f'{capitalise(subject)} asked "{_own_question(asked.text)}", then chose: '
+            f"{tidy(rewrite_first_person(choice, subject))}",
+            [],
+        ),
+        kind="decision",
+        importance=2,
+        tags=["decision", "answer"],
+        turn_ids=[asked.id, turn.id],
+        valid_from=turn.timestamp,
+        slot=reading.slot,
+        slot_part=reading.part,
+        slot_value=reading.value,
+        context=slot_words(reading.slot),
+    )
+
+
+def _own_question(text: str) -> str:
+    """The last question in a turn, with its question mark or, as chat often has it, without one
+    ("how do I sync between my laptop and phone without paying")."""
+    questions = [s for s in split_sentences(text) if s.endswith("?") or is_question_clause(s.split(",")[0])]
+    return questions[-1].rstrip("?") + "?" if questions else ""
 
 
 def _last_question(text: str) -> str:

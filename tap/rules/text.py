@@ -5,6 +5,8 @@
   acknowledgements ("Thanks!"), connectives before a first-person subject ("So I…" → "I…"),
   asides ("By the way,", "FYI"), and vocatives naming a speaker ("Mel, I…");
 - `restore_subject`: put back the "I" that chat drops ("Went home early" → "I went home early");
+- `drop_asides`: drop the chat markers and hedges inside a sentence that say nothing about the world
+  ("my number changed btw, it's …", "I prefer tea honestly", "…, kinda");
 - `statement_part`: the statement before a request in the same sentence ("I just finished my
   degree in CS, so can you recommend courses?" → "I just finished my degree in CS");
 - `content_words`: the words that carry meaning (stopwords removed), for thresholds and overlap.
@@ -22,6 +24,8 @@ __all__ = [
     "MIN_WORDS",
     "clauses",
     "content_words",
+    "drop_asides",
+    "is_question_clause",
     "normalise_chat",
     "restore_subject",
     "split_sentences",
@@ -184,6 +188,54 @@ _STOPWORDS = frozenset(
 )
 
 
+# Chat markers that never carry content, wherever they stand ("changed btw, it's…", "in March lol").
+_CHAT_MARKER = re.compile(
+    r"(?P<before>,\s*)?(?<![\w'’])(?:btw|tbh|tbf|ngl|lol|lmao|lmfao|rofl|ha(?:ha)+|he(?:he)+|fwiw)(?![\w'’])[.!]*"
+    r"(?P<after>\s*,)?",
+    re.IGNORECASE,
+)
+# Hedges and fillers, dropped only where they stand apart from the clause: set off by commas on
+# both sides ("I'm, like, into…"), opening a sentence or clause ("Honestly the commute…"), or
+# closing the sentence ("…this quarter, kinda"). Inside a clause they may carry meaning
+# ("I like jazz", "take it seriously"), so they stay.
+_FILLER = r"like|you know|I mean|I guess|I suppose|honestly|basically|literally|seriously|frankly|to be honest"
+_BRACKETED_FILLER = re.compile(rf",\s*(?:{_FILLER})\s*,\s*", re.IGNORECASE)
+_OPENING_HEDGE = re.compile(
+    r"(?P<start>^(?:(?:ok|okay|so|and|but|well|oh)\b[\s,]*)*|,\s*)(?:honestly|basically|literally|seriously|frankly|to be honest|not gonna lie)\b[\s,]*(?=\w)",
+    re.IGNORECASE,
+)
+_CLOSING_HEDGE = re.compile(
+    r"(?P<gap>,\s*|\s+)(?P<hedge>kinda|sorta|kind of|sort of|I guess|I suppose|you know|basically|honestly"
+    r"|to be honest)(?=[\s.!…]*$)",
+    re.IGNORECASE,
+)
+# "answer honestly", "spoke honestly": after such a verb "honestly" says how, not how sure.
+_HONESTLY_SAYS_HOW = re.compile(r"(?:answer|respond|reply|speak|spoke|talk|tell|told|say|said|write|wrote|act|live|be)\w*\s*$", re.IGNORECASE)
+
+
+def drop_asides(sentence: str) -> str:
+    """The sentence without chat markers and stand-alone hedges: "my phone number changed btw, it's
+    0612 now" → "my phone number changed, it's 0612 now"; "I prefer Postgres over Snowflake honestly"
+    → "I prefer Postgres over Snowflake"; "Honestly the commute is fine" → "the commute is fine"."""
+    sentence = _CHAT_MARKER.sub(_marker_gap, sentence)
+    sentence = _BRACKETED_FILLER.sub(" ", sentence)
+    sentence = _OPENING_HEDGE.sub(lambda m: m.group("start"), sentence)
+    sentence = _CLOSING_HEDGE.sub(_closing_gap, sentence)
+    sentence = re.sub(r"\s+([,.!?;:…])", r"\1", sentence)
+    return re.sub(r"\s{2,}", " ", sentence).strip(" ,;")
+
+
+def _marker_gap(match: re.Match[str]) -> str:
+    """What a dropped marker leaves: one comma where one comma set it off, else a space."""
+    return ", " if bool(match.group("before")) != bool(match.group("after")) else " "
+
+
+def _closing_gap(match: re.Match[str]) -> str:
+    if match.group("hedge").lower() == "honestly" and _HONESTLY_SAYS_HOW.search(match.string[: match.start()]):
+        return match.group(0)
+    return ""
+
+
 def normalise_chat(text: str) -> str:
     """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please';
     a sentence shouted in capitals is read in lower case ("WE CLOSED ON THE HOUSE")."""
@@ -198,11 +250,12 @@ def clauses(sentence: str) -> list[str]:
     "fav author is Le Guin". A sentence that opens with a question is all question ([])."""
     parts = [p.strip() for p in _CLAUSE_CUT.split(sentence) if p.strip()]
     if not parts or _QUESTION_CLAUSE.match(parts[0]) and sentence.rstrip().endswith("?"):
-        return [] if parts and len(parts) == 1 else [p for p in parts[1:] if not _is_question_clause(p)]
-    return [p for n, p in enumerate(parts) if not _is_question_clause(p) or (n and _dropped_subject_past(p))]
+        return [] if parts and len(parts) == 1 else [p for p in parts[1:] if not is_question_clause(p)]
+    return [p for n, p in enumerate(parts) if not is_question_clause(p) or (n and _dropped_subject_past(p))]
 
 
-def _is_question_clause(clause: str) -> bool:
+def is_question_clause(clause: str) -> bool:
+    """Whether the clause asks: it ends with a question mark or opens like a question ("how do I…")."""
     return clause.rstrip().endswith("?") or bool(_QUESTION_CLAUSE.match(clause))
 
 

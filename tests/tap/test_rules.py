@@ -393,7 +393,7 @@ def test_excerpts_cover_every_turn_that_says_anything_each_citing_its_turn() -> 
         ("next goal is sub 1:45", "The user's next goal is sub 1:45", "user|goal"),
         (
             "I prefer Postgres over Snowflake honestly",
-            "The user prefers Postgres over Snowflake honestly",
+            "The user prefers Postgres over Snowflake",
             "user|database",
         ),
     ],
@@ -481,3 +481,46 @@ def test_the_preferred_tool_is_the_slot_value_and_a_sell_out_takes_nothing_back(
     assert gift.retracts == []
     [sold] = extract(turn("u1", "User", "I sold my car last month."))
     assert sold.retracts == ["car"]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("my phone number changed btw, it's 0612 334 812 now", "The user's phone number changed, it's 0612 334 812 now"),
+        ("I prefer Postgres over Snowflake honestly", "The user prefers Postgres over Snowflake"),
+        ("tbh I think the new job is great", "The user thinks the new job is great"),
+        ("I'm, like, really into bouldering these days", "The user is really into bouldering these days"),
+        ("Honestly the commute is 40 minutes each way which is fine I guess", "The commute is 40 minutes each way which is fine"),
+        ("ok so basically I switched my team to Rust this quarter, kinda", "The user switched their team to Rust this quarter"),
+        # inside a clause the same words carry meaning
+        ("Always answer honestly, even if it hurts.", "Standing instruction from the user: Always answer honestly, even if it hurts"),
+        ("I like jazz and I take my training seriously", "The user likes jazz and they take their training seriously"),
+    ],
+)
+def test_chat_markers_and_stand_alone_hedges_are_not_stored(text: str, content: str) -> None:
+    assert contents(turn("u1", "User", text)) == [content]
+
+
+def test_a_sentence_that_is_only_a_chat_marker_makes_no_memory_and_breaks_nothing() -> None:
+    assert contents(turn("u1", "User", "lol. I moved to Porto in March lol, still getting used to it")) == [
+        "The user moved to Porto, still getting used to it (in March 2023)"
+    ]
+
+
+def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it_settles() -> None:
+    asked = turn("u1", "User", "which laptop should I get for coding, budget 1200")
+    offered = turn("a1", "Assistant", "At that budget: a MacBook Air M3 for battery life, or a ThinkPad T14 for Linux.")
+    [choice] = extract(asked, offered, turn("u2", "User", "thinkpad then"))
+    assert choice.content == 'The user asked "which laptop should I get for coding, budget 1200?", then chose: thinkpad then'
+    assert (choice.kind, choice.turn_ids) == ("decision", ["u1", "u2"])
+    # a statement stays a statement; thanks, or a word the reply did not offer, is no choice
+    assert contents(asked, offered, turn("u2", "User", "I'll use the thinkpad")) == ["The user will use the thinkpad"]
+    [short] = contents(asked, offered, turn("u2", "User", "I'll get the thinkpad"))  # too short alone: a choice
+    assert short == 'The user asked "which laptop should I get for coding, budget 1200?", then chose: the user will get the thinkpad'
+
+    assert contents(asked, offered, turn("u2", "User", "thanks!")) == []
+    assert contents(asked, offered, turn("u2", "User", "hmm, dell maybe")) == []
+    # the reply must follow the speaker's own question
+    assert contents(turn("u1", "User", "I write Rust at work."), offered, turn("u2", "User", "thinkpad then")) == [
+        "The user writes Rust at work"
+    ]
