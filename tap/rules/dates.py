@@ -46,7 +46,10 @@ _RELATIVE = re.compile(
 )
 _DIRECTION = {"last": -1, "past": -1, "this": 0, "next": 1, "coming": 1}
 _PAST = re.compile(
-    r"\b(?:was|were|went|did|had|got|made|took|saw|met|ran|gave|came|ago|last|yesterday|[a-z]{2,}ed)\b",
+    r"\b(?:was|were|went|did|had|got|made|took|saw|met|ran|gave|came|ago|last|yesterday|[a-z]{2,}ed"
+    r"|paid|bought|sold|left|lost|found|told|said|felt|kept|sent|spent|won|wrote|drove|flew|ate|drank|began"
+    r"|broke|chose|fell|forgot|heard|held|knew|rode|sang|sat|slept|spoke|stood|swam|taught|thought|threw"
+    r"|woke|wore|brought|caught|fought|built|became|grew|drew|shook|struck|hung|dug|stuck|won)\b",
     re.IGNORECASE,
 )
 _NOT_PAST = frozenset("need interested excited tired married scared bored worried used red bed".split())
@@ -202,16 +205,25 @@ def _when(match: re.Match[str], ref: date, tense: int) -> tuple[str, str] | None
     return _named_month("", MONTHS.index(name.lower()) + 1, ref, tense)
 
 
+# Where a clause ends, for the tense a date takes: "my son starts school in September and we still
+# haven't picked a backpack" — "picked" is another clause's past.
+_CLAUSE_BOUNDARY = re.compile(r"[,;:]\s+|\s+(?:and|but|so|because|although|while|whereas)\s+", re.IGNORECASE)
+
+
 def resolve_dates(text: str, timestamp: float) -> tuple[str, list[str]]:
-    """Remove relative date expressions from `text` and return them as absolute phrases."""
+    """Remove relative date expressions from `text` and return them as absolute phrases. A bare
+    weekday or month takes the tense of its own clause, else of the sentence."""
     ref = utc_date(timestamp)
     if ref is None:
         return text, []
-    tense = sentence_tense(text)
+    sentence = sentence_tense(text)
     phrases: list[str] = []
 
+    def tense_at(match: re.Match[str]) -> int:
+        return _clause_tense(text, match.start(), match.end(), sentence)
+
     def replace(match: re.Match[str]) -> str:
-        resolved = _when(match, ref, tense)
+        resolved = _when(match, ref, tense_at(match))
         if resolved is None:
             return match.group(0)
         bare, phrase = resolved
@@ -220,6 +232,19 @@ def resolve_dates(text: str, timestamp: float) -> tuple[str, list[str]]:
         return ""
 
     return tidy(_RELATIVE.sub(replace, text)), phrases
+
+
+def _clause_tense(text: str, start: int, end: int, sentence: int) -> int:
+    """The tense of the clause holding text[start:end]; the sentence's when that clause is only a
+    few words ("In March, I was in Rome") or when it speaks of no time and the sentence of the future."""
+    cuts = list(_CLAUSE_BOUNDARY.finditer(text))
+    begin = max((m.end() for m in cuts if m.end() <= start), default=0)
+    finish = min((m.start() for m in cuts if m.start() >= end), default=len(text))
+    rest = text[begin:start] + " " + text[end:finish]
+    if len(rest.split()) < 3:
+        return sentence
+    own = sentence_tense(rest)
+    return own if own or sentence < 0 else sentence
 
 
 def tidy(text: str) -> str:

@@ -92,10 +92,10 @@ class _TurnContext(msgspec.Struct, frozen=True, kw_only=True):
     names: tuple[str, ...]
     listener: str  # whom "you" means: the other speaker's name, or "the assistant"
     named: tuple[Named, ...] = ()  # the people this speaker named earlier in the chunk (tap.rules.referents)
-    # this speaker's own question two turns back, when the turn between is the other speaker's reply
-    # (the options a brief reply picks from: "how do I sync…?" — "…Syncthing (Android)…" — "android, so syncthing")
-    asked: Turn | None = None
+    # the assistant's turn just before this one (the options a brief reply picks from: "how do I sync…?"
+    # — "…Syncthing (Android)…" — "android, so syncthing"), and this speaker's question it answered
     offered: Turn | None = None
+    asked: Turn | None = None
 
 
 def finish(body: str, dates: Sequence[str]) -> str:
@@ -145,19 +145,19 @@ class RulesExtractor:
                 found.append(_correction(sentence, wrong, right, context.turn))
                 question = None
                 continue
+            if chooses and question is None and context.offered is not None:
+                choice, sentence = _picked(strip_lead(sentence, ()), context.offered)
+                if choice:  # "deuter, my wife had one as a kid": the pick, then whatever else is said
+                    found.append(_choice_memory(choice, context.turn, context.offered, context.asked))
             statements = _statements(with_referent(strip_lead(sentence, context.names), known), context.names)
             clean = ", ".join(statements)
             if question is not None and _answers_briefly(sentence, clean):
                 answer = sentence if _ELLIPTICAL.match(sentence) else strip_lead(sentence, ())
                 found.append(_answer_memory(answer, context.turn, question))
             else:
-                made = [self.from_sentence(statement, context.turn, context.listener) for statement in statements]
-                kept = [memory for memory in made if memory is not None]
-                if not kept and chooses and context.asked and context.offered:
-                    if _picks_offered(sentence, context.offered):
-                        kept = [_choice_memory(strip_lead(sentence, ()), context.turn, context.asked)]
-                found += kept
-            if clean or not content_words(sentence):
+                made = (self.from_sentence(statement, context.turn, context.listener) for statement in statements)
+                found += [memory for memory in made if memory is not None]
+            if clean or content_words(sentence):
                 chooses = False
             if clean:
                 question = None  # only the first sentence past the greetings answers the question
@@ -463,39 +463,64 @@ def _question_turn(turns: Sequence[Turn], index: int) -> Turn | None:
 
 
 def _own_question_and_reply(turns: Sequence[Turn], index: int) -> dict[str, Turn | None]:
-    """`asked` and `offered` of the turn's context: this speaker's question two turns back and the
-    other speaker's reply between (both None unless the turns run question, reply, this turn)."""
-    if index < 2:
-        return {}
-    asked, offered, turn = turns[index - 2], turns[index - 1], turns[index]
-    if asked.speaker != turn.speaker or offered.speaker == turn.speaker or not _own_question(asked.text):
-        return {}
-    return {"asked": asked, "offered": offered}
+    """`offered` of the turn's context: the assistant's turn just before it; and `asked`: this
+    speaker's question the assistant was answering, when the turn before that asked one."""
+    if index < 1 or turns[index - 1].speaker != UNNAMED_ASSISTANT:
+        return {}  # between people a short echo is agreement, not a pick ("favourite book?" — "Dune!" — "Dune!!")
+    asked = turns[index - 2] if index >= 2 else None
+    if asked is None or asked.speaker != turns[index].speaker or not _own_question(asked.text):
+        asked = None
+    return {"offered": turns[index - 1], "asked": asked}
 
 
-def _picks_offered(sentence: str, offered: Turn) -> bool:
-    """A reply of a few words that names what the other speaker offered ("android, so syncthing"
-    after "…use Syncthing (Android)…"): every word it names is in the reply it answers."""
-    words = content_words(sentence)
-    if not words or len(sentence.split()) > 6 or sentence.endswith("?") or judge_is_filler(sentence):
-        return False
+def _picked(sentence: str, offered: Turn) -> tuple[str, str]:
+    """(choice, rest): the sentence's opening clauses when they only name things the assistant just
+    offered as options ("android, so syncthing" after "…iCloud Drive (iPhone) or Syncthing
+    (Android)…"; "the deuter, my wife had one" → "the deuter"), and what follows them. No choice
+    when the reply asks, thanks, or names anything not offered, or the assistant offered no choice."""
+    if sentence.endswith("?") or judge_is_filler(sentence):
+        return "", sentence
     offered_words = {word.lower() for word in content_words(offered.text)}
-    return all(word.lower() in offered_words for word in words)
+    parts = re.split(r",\s*", sentence)
+    taken = 0
+    for part in parts:
+        words = content_words(part)
+        if not words or len(part.split()) > 6 or any(word.lower() not in offered_words for word in words):
+            break
+        taken += 1
+    choice = ", ".join(parts[:taken])
+    if not choice or not _offer_of(offered.text, content_words(choice)):
+        return "", sentence
+    return choice, ", ".join(parts[taken:])
 
 
-def _choice_memory(choice: str, turn: Turn, asked: Turn) -> CandidateMemory:
+def _offer_of(text: str, words: Sequence[str]) -> str:
+    """The assistant's sentence that offers the chosen words among others ('' when none does): it
+    names them and sets out alternatives ("A or B", a list of three, a question)."""
+    wanted = {word.lower() for word in words}
+    for sentence in split_sentences(text):
+        if wanted <= {word.lower() for word in content_words(sentence)}:
+            alternatives = " or " in sentence or sentence.count(",") >= 2 or sentence.endswith("?")
+            return sentence if alternatives else ""
+    return ""
+
+
+def _choice_memory(choice: str, turn: Turn, offered: Turn, asked: Turn | None) -> CandidateMemory:
+    """'The user asked "which laptop…?", then chose: the thinkpad'; without the question, the offer
+    it picked from is quoted instead."""
     subject = subject_for(turn.speaker)
+    picked = tidy(rewrite_first_person(choice, subject)).rstrip(" .!…")
+    if asked is not None:
+        content = f'{capitalise(subject)} asked "{_own_question(asked.text)}", then chose: {picked}'
+    else:
+        content = f'{capitalise(subject)} chose {picked} from the assistant\'s options: "{_offer_of(offered.text, content_words(choice))}"'
     reading = read_slot(choice, turn.speaker)
     return CandidateMemory(
-        content=finish(
-            f'{capitalise(subject)} asked "{_own_question(asked.text)}", then chose: '
-            f"{tidy(rewrite_first_person(choice, subject))}",
-            [],
-        ),
+        content=finish(content, []),
         kind="decision",
         importance=2,
         tags=["decision", "answer"],
-        turn_ids=[asked.id, turn.id],
+        turn_ids=[asked.id, turn.id] if asked is not None else [offered.id, turn.id],
         valid_from=turn.timestamp,
         slot=reading.slot,
         slot_part=reading.part,

@@ -46,6 +46,7 @@ _INTERJECTION = (
     r"|bad news|heads up|small update|ok so|alright so"
     r"|and|oh and|plus|also|and also|anyway|anyways|so|but|well|then|edit|ps|p\.s\."
     r"|by the way|oh my god|oh wow|fyi|just so you know|for context|for reference|for what it'?s worth|also"
+    r"|yes please|no thanks|no thank you|nah|nope"
 )
 _SOFT_INTERJECTION = (
     r"yes|no|nope|cool|great|awesome|nice|thanks|thank you|right|true|agreed|sure|totally|absolutely"
@@ -206,22 +207,31 @@ _OPENING_HEDGE = re.compile(
 )
 _CLOSING_HEDGE = re.compile(
     r"(?P<gap>,\s*|\s+)(?P<hedge>kinda|sorta|kind of|sort of|I guess|I suppose|you know|basically|honestly"
-    r"|to be honest)(?=[\s.!…]*$)",
+    r"|to be honest)(?=[\s.!…]*$|\s*,)",
     re.IGNORECASE,
 )
 # "answer honestly", "spoke honestly": after such a verb "honestly" says how, not how sure.
 _HONESTLY_SAYS_HOW = re.compile(r"(?:answer|respond|reply|speak|spoke|talk|tell|told|say|said|write|wrote|act|live|be)\w*\s*$", re.IGNORECASE)
 
 
+# Emoticons and emoji say how, not what ("no more cheese for me :(", "ahead of schedule 😎").
+_EMOTICON = re.compile(
+    r"(?<![:/\d])[:;=][-']?[()\[\]DPpOo/\\|*3]+(?![\w(/])|(?<!\S)(?:<3+|x[Dd]|\^_*\^)(?!\S)"
+    r"|[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+"
+)
+
+
 def drop_asides(sentence: str) -> str:
     """The sentence without chat markers and stand-alone hedges: "my phone number changed btw, it's
     0612 now" → "my phone number changed, it's 0612 now"; "I prefer Postgres over Snowflake honestly"
     → "I prefer Postgres over Snowflake"; "Honestly the commute is fine" → "the commute is fine"."""
+    sentence = _EMOTICON.sub(", ", sentence)  # a face ends what it follows, as a comma would ("lucas 😩 try…")
     sentence = _CHAT_MARKER.sub(_marker_gap, sentence)
     sentence = _BRACKETED_FILLER.sub(" ", sentence)
     sentence = _OPENING_HEDGE.sub(lambda m: m.group("start"), sentence)
     sentence = _CLOSING_HEDGE.sub(_closing_gap, sentence)
     sentence = re.sub(r"\s+([,.!?;:…])", r"\1", sentence)
+    sentence = re.sub(r",(?:\s*,)+", ",", re.sub(r",(?=\s*[.!?;:…])", "", sentence))
     return re.sub(r"\s{2,}", " ", sentence).strip(" ,;")
 
 

@@ -293,6 +293,9 @@ def test_statements_carry_their_slot_and_what_they_retract() -> None:
         ("I teach Sunday school", "I teach Sunday school", []),
         ("over the last year I learned a lot", "over the last year I learned a lot", []),
         ("last year's trip was fun", "last year's trip was fun", []),
+        # a bare month takes its own clause's tense, past verbs irregular or not
+        ("I bought it in September", "I bought it", ["in September 2022"]),
+        ("my son starts school in September and we haven't picked a bag", "my son starts school and we haven't picked a bag", ["in September 2023"]),
     ],
 )
 def test_resolve_dates(text: str, body: str, dates: list[str]) -> None:
@@ -492,6 +495,10 @@ def test_the_preferred_tool_is_the_slot_value_and_a_sell_out_takes_nothing_back(
         ("I'm, like, really into bouldering these days", "The user is really into bouldering these days"),
         ("Honestly the commute is 40 minutes each way which is fine I guess", "The commute is 40 minutes each way which is fine"),
         ("ok so basically I switched my team to Rust this quarter, kinda", "The user switched their team to Rust this quarter"),
+        ("also I've gone vegan since march, no more cheese for me :(", "The user has gone vegan since march, no more cheese for them"),
+        ("I'm at 14 books now, ahead of schedule 😎", "The user is at 14 books now, ahead of schedule"),
+        ("yes please, my budget is like 40 euros", "The user's budget is like 40 euros"),
+        ("I keep my notes in C:/Users/ana/notes :/", "The user keeps their notes in C:/Users/ana/notes"),
         # inside a clause the same words carry meaning
         ("Always answer honestly, even if it hurts.", "Standing instruction from the user: Always answer honestly, even if it hurts"),
         ("I like jazz and I take my training seriously", "The user likes jazz and they take their training seriously"),
@@ -520,7 +527,17 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
 
     assert contents(asked, offered, turn("u2", "User", "thanks!")) == []
     assert contents(asked, offered, turn("u2", "User", "hmm, dell maybe")) == []
-    # the reply must follow the speaker's own question
-    assert contents(turn("u1", "User", "I write Rust at work."), offered, turn("u2", "User", "thinkpad then")) == [
-        "The user writes Rust at work"
+    # without the speaker's question, the assistant's offer it picked from is quoted
+    backpacks = turn("a1", "Assistant", "Good options under 40 euros: the Deuter Pico, the Little Joe, or the Affenzahn.")
+    found = contents(turn("u1", "User", "my budget is 40 euros"), backpacks, turn("u2", "User", "deuter I guess, my wife had one"))
+    assert found[1] == (
+        'The user chose deuter from the assistant\'s options: "Good options under 40 euros: the Deuter Pico, the Little Joe, '
+        'or the Affenzahn."'
+    )
+    # an assistant's reply that offers no choice is no offer; a person's reply is no assistant's offer
+    plain = turn("a1", "Assistant", "The Deuter Pico is a good backpack.")
+    assert contents(turn("u1", "User", "my budget is 40 euros"), plain, turn("u2", "User", "deuter then")) == [
+        "The user's budget is 40 euros"
     ]
+    melanie = turn("m1", "Melanie", "Good options: the Deuter Pico, the Little Joe, or the Affenzahn.")
+    assert not any("chose" in c for c in contents(melanie, turn("u2", "User", "deuter then")))
