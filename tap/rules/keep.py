@@ -317,4 +317,18 @@ def _third_party_fact(sentence: str) -> bool:
     if tool_category_in(sentence):
         first = sentence.split()[0].strip(",.:;!?").lower() if sentence.split() else ""
         return not tool_category(first) and bool(_TOOL_USE.search(sentence))
+    if _RESCHEDULED.match(sentence):
+        return True
     return bool(_NAMED_SUBJECT.match(sentence)) and bool(_PERSONAL_FACT.search(sentence))
+
+
+# What happened to a plan the speaker talks about: "the Japan trip moved to November", "the wedding
+# got pushed to June", "the launch was cancelled".
+_RESCHEDULED = re.compile(
+    r"^(?:the|our|my)\s+(?:[\w'’-]+\s+){0,3}?(?:trip|wedding|party|launch|release|meeting|interview|appointment"
+    r"|flight|surgery|exam|move|visit|holiday|vacation|deadline|date|event|concert|show|game|match|class|course"
+    r"|reunion|ceremony|dinner|call|review|demo|conference|retreat|booking|reservation|delivery|start)\s+"
+    r"(?:got\s+|was\s+|has\s+been\s+|is\s+|'s\s+)?(?:moved|pushed|postponed|rescheduled|delayed|cancell?ed|called off"
+    r"|brought forward|changed|shifted|bumped|off)\b",
+    re.IGNORECASE,
+)

@@ -254,6 +254,13 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|employed (?:at|by))\s+{_VALUE}"
         ),
     ),
+    (  # "I'm starting at the Royal Free in August": a name, not a time ("I start at 9am")
+        "employer",
+        re.compile(
+            r"\b(?:starting|start|starts|going to start|will start) (?:a new job |working |work )?at\s+"
+            r"(?P<value>(?:the )?[A-Z][\w'’.&-]*(?:\s+[A-Z][\w'’.&-]*)*)"
+        ),
+    ),
     ("employer", re.compile(rf"\bmy (?:new )?(?:employer|company) is (?:now )?{_VALUE}")),
     ("employer", re.compile(rf"\bI(?:'m|’m| am)\s+(?:now\s+)?an?\s+(?:[\w-]+\s+){{0,3}}?(?:at|for|with)\s+{_VALUE}")),
     ("employer", re.compile(rf"\b(?:work(?:s|ing)?\s+(?:at|for)|joined)\s+{_LOWER_VALUE}", re.IGNORECASE)),

@@ -67,6 +67,7 @@ _DROPPED_SUBJECT = re.compile(
     r"|just|lost|moved|bought|made|took|tried|visited|signed|joined|can't wait|can’t wait|sold|left|quit|switched"
     r"|migrated|dropped|adopted|booked|found|passed|failed|graduated|finally|still|currently|commuting|living"
     r"|using|learning|training|running|doing|reading|watching|playing|building|writing|studying|teaching"
+    r"|starting|moving|leaving|joining|switching|flying|visiting|staying|applying|interviewing|selling|buying"
     r"|renamed|named|changed|upgraded|downgraded|ordered|picked|decided|rewrote|rebuilt|shipped|launched"
     r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use|gave|sold|rented"
     r"|killed|ditched|dumped|stopped|ended|closed|cancell?ed|replaced|swapped|traded|no longer|turned)\b",
@@ -206,8 +207,8 @@ _OPENING_HEDGE = re.compile(
     re.IGNORECASE,
 )
 _CLOSING_HEDGE = re.compile(
-    r"(?P<gap>,\s*|\s+)(?P<hedge>kinda|sorta|kind of|sort of|I guess|I suppose|you know|basically|honestly"
-    r"|to be honest)(?=[\s.!…]*$|\s*,)",
+    r"(?P<gap>,\s*|\s+)(?:(?P<hedge>kinda|sorta|kind of|sort of|I guess|I suppose|basically|honestly|to be honest)"
+    r"(?=[\s.!…]*$|\s*,)|(?P<tag>you know)(?=[\s.!…]*$)(?<!let you know)(?<!if you know)(?<!as you know))",
     re.IGNORECASE,
 )
 # "answer honestly", "spoke honestly": after such a verb "honestly" says how, not how sure.
@@ -241,8 +242,11 @@ def _marker_gap(match: re.Match[str]) -> str:
 
 
 def _closing_gap(match: re.Match[str]) -> str:
-    if match.group("hedge").lower() == "honestly" and _HONESTLY_SAYS_HOW.search(match.string[: match.start()]):
+    hedge = (match.group("hedge") or "").lower()
+    if hedge == "honestly" and _HONESTLY_SAYS_HOW.search(match.string[: match.start()]):
         return match.group(0)
+    if match.group("tag") and not match.group("gap").startswith(","):
+        return match.group(0)  # "…and let Deborah know", "…what you know": only ", you know" at the end is a tag
     return ""
 
 
@@ -332,6 +336,10 @@ def restore_subject(sentence: str) -> str:
     if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
         return "I'm " + sentence
     match = _DROPPED_SUBJECT.match(sentence)
+    if match and _GERUND_SUBJECT.match(sentence):
+        if _ANYONE.search(sentence):
+            return sentence  # "playing it helps me", "running can boost your mood": the person is named
+        return f"for me, {sentence[0].lower()}{sentence[1:]}"  # "Learning German has been tough": the speaker's view
     if not match:
         return sentence
     word = match.group(0).lower()
@@ -349,6 +357,15 @@ def restore_subject(sentence: str) -> str:
 
 
 _ADVERB_OPENERS = frozenset({"just", "finally", "still", "currently"})
+# An -ing opener that is the sentence's subject, not a verb with its "I" dropped: "Staying fit is key",
+# "Starting a business takes courage", "Visiting castles is on my list" (but "starting at the Royal
+# Free in August" and "running late, sorry" are what the speaker does).
+_ANYONE = re.compile(r"\b(?:I|my|me|mine|myself|we|our|us|you|your|yours)\b", re.IGNORECASE)
+_GERUND_SUBJECT = re.compile(
+    r"^[a-z]+ing\b[^,.;!?]*?\s(?:is|was|are|were|has|had|can|could|will|would|makes|made|sounds|seems|takes|took|keeps"
+    r"|kept|builds|gives|gave|helps|helped|means|meant|feels|felt|brings|brought|requires|needs|matters)\b",
+    re.IGNORECASE,
+)
 # After an opening adverb, where the speaker is: chat drops "I'm" before it ("still under my budget",
 # "finally off nights", "currently at Google"); "still no word", "finally some sci fi" have no place.
 _PLACE_FOLLOWS = re.compile(

@@ -541,3 +541,40 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
     ]
     melanie = turn("m1", "Melanie", "Good options: the Deuter Pico, the Little Joe, or the Affenzahn.")
     assert not any("chose" in c for c in contents(melanie, turn("u2", "User", "deuter then")))
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("I quit. starting at the Royal Free in August, ICU", "The user is starting at the Royal Free, ICU (in August 2023)"),
+        ("also the Japan trip moved to November", "The Japan trip moved to November"),
+        ("the wedding got pushed to June", "The wedding got pushed to June"),
+    ],
+)
+def test_a_new_start_without_its_i_and_a_plan_that_moved_are_kept(text: str, content: str) -> None:
+    assert content in contents(turn("u1", "User", text))
+
+
+def test_something_that_moved_is_no_plan_that_moved() -> None:
+    assert contents(turn("u1", "User", "the cat moved to the sofa")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("Learning German has been tough but worth it", "For the user, learning German has been tough but worth it"),
+        ("Writing has always been a passion of mine", "Writing has always been a passion of the user's"),
+        ("running a half marathon in May", "The user is running a half marathon (in May 2023)"),
+    ],
+)
+def test_an_opening_gerund_that_is_the_subject_gets_no_i(text: str, content: str) -> None:
+    assert contents(turn("u1", "User", text)) == [content]
+
+
+def test_you_know_is_only_dropped_as_a_tag() -> None:
+    assert contents(turn("u1", "User", "I'll check my schedule and let Ben know")) == [
+        "The user will check their schedule and let Ben know"
+    ]
+    assert contents(turn("u1", "User", "just so you know, I moved to Porto last week")) == [
+        "The user moved to Porto (the week before 8 May 2023)"
+    ]
