@@ -134,6 +134,7 @@ _TOOL_USE = re.compile(
 _NAMED_SUBJECT = re.compile(r"^(?:[A-Z][\w’'-]+)(?:\s+[A-Z][\w’'-]+)?\s+(?:is|was|has|had|'s|’s|[a-z]+(?:s|ed))\b")
 _PERSONAL_FACT = re.compile(
     r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"
+    r"|died|passed away|divorced|engaged|graduated|pregnant|sick|ill|adopted"
     r"|is an?|was an?|uses|runs on|written in|built (?:with|on|in))\b",
     re.IGNORECASE,
 )
@@ -317,16 +318,22 @@ def _third_party_fact(sentence: str) -> bool:
     if tool_category_in(sentence):
         first = sentence.split()[0].strip(",.:;!?").lower() if sentence.split() else ""
         return not tool_category(first) and bool(_TOOL_USE.search(sentence))
-    if _RESCHEDULED.match(sentence):
+    if _RESCHEDULED.match(sentence) or _NAMED_IS_CALLED.match(sentence):
         return True
     return bool(_NAMED_SUBJECT.match(sentence)) and bool(_PERSONAL_FACT.search(sentence))
 
 
+# What a thing the speaker works with is called: "the repo is called ledger-api", "the new puppy is named Miso".
+_NAMED_IS_CALLED = re.compile(
+    r"^the\s+(?:[\w'’-]+\s+){0,2}?[\w'’-]+\s+(?:is|are|was|got)\s+(?:now\s+)?(?:called|named|renamed(?:\s+to)?)\s+\S",
+    re.IGNORECASE,
+)
 # What happened to a plan the speaker talks about: "the Japan trip moved to November", "the wedding
 # got pushed to June", "the launch was cancelled".
 _RESCHEDULED = re.compile(
     r"^(?:the|our|my)\s+(?:[\w'’-]+\s+){0,3}?(?:trip|wedding|party|launch|release|meeting|interview|appointment"
-    r"|flight|surgery|exam|move|visit|holiday|vacation|deadline|date|event|concert|show|game|match|class|course"
+    r"|flight|surgery|exam|move|visit|holiday|vacation|deadline|date|event|concert|show|game|match|class|course|gig"
+    r"|tour|festival|race|marathon|lesson|session|shift|operation|closing|opening|premiere|recital|wedding"
     r"|reunion|ceremony|dinner|call|review|demo|conference|retreat|booking|reservation|delivery|start)\s+"
     r"(?:got\s+|was\s+|has\s+been\s+|is\s+|'s\s+)?(?:moved|pushed|postponed|rescheduled|delayed|cancell?ed|called off"
     r"|brought forward|changed|shifted|bumped|off)\b",

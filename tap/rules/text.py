@@ -203,7 +203,8 @@ _CHAT_MARKER = re.compile(
 _FILLER = r"like|you know|I mean|I guess|I suppose|honestly|basically|literally|seriously|frankly|to be honest"
 _BRACKETED_FILLER = re.compile(rf",\s*(?:{_FILLER})\s*,\s*", re.IGNORECASE)
 _OPENING_HEDGE = re.compile(
-    r"(?P<start>^(?:(?:ok|okay|so|and|but|well|oh)\b[\s,]*)*|,\s*)(?:honestly|basically|literally|seriously|frankly|to be honest|not gonna lie)\b[\s,]*(?=\w)",
+    r"(?P<start>^(?:(?:ok|okay|so|and|but|well|oh)\b[\s,]*)*|,\s*)(?:honestly|basically|literally|seriously|frankly|to be honest"
+    r"|not gonna lie|sadly|unfortunately|fortunately|luckily|thankfully)\b[\s,]*(?=\w)",
     re.IGNORECASE,
 )
 _CLOSING_HEDGE = re.compile(

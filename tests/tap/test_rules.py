@@ -549,6 +549,9 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
         ("I quit. starting at the Royal Free in August, ICU", "The user is starting at the Royal Free, ICU (in August 2023)"),
         ("also the Japan trip moved to November", "The Japan trip moved to November"),
         ("the wedding got pushed to June", "The wedding got pushed to June"),
+        ("yeah go ahead. the repo is called ledger-api", "The repo is called ledger-api"),
+        ("the Radiohead gig got cancelled so no Paris trip", "The Radiohead gig got cancelled so no Paris trip"),
+        ("sadly Miso died yesterday, she was 16", "Miso died, she was 16 (on 7 May 2023)"),
     ],
 )
 def test_a_new_start_without_its_i_and_a_plan_that_moved_are_kept(text: str, content: str) -> None:
