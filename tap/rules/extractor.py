@@ -505,6 +505,21 @@ def _offer_of(text: str, words: Sequence[str]) -> str:
     return ""
 
 
+_OFFER_QUOTE_WORDS = 30
+
+
+def _quoted_offer(sentence: str, chosen: Sequence[str]) -> str:
+    """The offer as quoted in a choice: whole when short, else the option that names the choice
+    ("…overnight oats with soy milk…" out of a list of five breakfasts)."""
+    if len(sentence.split()) <= _OFFER_QUOTE_WORDS:
+        return sentence
+    wanted = {word.lower() for word in chosen}
+    parts = re.split(r"[,;:]\s+|\s\d+[.)]\s", sentence)
+    options = [re.sub(r"^\d+[.)]\s*", "", part).strip() for part in parts if part.strip()]
+    best = max(options, key=lambda part: len(wanted & {w.lower() for w in content_words(part)}))
+    return f"…{best.rstrip(' .')}…"
+
+
 def _choice_memory(choice: str, turn: Turn, offered: Turn, asked: Turn | None) -> CandidateMemory:
     """'The user asked "which laptop…?", then chose: the thinkpad'; without the question, the offer
     it picked from is quoted instead."""
@@ -513,7 +528,8 @@ def _choice_memory(choice: str, turn: Turn, offered: Turn, asked: Turn | None) -
     if asked is not None:
         content = f'{capitalise(subject)} asked "{_own_question(asked.text)}", then chose: {picked}'
     else:
-        content = f'{capitalise(subject)} chose {picked} from the assistant\'s options: "{_offer_of(offered.text, content_words(choice))}"'
+        offer = _quoted_offer(_offer_of(offered.text, content_words(choice)), content_words(choice))
+        content = f'{capitalise(subject)} chose {picked} from the assistant\'s options: "{offer}"'
     reading = read_slot(choice, turn.speaker)
     return CandidateMemory(
         content=finish(content, []),

@@ -534,6 +534,15 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
         'The user chose deuter from the assistant\'s options: "Good options under 40 euros: the Deuter Pico, the Little Joe, '
         'or the Affenzahn."'
     )
+    # a long offer is quoted by the option picked
+    breakfasts = turn(
+        "a1",
+        "Assistant",
+        "Vegan breakfasts: 1) overnight oats with soy milk, chia and peanut butter, 2) chickpea-flour omelette with "
+        "spinach, 3) tempeh bacon sandwiches on sourdough, 4) soy yoghurt with granola, 5) tofu scramble with beans.",
+    )
+    found = contents(turn("u1", "User", "give me breakfast ideas"), breakfasts, turn("u2", "User", "the oats one."))
+    assert found == ['The user chose the oats one from the assistant\'s options: "…overnight oats with soy milk…"']
     # an assistant's reply that offers no choice is no offer; a person's reply is no assistant's offer
     plain = turn("a1", "Assistant", "The Deuter Pico is a good backpack.")
     assert contents(turn("u1", "User", "my budget is 40 euros"), plain, turn("u2", "User", "deuter then")) == [
