@@ -117,6 +117,9 @@ _LATER_PRONOUNS = (
     (re.compile(r"\b[Mm]yself\b"), "themselves"),
     (re.compile(r"\b[Mm]e\b"), "them"),
 )
+# "my partner Sam and I are planning…": the speaker named first, so the name comes before the
+# possessive it owns ("the user and their partner Sam are planning…", not "…Sam and they are…").
+_THEY_AND_I = re.compile(r"(?P<lead>^|,\s+|\bwhen\s+|\bthat\s+)(?P<them>(?:my|our)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s+and\s+I\b")
 _FIRST_MENTION = re.compile(r"\b(?:I|[Mm]y|[Mm]ine|[Mm]e|[Mm]yself)\b")
 
 
@@ -125,6 +128,7 @@ def rewrite_first_person(sentence: str, name: str) -> str:
     has been said, later pronouns become 'they' / 'their' / 'them' ("the user moved to Lisbon and
     they love it"), which reads as one statement about one person."""
     text = re.sub(r"(?<![\w.])i(?=['’\s]|$)", "I", sentence)
+    text = _THEY_AND_I.sub(lambda m: f"{m.group('lead')}I and {m.group('them')}", text)
     first = _FIRST_MENTION.search(text)
     if first is None:
         return text

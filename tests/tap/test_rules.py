@@ -318,6 +318,8 @@ def test_resolve_dates_uses_each_turns_own_date() -> None:
         ("I study biology and I fly often", "Sam studies biology and they fly often"),
         ("Diana and I are getting married", "Diana and Sam are getting married"),
         ("I rewrote the parser", "Sam rewrote the parser"),
+        ("my partner Kim and I are planning a trip", "Sam and their partner Kim are planning a trip"),
+        ("my wife and I moved to Lisbon and I love it", "Sam and their wife moved to Lisbon and they love it"),
     ],
 )
 def test_rewrite_first_person(sentence: str, expected: str) -> None:
