@@ -330,6 +330,14 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b(?:no longer|don'?t|do not|stopped|quit|gave up)\s+(?:eat(?:ing)?\s+)?(?P<value>meat)\b", re.I),
     ),
     (
+        "diet",  # "started eating fish again": what a vegetarian or vegan diet left out is back
+        re.compile(
+            r"(?<!never\s)(?<!not\s)(?<!n't\s)(?<!n’t\s)\b(?:eat|eats|eating)\s+"
+            r"(?P<value>(?:meat|fish|chicken|seafood|poultry|dairy|eggs|pork|beef|cheese)\s+again)\b",
+            re.I,
+        ),
+    ),
+    (
         "diet",  # "no fish either, full veggie", "strictly vegan these days"
         re.compile(
             r"\b(?:full|fully|strict|strictly|totally|now)\s+(?P<value>veggie|vegetarian|vegan|pescatarian)\b", re.I
