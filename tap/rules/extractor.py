@@ -124,7 +124,7 @@ class RulesExtractor:
                 **_own_question_and_reply(chunk.turns, index),
             )
             found += self.from_turn(context)
-            people.setdefault(turn.speaker, []).extend(named_people(turn.text))
+            people.setdefault(turn.speaker, []).extend(named_people(turn.text, unnamed=False))
         return merge_duplicates(_apply_corrections(found))
 
     def from_turn(self, context: _TurnContext) -> list[CandidateMemory]:

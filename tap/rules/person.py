@@ -119,7 +119,9 @@ _LATER_PRONOUNS = (
 )
 # "my partner Sam and I are planning…": the speaker named first, so the name comes before the
 # possessive it owns ("the user and their partner Sam are planning…", not "…Sam and they are…").
-_THEY_AND_I = re.compile(r"(?P<lead>^|,\s+|\bwhen\s+|\bthat\s+)(?P<them>(?:my|our)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s+and\s+I\b")
+_THEY_AND_I = re.compile(
+    r"(?P<lead>^|,\s+|\bwhen\s+|\bthat\s+)(?P<them>(?:my|our)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s+and\s+I\b"
+)
 _FIRST_MENTION = re.compile(r"\b(?:I|[Mm]y|[Mm]ine|[Mm]e|[Mm]yself)\b")
 
 

@@ -5,9 +5,11 @@ pronoun ("she's allergic to peanuts"). Alone, the second sentence is a fragment 
 the safety fact was lost. Here a sentence that opens with "she" or "he" gets the person back as
 the speaker named them ("my daughter Ines is allergic to peanuts"), but
 only where that is unambiguous: the speaker has named, in this chunk, exactly one person the
-pronoun can stand for (a kin or role word with a name, "my sister Maya", "our manager Priya";
-daughter / wife / mum … are "she", son / husband / dad … are "he", partner / friend / boss … either).
-Two such names, or none, and the sentence stays as it was (and is judged a fragment as before).
+pronoun can stand for (a kin or role word, with a name or without: "my sister Maya", "our manager
+Priya", "my mum's birthday"; daughter / wife / mum … are "she", son / husband / dad … are "he",
+partner / friend / boss … either). Two such people, or none, or a possessive that names another
+person ("my daughter's teacher"), and the sentence stays as it was (and is judged a fragment as
+before).
 
 Pure functions over the chunk's text; no state beyond what the caller keeps per speaker.
 """
@@ -33,9 +35,17 @@ _EITHER = frozenset(
 
 _NAMED = re.compile(
     r"\b(?i:my|our)\s+(?i:(?:best|older|younger|little|big|eldest|oldest|youngest|new)\s+)?"
-    rf"(?P<kin>{'|'.join(sorted(_SHE | _HE | _EITHER, key=len, reverse=True))})s?,?\s+"
-    r"(?P<name>[A-Z][a-z'’-]+)\b"
+    rf"(?P<kin>{'|'.join(sorted(_SHE | _HE | _EITHER, key=len, reverse=True))})(?P<plural>s)?\b"
+    r"(?:,?\s+(?P<name>[A-Z][a-z'’-]+)\b|(?P<owns>['’]s\s+(?P<owned>\w+))?)"
 )
+# Whom a possessive can name besides the kin it follows: "my daughter's teacher called, she said …"
+# is the teacher's "she" as likely as the daughter's, so such a mention makes every pronoun ambiguous.
+_PERSON_NOUN = frozenset(
+    "teacher friend boss doctor partner husband wife son daughter kid kids child mum mom dad mother father sister "
+    "brother colleague coach nurse vet neighbour neighbor girlfriend boyfriend fiance fiancé fiancee fiancée "
+    "cousin aunt uncle grandma grandpa therapist tutor nanny manager".split()
+)
+_UNKNOWN: Named = ("", "?", "?")
 _OPENING = re.compile(
     r"^(?P<pronoun>she|he)(?P<contraction>'s|’s)?(?=[\s,])(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
@@ -47,15 +57,23 @@ Named = tuple[str, str, str]
 ("" either), and how the speaker named them ("my sister Maya")."""
 
 
-def named_people(text: str) -> list[Named]:
+def named_people(text: str, *, unnamed: bool = True) -> list[Named]:
     """The people a text names with a kin or role word, in order ("my sister Maya" → ("she", "Maya",
-    "my sister Maya"))."""
+    "my sister Maya")); with `unnamed`, also those without a name ("my mum" → ("she", "my mum", "my
+    mum")), which the extractor uses within one turn only: a later turn's "she" may be anyone the
+    talk moved on to."""
     found: list[Named] = []
     for match in _NAMED.finditer(text):
         kin = match.group("kin").lower()
         pronoun = "she" if kin in _SHE else "he" if kin in _HE else ""
-        phrase = match.group(0)
-        found.append((pronoun, match.group("name"), phrase[0].lower() + phrase[1:]))
+        name = match.group("name")
+        if name is None and (match.group("plural") or not unnamed):
+            continue  # "my sisters": not one person
+        if match.group("owns") and (match.group("owned") or "").lower() in _PERSON_NOUN:
+            found.append(_UNKNOWN)  # "my daughter's teacher": who "she" is cannot be told
+            continue
+        phrase = match.group(0)[: match.start("owns") - match.start()] if match.group("owns") else match.group(0)
+        found.append((pronoun, name or phrase, phrase[0].lower() + phrase[1:]))
     return found
 
 
@@ -66,8 +84,8 @@ def with_referent(sentence: str, named: Iterable[Named]) -> str:
     if opening is None:
         return sentence
     pronoun = opening.group("pronoun").lower()
-    phrases = {name: phrase for gender, name, phrase in named if gender in (pronoun, "")}
-    if len(phrases) != 1:
+    phrases = {name: phrase for gender, name, phrase in named if gender in (pronoun, "") or name == "?"}
+    if len(phrases) != 1 or "?" in phrases:
         return sentence
     [phrase] = phrases.values()
     rest = opening.group("rest")

@@ -203,7 +203,8 @@ _CHAT_MARKER = re.compile(
 _FILLER = r"like|you know|I mean|I guess|I suppose|honestly|basically|literally|seriously|frankly|to be honest"
 _BRACKETED_FILLER = re.compile(rf",\s*(?:{_FILLER})\s*,\s*", re.IGNORECASE)
 _OPENING_HEDGE = re.compile(
-    r"(?P<start>^(?:(?:ok|okay|so|and|but|well|oh)\b[\s,]*)*|,\s*)(?:honestly|basically|literally|seriously|frankly|to be honest"
+    r"(?P<start>^(?:(?:ok|okay|so|and|but|well|oh)\b[\s,]*)*|,\s*)"
+    r"(?:honestly|basically|literally|seriously|frankly|to be honest"
     r"|not gonna lie|sadly|unfortunately|fortunately|luckily|thankfully)\b[\s,]*(?=\w)",
     re.IGNORECASE,
 )
@@ -213,7 +214,9 @@ _CLOSING_HEDGE = re.compile(
     re.IGNORECASE,
 )
 # "answer honestly", "spoke honestly": after such a verb "honestly" says how, not how sure.
-_HONESTLY_SAYS_HOW = re.compile(r"(?:answer|respond|reply|speak|spoke|talk|tell|told|say|said|write|wrote|act|live|be)\w*\s*$", re.IGNORECASE)
+_HONESTLY_SAYS_HOW = re.compile(
+    r"(?:answer|respond|reply|speak|spoke|talk|tell|told|say|said|write|wrote|act|live|be)\w*\s*$", re.IGNORECASE
+)
 
 
 # Emoticons and emoji say how, not what ("no more cheese for me :(", "ahead of schedule 😎").

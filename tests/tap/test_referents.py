@@ -28,6 +28,10 @@ def test_the_one_person_the_speaker_named_is_who_she_is() -> None:
         ("my friend Sam", "he's moving to Leeds", "my friend Sam is moving to Leeds"),  # a friend is either
         ("", "she's lovely", "she's lovely"),  # nobody named
         ("my sister Maya", "shell scripts are fine", "shell scripts are fine"),  # only the word itself
+        ("my mum's birthday is on the 12th", "she loves jazz", "my mum loves jazz"),  # no name needed
+        ("my dad", "he's retiring in May", "my dad is retiring in May"),
+        ("my daughter's teacher called", "she said it's on Friday", "she said it's on Friday"),  # whose "she"?
+        ("my sisters", "she loves it", "she loves it"),  # not one person
     ],
 )
 def test_with_referent(named: str, sentence: str, expected: str) -> None:

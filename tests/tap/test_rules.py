@@ -295,7 +295,11 @@ def test_statements_carry_their_slot_and_what_they_retract() -> None:
         ("last year's trip was fun", "last year's trip was fun", []),
         # a bare month takes its own clause's tense, past verbs irregular or not
         ("I bought it in September", "I bought it", ["in September 2022"]),
-        ("my son starts school in September and we haven't picked a bag", "my son starts school and we haven't picked a bag", ["in September 2023"]),
+        (
+            "my son starts school in September and we haven't picked a bag",
+            "my son starts school and we haven't picked a bag",
+            ["in September 2023"],
+        ),
     ],
 )
 def test_resolve_dates(text: str, body: str, dates: list[str]) -> None:
@@ -491,18 +495,33 @@ def test_the_preferred_tool_is_the_slot_value_and_a_sell_out_takes_nothing_back(
 @pytest.mark.parametrize(
     ("text", "content"),
     [
-        ("my phone number changed btw, it's 0612 334 812 now", "The user's phone number changed, it's 0612 334 812 now"),
+        (
+            "my phone number changed btw, it's 0612 334 812 now",
+            "The user's phone number changed, it's 0612 334 812 now",
+        ),
         ("I prefer Postgres over Snowflake honestly", "The user prefers Postgres over Snowflake"),
         ("tbh I think the new job is great", "The user thinks the new job is great"),
         ("I'm, like, really into bouldering these days", "The user is really into bouldering these days"),
-        ("Honestly the commute is 40 minutes each way which is fine I guess", "The commute is 40 minutes each way which is fine"),
-        ("ok so basically I switched my team to Rust this quarter, kinda", "The user switched their team to Rust this quarter"),
-        ("also I've gone vegan since march, no more cheese for me :(", "The user has gone vegan since march, no more cheese for them"),
+        (
+            "Honestly the commute is 40 minutes each way which is fine I guess",
+            "The commute is 40 minutes each way which is fine",
+        ),
+        (
+            "ok so basically I switched my team to Rust this quarter, kinda",
+            "The user switched their team to Rust this quarter",
+        ),
+        (
+            "also I've gone vegan since march, no more cheese for me :(",
+            "The user has gone vegan since march, no more cheese for them",
+        ),
         ("I'm at 14 books now, ahead of schedule 😎", "The user is at 14 books now, ahead of schedule"),
         ("yes please, my budget is like 40 euros", "The user's budget is like 40 euros"),
         ("I keep my notes in C:/Users/ana/notes :/", "The user keeps their notes in C:/Users/ana/notes"),
         # inside a clause the same words carry meaning
-        ("Always answer honestly, even if it hurts.", "Standing instruction from the user: Always answer honestly, even if it hurts"),
+        (
+            "Always answer honestly, even if it hurts.",
+            "Standing instruction from the user: Always answer honestly, even if it hurts",
+        ),
         ("I like jazz and I take my training seriously", "The user likes jazz and they take their training seriously"),
     ],
 )
@@ -520,21 +539,31 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
     asked = turn("u1", "User", "which laptop should I get for coding, budget 1200")
     offered = turn("a1", "Assistant", "At that budget: a MacBook Air M3 for battery life, or a ThinkPad T14 for Linux.")
     [choice] = extract(asked, offered, turn("u2", "User", "thinkpad then"))
-    assert choice.content == 'The user asked "which laptop should I get for coding, budget 1200?", then chose: thinkpad then'
+    assert (
+        choice.content
+        == 'The user asked "which laptop should I get for coding, budget 1200?", then chose: thinkpad then'
+    )
     assert (choice.kind, choice.turn_ids) == ("decision", ["u1", "u2"])
     # a statement stays a statement; thanks, or a word the reply did not offer, is no choice
     assert contents(asked, offered, turn("u2", "User", "I'll use the thinkpad")) == ["The user will use the thinkpad"]
     [short] = contents(asked, offered, turn("u2", "User", "I'll get the thinkpad"))  # too short alone: a choice
-    assert short == 'The user asked "which laptop should I get for coding, budget 1200?", then chose: the user will get the thinkpad'
+    assert short == (
+        'The user asked "which laptop should I get for coding, budget 1200?", '
+        "then chose: the user will get the thinkpad"
+    )
 
     assert contents(asked, offered, turn("u2", "User", "thanks!")) == []
     assert contents(asked, offered, turn("u2", "User", "hmm, dell maybe")) == []
     # without the speaker's question, the assistant's offer it picked from is quoted
-    backpacks = turn("a1", "Assistant", "Good options under 40 euros: the Deuter Pico, the Little Joe, or the Affenzahn.")
-    found = contents(turn("u1", "User", "my budget is 40 euros"), backpacks, turn("u2", "User", "deuter I guess, my wife had one"))
+    backpacks = turn(
+        "a1", "Assistant", "Good options under 40 euros: the Deuter Pico, the Little Joe, or the Affenzahn."
+    )
+    found = contents(
+        turn("u1", "User", "my budget is 40 euros"), backpacks, turn("u2", "User", "deuter I guess, my wife had one")
+    )
     assert found[1] == (
-        'The user chose deuter from the assistant\'s options: "Good options under 40 euros: the Deuter Pico, the Little Joe, '
-        'or the Affenzahn."'
+        "The user chose deuter from the assistant's options: "
+        '"Good options under 40 euros: the Deuter Pico, the Little Joe, or the Affenzahn."'
     )
     # a long offer is quoted by the option picked
     breakfasts = turn(
@@ -557,7 +586,10 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
 @pytest.mark.parametrize(
     ("text", "content"),
     [
-        ("I quit. starting at the Royal Free in August, ICU", "The user is starting at the Royal Free, ICU (in August 2023)"),
+        (
+            "I quit. starting at the Royal Free in August, ICU",
+            "The user is starting at the Royal Free, ICU (in August 2023)",
+        ),
         ("also the Japan trip moved to November", "The Japan trip moved to November"),
         ("the wedding got pushed to June", "The wedding got pushed to June"),
         ("yeah go ahead. the repo is called ledger-api", "The repo is called ledger-api"),
