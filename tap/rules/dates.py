@@ -49,7 +49,7 @@ _PAST = re.compile(
     r"\b(?:was|were|went|did|had|got|made|took|saw|met|ran|gave|came|ago|last|yesterday|[a-z]{2,}ed"
     r"|paid|bought|sold|left|lost|found|told|said|felt|kept|sent|spent|won|wrote|drove|flew|ate|drank|began"
     r"|broke|chose|fell|forgot|heard|held|knew|rode|sang|sat|slept|spoke|stood|swam|taught|thought|threw"
-    r"|woke|wore|brought|caught|fought|built|became|grew|drew|shook|struck|hung|dug|stuck|won)\b",
+    r"|woke|wore|brought|caught|fought|built|became|grew|drew|shook|struck|hung|dug|stuck)\b",
     re.IGNORECASE,
 )
 _NOT_PAST = frozenset("need interested excited tired married scared bored worried used red bed".split())

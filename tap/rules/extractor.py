@@ -149,6 +149,7 @@ class RulesExtractor:
                 choice, sentence = _picked(strip_lead(sentence, ()), context.offered)
                 if choice:  # "deuter, my wife had one as a kid": the pick, then whatever else is said
                     found.append(_choice_memory(choice, context.turn, context.offered, context.asked))
+                    chooses = False
             statements = _statements(with_referent(strip_lead(sentence, context.names), known), context.names)
             clean = ", ".join(statements)
             if question is not None and _answers_briefly(sentence, clean):

@@ -210,7 +210,7 @@ _OPENING_HEDGE = re.compile(
 )
 _CLOSING_HEDGE = re.compile(
     r"(?P<gap>,\s*|\s+)(?:(?P<hedge>kinda|sorta|kind of|sort of|I guess|I suppose|basically|honestly|to be honest)"
-    r"(?=[\s.!…]*$|\s*,)|(?P<tag>you know)(?=[\s.!…]*$)(?<!let you know)(?<!if you know)(?<!as you know))",
+    r"(?=[\s.!…]*$|\s*,)|(?P<tag>you know)(?=[\s.!…]*$))",
     re.IGNORECASE,
 )
 # "answer honestly", "spoke honestly": after such a verb "honestly" says how, not how sure.

@@ -595,6 +595,8 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
         ("yeah go ahead. the repo is called ledger-api", "The repo is called ledger-api"),
         ("the Radiohead gig got cancelled so no Paris trip", "The Radiohead gig got cancelled so no Paris trip"),
         ("sadly Miso died yesterday, she was 16", "Miso died, she was 16 (on 7 May 2023)"),
+        ("the CTO is Maria, she signs off on infra changes", "The CTO is Maria, she signs off on infra changes"),
+        ("also don't suggest ORMs, we use sqlc", "Standing instruction from the user: don't suggest ORMs"),
     ],
 )
 def test_a_new_start_without_its_i_and_a_plan_that_moved_are_kept(text: str, content: str) -> None:
