@@ -254,6 +254,13 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|employed (?:at|by))\s+{_VALUE}"
         ),
     ),
+    (  # "I'm at N26 now as an analytics engineer": being at a named place *as* a role is working there
+        "employer",
+        re.compile(
+            r"\bI(?:'m|’m| am)\s+(?:now\s+)?at\s+(?P<value>(?:the )?[A-Z][\w'’.&-]*(?:\s+[A-Z][\w'’.&-]*)*)"
+            r"(?:\s+now)?,?\s+as\s+(?:an?\s+|the\s+)?[\w-]+"
+        ),
+    ),
     (  # "I'm starting at the Royal Free in August": a name, not a time ("I start at 9am")
         "employer",
         re.compile(

@@ -263,6 +263,10 @@ def test_statements_carry_their_slot_and_what_they_retract() -> None:
     assert (switched.slot, switched.slot_value, switched.retracts) == ("user|editor", "helix", ["vim"])
     [quit_] = extract(turn("u", "User", "I don't drink coffee anymore."))
     assert quit_.retracts == ["drink", "coffee"] and not quit_.slot
+    [at] = extract(turn("u", "User", "I'm at N26 now as an analytics engineer, dbt all day"))
+    assert (at.slot, at.slot_value) == ("user|employer", "n26")
+    [shop] = extract(turn("u", "User", "I'm at Tesco now, the queue is huge"))
+    assert shop.slot != "user|employer"
 
 
 @pytest.mark.parametrize(
