@@ -133,10 +133,8 @@ class RulesExtractor:
         question = context.question
         chooses = question is None  # only the turn's first sentence can pick one of the options offered
         people = list(context.named)
-        for sentence in _join_new_values(split_sentences(normalise_chat(text))):
-            sentence = drop_asides(sentence)
-            if not sentence:
-                continue
+        said = (drop_asides(sentence) for sentence in split_sentences(normalise_chat(text)))
+        for sentence in _join_new_values([s for s in said if s]):
             known, people = people, [*people, *named_people(sentence)]
             bare = _BARE_CORRECTION.search(sentence)
             named = read_slot(sentence, context.turn.speaker).correction if bare is None else ()

@@ -132,7 +132,7 @@ _TERM = re.compile(r"[A-Za-z][\w.#+-]*[\w#+]|[A-Za-z]")
 _PAST_OR_PLAN = re.compile(
     r"\b(?:used to|lived|worked|was working|was living|will|'ll|’ll|going to|gonna|plan(?:ning)? to|want to"
     r"|hope to|might|may|would|could|should|thinking (?:about|of)|considering|next (?:week|month|year)|soon"
-    r"|someday|one day|if|unless|when I|before I|after I)\b",
+    r"|someday|one day|(?:if|unless)(?!\s+(?:you|that|it|this|needed|necessary)\b)|when I|before I|after I)\b",
     re.IGNORECASE,
 )
 _STATES_PRESENT = re.compile(
@@ -581,15 +581,23 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
         return f"{who}:{apposed.group('holder')}|name", "", normalise_value(apposed.group("value"))
     own = _OWN_ATTRIBUTE.search(sentence)
     if own:  # "my research topic is …" / "my thesis topic changed to …": one value at a time
-        return f"{who}|{own.group('attribute').lower()}", "", normalise_value(" ".join(own.group("value").split()[:6]))
+        attribute, value = own.group("attribute").lower(), own.group("value")
+        if attribute in _PHONE_WORDS:  # "my new number is +351 …": a phone number, not a lucky one
+            if len(re.findall(r"\d", value)) < 7:
+                return "", "", ""
+            attribute = "phone number"
+        return f"{who}|{attribute}", "", normalise_value(" ".join(value.split()[:6]))
     return "", "", ""
 
 
+_PHONE_WORDS = frozenset({"number", "mobile", "cell"})
 # What a person has one value of at a time, named with "my": their topic, budget, salary, commute…
 _OWN_ATTRIBUTE = re.compile(
     r"^(?:my|our)\s+(?:[a-z]+\s+){0,2}?(?P<attribute>topic|budget|deadline|salary|rent|commute|schedule|address"
-    r"|birthday|major|degree|goal|target|flight|shift|hours|phone number|email|username|handle|nickname|pronouns)\s+"
-    r"(?:is|are|changed to|is now|are now|moved to)\s+(?:now\s+)?(?P<value>[^,;.!?]+)",
+    r"|birthday|major|degree|goal|target|flight|shift|hours|phone number|email|username|handle|nickname|pronouns"
+    r"|number|mobile|cell)\s+"
+    r"(?:is|are|changed to|is now|are now|moved to)\s+(?:now\s+)?"
+    r"(?P<value>[^,;.!?]+?)(?=\s+(?:if|unless|because|since|so|but|for|in case)\b|[,;.!?]|$)",
     re.IGNORECASE,
 )
 
