@@ -254,6 +254,13 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|employed (?:at|by))\s+{_VALUE}"
         ),
     ),
+    (  # "got the Miro offer!! starting June 1st": an accepted job offer names the next employer
+        "employer",
+        re.compile(
+            r"\b(?:got|accepted|took|signed)\s+(?:the|my)\s+(?P<value>[A-Z][\w'’.&-]*(?:\s+[A-Z][\w'’.&-]*)*)"
+            r"\s+(?:job\s+)?offer\b(?!\s+(?:for|of|on)\b)"
+        ),
+    ),
     (  # "I'm at N26 now as an analytics engineer": being at a named place *as* a role is working there
         "employer",
         re.compile(

@@ -61,6 +61,12 @@ _LEAD = re.compile(
 )
 _VOCATIVE_START = re.compile(r"^(?P<name>[A-Za-z][a-z]+)\s*(?:[,!.:]+|[^\w\s'’]+)\s*")
 _VOCATIVE_END = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[.!?,]|$)")
+# A career said résumé-style, without "I": "5 years at an agency in Lisbon", "two years as a nurse".
+_SPENT_YEARS = re.compile(
+    r"^(?:\d{1,2}(?:\.\d)?|a few|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty)\+?\s+"
+    r"(?:years?|yrs?|months?)\s+(?:at|as|in|with|doing|working|teaching)\s(?![^,.;]*\b(?:is|was|are|were)\b)",
+    re.IGNORECASE,
+)
 _DROPPED_NEGATION = re.compile(r"^not\s+(?:\w+ing)\b", re.IGNORECASE)
 _DROPPED_SUBJECT = re.compile(
     r"^(?:gonna|going|planning|hoping|thinking|trying|working|heading|been|went|got|had|started|finished|loved"
@@ -339,6 +345,8 @@ def restore_subject(sentence: str) -> str:
         return f"{verbless.group('np')} {verb}{sentence[verbless.end('np') :]}"
     if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
         return "I'm " + sentence
+    if _SPENT_YEARS.match(sentence):  # '5 years at an agency in Lisbon' → "I've spent 5 years at…"
+        return "I've spent " + sentence
     match = _DROPPED_SUBJECT.match(sentence)
     if match and _GERUND_SUBJECT.match(sentence):
         if _ANYONE.search(sentence):

@@ -267,6 +267,10 @@ def test_statements_carry_their_slot_and_what_they_retract() -> None:
     assert (at.slot, at.slot_value) == ("user|employer", "n26")
     [shop] = extract(turn("u", "User", "I'm at Tesco now, the queue is huge"))
     assert shop.slot != "user|employer"
+    offer = extract(turn("u", "User", "got the Miro offer!! starting June 1st, remote"))[0]
+    assert (offer.slot, offer.slot_value) == ("user|employer", "miro")
+    [deal] = extract(turn("u", "User", "I got the Netflix offer for 2 months free"))
+    assert deal.slot != "user|employer"
 
 
 @pytest.mark.parametrize(
@@ -600,6 +604,10 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
         ("the Radiohead gig got cancelled so no Paris trip", "The Radiohead gig got cancelled so no Paris trip"),
         ("sadly Miso died yesterday, she was 16", "Miso died, she was 16 (on 7 May 2023)"),
         ("the CTO is Maria, she signs off on infra changes", "The CTO is Maria, she signs off on infra changes"),
+        (
+            "5 years at an agency in Lisbon, mostly fintech apps",
+            "The user has spent 5 years at an agency in Lisbon, mostly fintech apps",
+        ),
         ("also don't suggest ORMs, we use sqlc", "Standing instruction from the user: don't suggest ORMs"),
     ],
 )
