@@ -233,6 +233,8 @@ def is_instruction(sentence: str) -> bool:
     return bool(_INSTRUCTION_START.match(sentence)) and bool(_INSTRUCTION_MARK.search(sentence))
 
 
+# "don't suggest ORMs": a standing instruction whole in three words ("never give up" is no instruction)
+_NO_SUGGEST = re.compile(r"^(?:please\s+)?(?:don'?t|do not|never)\s+(?:suggest|recommend|propose)\s+\w", re.IGNORECASE)
 # "I hate ORMs", "I love sushi": a taste is whole in three words
 _SHORT_TASTE = re.compile(
     r"^(?:I|we)\s+(?:love|hate|like|dislike|loathe|adore|prefer|enjoy)\s+(?!(?:it|that|this|them|him|her)\b)[\w'’-]{3,}",
@@ -250,7 +252,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
     if (
         len(words) < MIN_WORDS
         and not _PERSONAL_INSTRUCTION.match(sentence)
-        and not is_instruction(sentence)
+        and not _NO_SUGGEST.match(sentence)
         and not (states_slot and len(words) >= 2)
         and not taste
     ):
