@@ -30,6 +30,7 @@ import msgspec
 
 from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk, Turn
+from tap.gate import WEEKDAYS
 from tap.rules.classify import classify, importance
 from tap.rules.dates import resolve_dates, tidy
 from tap.rules.keep import is_filler, is_fragment, is_instruction, judge
@@ -293,8 +294,10 @@ _NOT_KEYS = frozenset(
 )
 _BARE_CORRECTION = re.compile(
     r"\b(?:scratch that|sorry|i mean|i meant|correction|actually|wait,? no|no wait|my bad|typo)\b[,:;!.\s-]*"
-    r"(?:it'?s|its|it’s|it is|it should be|should be|make that)\s+(?:on\s+)?(?:the\s+)?"
-    r"(?P<right>\d{1,2}(?:st|nd|rd|th)\b|\d[\d.,:]*(?:\s?(?:am|pm))?|(?-i:[A-Z][\w'’-]+))\s*[.!…]*$",
+    r"(?:it'?s|its|it’s|it is|it should be|should be|make that|(?:they|we|I)?\s*(?:moved|changed|pushed|switched"
+    r"|rescheduled) it to)\s+(?:on\s+)?(?:the\s+)?"
+    r"(?P<right>\d{1,2}(?:st|nd|rd|th)\b|\d[\d.,:]*(?:\s?(?:am|pm))?|(?-i:[A-Z][\w'’-]+))"
+    r"(?:\s+(?:same time|instead|now))?\s*[.!…]*$",
     re.IGNORECASE,
 )
 _TYPED_SLOTS: tuple[re.Pattern[str], ...] = (
@@ -333,6 +336,11 @@ def _apply_corrections(found: list[CandidateMemory]) -> list[CandidateMemory]:
         wrong, right = candidate.correction[0], candidate.correction[1]
         for index in range(len(out) - 1, -1, -1):
             earlier = out[index]
+            moved = _moved_day(earlier.content, right, candidate.valid_from) if not wrong else ""
+            if moved:  # "on Monday" … "actually it's Thursday": the date is resolved again, not one word swapped
+                turns = earlier.turn_ids + [t for t in candidate.turn_ids if t not in earlier.turn_ids]
+                out[index] = msgspec.structs.replace(earlier, content=moved, turn_ids=turns)
+                break
             target = wrong or _same_type_value(earlier.content, right)
             if target and re.search(rf"\b{re.escape(target)}\b", earlier.content):
                 corrected = re.sub(rf"\b{re.escape(target)}\b(?!.*\b{re.escape(target)}\b)", right, earlier.content)
@@ -343,6 +351,23 @@ def _apply_corrections(found: list[CandidateMemory]) -> list[CandidateMemory]:
             if wrong:
                 out.append(candidate)
     return out
+
+
+_RESOLVED_WEEKDAY = re.compile(
+    r"\(on (?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) \d{1,2} [A-Z][a-z]+ \d{4}\)"
+)
+
+
+def _moved_day(content: str, right: str, timestamp: float) -> str:
+    """The content with its resolved weekday replaced by the weekday `right` names, resolved from
+    the correction's own date ("(on Monday 15 May 2023)" → "(on Thursday 11 May 2023)"); '' when
+    `right` is no weekday or the content holds no resolved weekday."""
+    if right.lower() not in WEEKDAYS or not _RESOLVED_WEEKDAY.search(content):
+        return ""
+    _, dates = resolve_dates(f"it is on {right}", timestamp)
+    if not dates:
+        return ""
+    return _RESOLVED_WEEKDAY.sub(f"({dates[0]})", content, count=1)
 
 
 def _same_type_value(content: str, right: str) -> str:

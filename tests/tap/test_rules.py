@@ -449,6 +449,13 @@ def test_being_somewhere_now_for_a_visit_is_not_where_one_lives() -> None:
             "The user's cousin Elsa is visiting (in June 2023)",
         ),
         ("ok date: june 12 next year", "wait scratch that, its the 14th", "The user's date is june 14th (in 2024)"),
+        # a weekday is resolved again, not swapped for a word of the date
+        ("our flight is on Friday", "sorry, it's Saturday", "The user's flight is (on Saturday 13 May 2023)"),
+        (
+            "my dentist appointment is on Monday at 3pm",
+            "actually they moved it to Thursday same time",
+            "The user's dentist appointment is at 3pm (on Thursday 11 May 2023)",
+        ),
     ],
 )
 def test_a_correction_in_the_same_chunk_rewrites_what_it_corrects(first: str, correction: str, content: str) -> None:
