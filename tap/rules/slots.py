@@ -497,11 +497,13 @@ def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
         own = named.group(1).lower() if named and named.group(1).lower() not in _TOOLISH else ""
         return "team", part_name or own  # a stack that names no person: the team's (or its project's)
     relative = _RELATIVE_HOLDER.match(lowered)
-    if relative and not _OWN_THINGS.match(lowered):
+    if relative and not _OWN_THINGS.match(lowered) and not _AND_I.match(lowered):
         return f"{speaker}:{_norm_noun(relative.group('noun'))}", ""
     return speaker, part_name if work else ""
 
 
+# "my girlfriend Lea and I live in Kreuzberg": the speaker is in the subject, so it is their statement
+_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'’-]+\s+){0,3}?and\s+(?:I|me)\b", re.IGNORECASE)
 _TOOLISH = frozenset(["it", "this", "that", "everything", "all", "which", "there", "team", "we"]) | set(TOOL_CATEGORIES)
 _OWN_THINGS = re.compile(
     r"^(?:my|our)\s+(?:home|place|apartment|flat|house|new|current|job|role|title|company|employer|team|stack"

@@ -60,6 +60,7 @@ UPDATES = [
     ("I eat meat pretty much every day.", "I no longer eat meat.", "every day", "no longer"),
     ("I'm vegetarian, tofu and lentils mostly.", "I started eating fish again, doctor's advice", "lentils", "fish"),
     ("my phone number is +351 912 345 678 if you need it", "new number btw: +351 936 111 222", "912", "936"),
+    ("my girlfriend Lea and I live in Kreuzberg", "we moved to Neukölln last month", "Kreuzberg", "Neukölln"),
     ("I'm a junior developer at a bank.", "I just got promoted to senior engineer.", "junior", "senior"),
     ("We deploy everything to Heroku.", "We moved the whole stack to Fly.io now.", "Heroku", "Fly.io"),
     ("I'm single and happy about it.", "I'm married now!", "single", "married"),
