@@ -144,7 +144,7 @@ class RulesExtractor:
                 found.append(_correction(sentence, wrong, right, context.turn))
                 question = None
                 continue
-            if chooses and question is None and context.offered is not None:
+            if chooses and context.offered is not None:
                 choice, sentence = _picked(strip_lead(sentence, ()), context.offered)
                 if choice:  # "deuter, my wife had one as a kid": the pick, then whatever else is said
                     found.append(_choice_memory(choice, context.turn, context.offered, context.asked))
@@ -353,9 +353,7 @@ def _apply_corrections(found: list[CandidateMemory]) -> list[CandidateMemory]:
     return out
 
 
-_RESOLVED_WEEKDAY = re.compile(
-    r"\(on (?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday) \d{1,2} [A-Z][a-z]+ \d{4}\)"
-)
+_RESOLVED_WEEKDAY = re.compile(rf"\((?i:on (?:{'|'.join(WEEKDAYS)})) \d{{1,2}} [A-Z][a-z]+ \d{{4}}\)")
 
 
 def _moved_day(content: str, right: str, timestamp: float) -> str:
@@ -492,7 +490,7 @@ def _own_question_and_reply(turns: Sequence[Turn], index: int) -> dict[str, Turn
     if index < 1 or turns[index - 1].speaker != UNNAMED_ASSISTANT:
         return {}  # between people a short echo is agreement, not a pick ("favourite book?" — "Dune!" — "Dune!!")
     asked = turns[index - 2] if index >= 2 else None
-    if asked is None or asked.speaker != turns[index].speaker or not _own_question(asked.text):
+    if asked is None or asked.speaker != turns[index].speaker or not _last_question(asked.text, unmarked=True):
         asked = None
     return {"offered": turns[index - 1], "asked": asked}
 
@@ -550,7 +548,7 @@ def _choice_memory(choice: str, turn: Turn, offered: Turn, asked: Turn | None) -
     subject = subject_for(turn.speaker)
     picked = tidy(rewrite_first_person(choice, subject)).rstrip(" .!…")
     if asked is not None:
-        content = f'{capitalise(subject)} asked "{_own_question(asked.text)}", then chose: {picked}'
+        content = f'{capitalise(subject)} asked "{_last_question(asked.text, unmarked=True)}", then chose: {picked}'
     else:
         offer = _quoted_offer(_offer_of(offered.text, content_words(choice)), content_words(choice))
         content = f'{capitalise(subject)} chose {picked} from the assistant\'s options: "{offer}"'
@@ -569,16 +567,17 @@ def _choice_memory(choice: str, turn: Turn, offered: Turn, asked: Turn | None) -
     )
 
 
-def _own_question(text: str) -> str:
-    """The last question in a turn, with its question mark or, as chat often has it, without one
-    ("how do I sync between my laptop and phone without paying")."""
-    questions = [s for s in split_sentences(text) if s.endswith("?") or is_question_clause(s.split(",")[0])]
-    return questions[-1].rstrip("?") + "?" if questions else ""
-
-
-def _last_question(text: str) -> str:
-    questions = [sentence for sentence in split_sentences(text) if sentence.endswith("?")]
-    return questions[-1] if questions else ""
+def _last_question(text: str, *, unmarked: bool = False) -> str:
+    """The last question in a turn; with `unmarked`, also one without its question mark, as chat
+    often has it ("how do I sync between my laptop and phone without paying"), given one."""
+    questions = [
+        sentence
+        for sentence in split_sentences(text)
+        if sentence.endswith("?") or (unmarked and is_question_clause(sentence.split(",")[0]))
+    ]
+    if not questions:
+        return ""
+    return questions[-1] if questions[-1].endswith("?") else questions[-1] + "?"
 
 
 def _answers_briefly(sentence: str, clean: str) -> bool:

@@ -84,7 +84,7 @@ def with_referent(sentence: str, named: Iterable[Named]) -> str:
     if opening is None:
         return sentence
     pronoun = opening.group("pronoun").lower()
-    phrases = {name: phrase for gender, name, phrase in named if gender in (pronoun, "") or name == "?"}
+    phrases = {name: phrase for gender, name, phrase in named if gender in (pronoun, "")}  # _UNKNOWN is ""
     if len(phrases) != 1 or "?" in phrases:
         return sentence
     [phrase] = phrases.values()
