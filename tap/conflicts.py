@@ -72,9 +72,9 @@ def link(memory: Memory, others: Sequence[Memory]) -> list[Memory]:
     whose records must be rewritten."""
     for other in others:
         if other.id not in memory.conflicts_with:
-            memory.conflicts_with.append(other.id)
+            memory.conflicts_with = (*memory.conflicts_with, other.id)
         if memory.id not in other.conflicts_with:
-            other.conflicts_with.append(memory.id)
+            other.conflicts_with = (*other.conflicts_with, memory.id)
     return list(others)
 
 
@@ -108,7 +108,7 @@ def live(memories: Sequence[Memory], fetch: Callable[[Sequence[str]], list[Memor
     active |= {m.id for m in fetch([i for i in sorted(named) if i not in by_id]) if m.active}
     out: list[Memory] = []
     for memory in memories:
-        partners = [i for i in memory.conflicts_with if i in active] if memory.active else []
+        partners = tuple(i for i in memory.conflicts_with if i in active) if memory.active else ()
         out.append(
             memory if partners == memory.conflicts_with else msgspec.structs.replace(memory, conflicts_with=partners)
         )
@@ -139,17 +139,17 @@ def resolve(
     if not kept.current or not other.current:
         raise ValueError(f"{keep} and {drop} must both be current versions")
     at = now()
-    kept.conflicts_with = [i for i in kept.conflicts_with if i != drop]
+    kept.conflicts_with = tuple(i for i in kept.conflicts_with if i != drop)
     kept.updated_at = at
     if both:
-        other.conflicts_with = [i for i in other.conflicts_with if i != keep]
+        other.conflicts_with = tuple(i for i in other.conflicts_with if i != keep)
         other.updated_at = at
         store.update_metadata([kept, other])
         return Settled(kept=kept, also_kept=other)
     partners = [m for m in store.get([i for i in other.conflicts_with if i != keep])]
     for partner in partners:  # the dropped memory's other conflicts end with it
-        partner.conflicts_with = [i for i in partner.conflicts_with if i != drop]
-    other.conflicts_with = []
+        partner.conflicts_with = tuple(i for i in partner.conflicts_with if i != drop)
+    other.conflicts_with = ()
     other.superseded_by = kept.id
     other.updated_at = at
     if not kept.supersedes:
@@ -176,7 +176,7 @@ def with_partners(
     placed: set[str] = set()
 
     def place(memory: Memory, score: float) -> None:
-        live = [i for i in memory.conflicts_with if i in by_id]
+        live = tuple(i for i in memory.conflicts_with if i in by_id)
         if live != memory.conflicts_with:
             memory = msgspec.structs.replace(memory, conflicts_with=live)
         out.append((memory, score))

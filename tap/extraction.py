@@ -301,7 +301,7 @@ class Extraction:
         if plan.target is not None and replaces:
             memory.supersedes = plan.target.id
             if plan.action == "update" or plan.content:  # a refined or rewritten version says the old too
-                memory.sources = list(dict.fromkeys([*plan.target.sources, *memory.sources]))
+                memory.sources = tuple(dict.fromkeys([*plan.target.sources, *memory.sources]))
             if plan.action == "update":
                 memory.created_at = plan.target.created_at
             if plan.content and plan.content != candidate.content:
@@ -338,13 +338,13 @@ class Extraction:
                 passages = [m for m in found if turn in m.sources]
                 best = max(passages, key=lambda m: len(words & set(content_words(m.content))), default=None)
                 if best is not None and OUTDATED_TAG not in best.tags and words & set(content_words(best.content)):
-                    best.tags = [*best.tags, OUTDATED_TAG]
+                    best.tags = (*best.tags, OUTDATED_TAG)
                     tagged.append(best)
         if tagged:
             self.store.update_metadata(list({m.id: m for m in tagged}.values()))
 
     def _bump(self, target: Memory, candidate: CandidateMemory) -> None:
-        target.sources = list(dict.fromkeys([*target.sources, *candidate.turn_ids]))
+        target.sources = tuple(dict.fromkeys([*target.sources, *candidate.turn_ids]))
         target.importance = max(target.importance, min(5, candidate.importance))
         target.updated_at = self._now()
         self.store.update_metadata([target])
@@ -357,10 +357,10 @@ class Extraction:
             content=content,
             kind=candidate.kind,
             importance=max(1, min(5, candidate.importance)),
-            tags=list(candidate.tags),
+            tags=tuple(candidate.tags),
             source=chunk.source,
             conversation=chunk.conversation,
-            sources=list(candidate.turn_ids),
+            sources=tuple(candidate.turn_ids),
             created_at=now,
             updated_at=now,
             valid_from=candidate.valid_from or now,

@@ -102,7 +102,7 @@ def clean(memory: Memory) -> Memory:
     """The memory with its content, context and tags scrubbed (the one scrubber, tap.scrub)."""
     memory.content = scrub(memory.content).strip()
     memory.context = scrub(memory.context)
-    memory.tags = [tag for tag in (scrub(t).strip() for t in memory.tags) if tag]
+    memory.tags = tuple(tag for tag in (scrub(t).strip() for t in memory.tags) if tag)
     return memory
 
 

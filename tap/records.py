@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 import msgspec
@@ -48,7 +49,7 @@ def new_id() -> str:
     return "m_" + uuid.uuid4().hex[:20]
 
 
-class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
+class Memory(msgspec.Struct, kw_only=True, omit_defaults=False, gc=False):
     """One long-term memory (docs/architecture.md, Memory records)."""
 
     id: str
@@ -56,10 +57,10 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
     content: str
     kind: Kind = "fact"
     importance: Importance = 3
-    tags: list[str] = msgspec.field(default_factory=list)
+    tags: tuple[str, ...] = ()
     source: Source = "manual"
     conversation: str = ""
-    sources: list[str] = msgspec.field(default_factory=list)
+    sources: tuple[str, ...] = ()
     created_at: float = 0.0
     updated_at: float = 0.0
     valid_from: float = 0.0
@@ -74,8 +75,8 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False):
     context: str = ""
     holder: str = ""
     archived_at: float = 0.0
-    conflicts_with: list[str] = msgspec.field(default_factory=list)
-    merged_from: list[str] = msgspec.field(default_factory=list)
+    conflicts_with: tuple[str, ...] = ()
+    merged_from: tuple[str, ...] = ()
 
     @property
     def index_text(self) -> str:
@@ -105,10 +106,10 @@ def make_memory(
     content: str,
     kind: Kind = "fact",
     importance: int = 3,
-    tags: list[str] | None = None,
+    tags: Sequence[str] = (),
     source: Source = "manual",
     conversation: str = "",
-    sources: list[str] | None = None,
+    sources: Sequence[str] = (),
     valid_from: float | None = None,
     now: float | None = None,
 ) -> Memory:
@@ -120,17 +121,17 @@ def make_memory(
         content=content.strip(),
         kind=kind,
         importance=max(1, min(5, importance)),
-        tags=list(tags or []),
+        tags=tuple(tags),
         source=source,
         conversation=conversation,
-        sources=list(sources or []),
+        sources=tuple(sources),
         created_at=at,
         updated_at=at,
         valid_from=at if valid_from is None else valid_from,
     )
 
 
-class Hit(msgspec.Struct, kw_only=True):
+class Hit(msgspec.Struct, kw_only=True, gc=False):
     """A memory returned by a search, with the score of the retriever that found it."""
 
     memory: Memory

@@ -67,7 +67,7 @@ def test_round_trip_keeps_every_field(store: MemoryStore, embedder: Any) -> None
         now=1_700_000_123.25,  # Chroma may drop the last bit of arbitrary floats (e.g. time.time())
     )
     memory.embedder = embedder.model_id
-    memory.conflicts_with, memory.merged_from = ["m_a"], ["m_b", "m_c"]
+    memory.conflicts_with, memory.merged_from = ("m_a",), ("m_b", "m_c")
     store.add([memory], embedder.embed_documents([memory.content]))
     assert store.get([memory.id]) == [memory]
 
@@ -194,8 +194,8 @@ def test_the_store_keeps_values_not_the_callers_objects(store: MemoryStore, embe
     memory.superseded_by = "m_elsewhere"  # changed by the caller, not written back
     (got,) = store.get([memory.id])
     assert got.active
-    got.tags.append("changed")
-    assert store.get([memory.id])[0].tags == []
+    got.tags = ("changed",)
+    assert store.get([memory.id])[0].tags == ()
     assert [h.memory.id for h in store.vector_search(embedder.embed_query("Lisbon"), scope="ann", k=3)] == [memory.id]
 
 

@@ -61,7 +61,7 @@ def test_extraction_keeps_both_sides_of_the_seeded_ambiguous_pairs(rt: Runtime) 
     ann = statements(rt, "ann")
     google, stripe = ann["The user works at Google in Dublin"], ann["The user works at Stripe"]
     assert google.active and stripe.active
-    assert google.conflicts_with == [stripe.id] and stripe.conflicts_with == [google.id]
+    assert google.conflicts_with == (stripe.id,) and stripe.conflicts_with == (google.id,)
     dee = [m for m in statements(rt, "dee").values() if m.slot == "user|residence"]
     assert len(dee) == 2 and all(m.active and m.conflicts_with for m in dee)
     for scope in ("cy", "eve"):  # what reconcile can tell stays an update

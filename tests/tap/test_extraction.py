@@ -55,9 +55,9 @@ def test_plain_conversation_becomes_memories_with_dates_and_provenance(rt: Runti
     assert rt.worker.drain() >= 1
     memories = {m.content: m for m in rt.store.list_memories(scope="ana", limit=100)}
     moved = next(m for c, m in memories.items() if "moved to Lisbon" in c and m.kind != "episode")
-    assert "April 2023" in moved.content and moved.sources == ["c1:0"] and moved.conversation == "c1"
+    assert "April 2023" in moved.content and moved.sources == ("c1:0",) and moved.conversation == "c1"
     decision = next(m for m in memories.values() if m.kind == "decision")
-    assert "Postgres" in decision.content and decision.sources == ["c1:2"]
+    assert "Postgres" in decision.content and decision.sources == ("c1:2",)
     excerpts = [m for m in memories.values() if m.kind == "episode"]
     assert all(len(m.sources) == 1 for m in excerpts)  # the verbatim layer: one turn per excerpt
     assert {m.sources[0] for m in excerpts} == {"c1:0", "c1:2"}  # "Good choice." says too little to keep

@@ -91,7 +91,7 @@ async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) 
     assert gate.json()["model"] == "claude-haiku-4-5" and extract.json()["model"] == "claude-sonnet-4-6"
     assert gate.json()["tool_choice"]["name"] == "gate_verdict"
     assert "vegetarian since 2019" in str(extract.json()["messages"])
-    assert [(m.content, m.sources, m.importance) for m in stored] == [("Ana is vegetarian since 2019", ["c1-u"], 4)]
+    assert [(m.content, m.sources, m.importance) for m in stored] == [("Ana is vegetarian since 2019", ("c1-u",), 4)]
     cost = status["cost_today"]
     expected = 400 * 1.0 / 1e6 + 20 * 5.0 / 1e6 + 900 * 3.0 / 1e6 + 80 * 15.0 / 1e6
     assert cost["cost_usd"] == pytest.approx(expected, rel=1e-6)
@@ -124,7 +124,7 @@ async def test_second_chunk_reconciles_against_similar_memories_in_one_call(isol
             rt.close()
     assert [m.content for m in active] == ["Ana is vegan since 2024"]
     assert [m.content for m in chain] == ["Ana is vegetarian since 2019", "Ana is vegan since 2024"]
-    assert chain[1].sources == ["c2-u"]  # a new statement cites its own turn; the chain keeps the old one
+    assert chain[1].sources == ("c2-u",)  # a new statement cites its own turn; the chain keeps the old one
     assert old.id in str(api.requests[-1].json()["messages"])
 
 
@@ -212,6 +212,6 @@ async def test_the_model_can_mark_a_conflict_and_both_memories_stay(isolated_hom
         finally:
             rt.close()
     stripe = stored["Ana works at Stripe"]
-    assert stored["Ana works at Google"].conflicts_with == [stripe.id] and stripe.conflicts_with == [google.id]
+    assert stored["Ana works at Google"].conflicts_with == (stripe.id,) and stripe.conflicts_with == (google.id,)
     assert all(m.active for m in stored.values()) and len(conflicts) == 1
     assert "'conflict'" in str(api.requests[-1].json()["tools"])  # the model is offered the action

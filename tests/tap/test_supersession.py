@@ -152,7 +152,7 @@ def test_an_update_supersedes_across_wording(
     tell(rt, "c1", before, JAN)
     tell(rt, "c2", after, JUN)
     memories = statements(rt)
-    old = [m for m in holding(memories, old_word) if m.sources == ["c1:0"]]
+    old = [m for m in holding(memories, old_word) if m.sources == ("c1:0",)]
     new = [m for m in holding(memories, new_word) if "c2:0" in m.sources]
     assert old and new, [m.content for m in memories]
     assert all(not m.active for m in old), [(m.content, m.active) for m in memories]
@@ -179,7 +179,7 @@ NEAR_MISSES = [
 def test_a_different_fact_does_not_supersede(rt: Runtime, before: str, after: str) -> None:
     tell(rt, "c1", before, JAN)
     tell(rt, "c2", after, JUN)
-    first = [m for m in statements(rt) if m.sources == ["c1:0"]]
+    first = [m for m in statements(rt) if m.sources == ("c1:0",)]
     assert first and all(m.active for m in first), [(m.content, m.active) for m in statements(rt)]
 
 
@@ -203,7 +203,7 @@ def test_an_older_statement_ingested_late_is_kept_as_history(rt: Runtime) -> Non
 
 
 def excerpts_of(rt: Runtime, turn: str) -> list[Memory]:
-    return [m for m in rt.store.iter_memories(scope="me") if m.kind == "episode" and m.sources == [turn]]
+    return [m for m in rt.store.iter_memories(scope="me") if m.kind == "episode" and m.sources == (turn,)]
 
 
 def test_the_excerpt_of_a_superseded_statement_is_marked_outdated_and_yields_for_questions_about_now(
