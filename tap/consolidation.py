@@ -19,7 +19,8 @@ it had not reached.
 In `tap serve` (`ConsolidationJob`) it runs on the background executor the extraction worker uses
 (one thread, low priority: tap.priority), a scope at a time, so its writes never interleave with an
 extraction batch's and the proxy's event loop and recall threads always come first. Access counts
-are flushed first (`before`), so "not recalled for N days" is measured on fresh numbers.
+are flushed first (`before`), and the ones a flush leaves in memory while requests are being relayed
+(`noted`) are added to what the store says, so "not recalled for N days" is measured on fresh numbers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -143,12 +144,14 @@ class Consolidator:
         config: ConsolidateConfig,
         *,
         before: Callable[[], object] = lambda: None,
+        noted: Callable[[], Mapping[str, tuple[int, float]]] = dict,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.journal = journal
         self.config = config
         self._before = before
+        self._noted = noted
         self._now = now
 
     def scopes(self) -> list[str]:
@@ -182,6 +185,11 @@ class Consolidator:
         """What consolidating the scope would do now."""
         self._before()
         active = self.store.list_memories(scope=scope, limit=ALL, archived=False)
+        noted = self._noted()  # the access counts `before` left unwritten (tap.recall.flush_access)
+        for memory in active:
+            if (count_and_last := noted.get(memory.id)) is not None:
+                memory.access_count += count_and_last[0]
+                memory.last_accessed = max(memory.last_accessed, count_and_last[1])
         vectors = self.store.get_vectors([m.id for m in active if m.kind != "episode"])
         return plan_scope(scope, active, vectors, self.config, now=self._now())
 

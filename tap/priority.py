@@ -89,6 +89,11 @@ class HotPath:
 HOT_PATH = HotPath()
 
 
+def relaying() -> bool:
+    """Whether the proxy is relaying a request now (see the module docstring)."""
+    return HOT_PATH.busy
+
+
 def yield_after(started: float) -> None:
     """While the proxy relays requests, pause so that the work begun at `started`
     (time.perf_counter) took at most BACKGROUND_WRITE_SHARE of the time (see the module docstring)."""

@@ -47,7 +47,7 @@ from tap.dated import DateWindow, date_windows, day_of
 from tap.history_partners import with_history
 from tap.lru import LRU
 from tap.ports import Embedder, MemoryStore
-from tap.priority import write_parts, yield_after
+from tap.priority import relaying, write_parts, yield_after
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
@@ -65,6 +65,7 @@ REPLACED_CACHE_SIZE = 4096
 REPLACED_TTL_S = 3600.0  # a replaced version can still be forgotten (`tap memories forget`)
 CACHE_SIZE = 256  # each entry holds up to 2 x candidates decoded memories (~100 KB)
 ACCESS_FLUSH_BATCH = 16  # memories per write of a paced access-count flush (~25 ms: see flush_access)
+ACCESS_DEFERRED_MAX = 100_000  # memories whose counts a paced flush keeps in memory while requests are relayed
 Candidates = tuple[list[Hit], list[Hit]]
 """The vector hits and the lexical hits of one query."""
 Ranked = list[tuple[Memory, float]]
@@ -797,18 +798,32 @@ class RecallEngine:
                 count, _ = self._accessed.get(mid, (0, at))
                 self._accessed[mid] = (count + 1, at)
 
+    def pending_access(self) -> dict[str, tuple[int, float]]:
+        """The access counts noted and not written yet: (count, last access) by memory id (a copy;
+        consolidation adds them to what the store says, see flush_access)."""
+        with self._accessed_lock:
+            return dict(self._accessed)
+
     def flush_access(self, *, paced: bool = False) -> int:
         """Write pending access counts to the store (off the hot path); returns how many.
 
-        `paced` (while serving): ACCESS_FLUSH_BATCH memories a write, with a pause after each
-        while requests are being relayed (tap.priority.yield_after: embedded Chroma holds the GIL
-        while it writes, and 2,000 counts in one write stopped the event loop for over a second).
-        Counts not written when the store fails are kept for the next flush."""
+        `paced` (inside `tap serve`): ACCESS_FLUSH_BATCH memories a write, and only while no
+        request is being relayed. Embedded Chroma holds the GIL while it writes: 2,000 counts in one
+        write stopped the event loop for over a second, and writes of 16 with a pause after each
+        still took a fifth of the time the server held the GIL at 64 streams (py-spy, `./dev bench
+        load` past consolidation's first cycle). So under load the counts wait in memory (what
+        consolidation reads adds them: `pending_access`), up to ACCESS_DEFERRED_MAX memories'
+        worth; past that the oldest are written, with a pause after each write
+        (tap.priority.yield_after). Counts not written when the store fails are kept for the next
+        flush."""
         with self._accessed_lock:
             pending, self._accessed = self._accessed, {}
         ids = list(pending)
         done = written = 0
         for part in write_parts(ids, ACCESS_FLUSH_BATCH, always=paced):
+            if paced and relaying() and len(ids) - done <= ACCESS_DEFERRED_MAX:
+                self._keep_access({i: pending[i] for i in ids[done:]})
+                break
             began = time.perf_counter()
             try:
                 memories = self.store.get(part)

@@ -143,7 +143,7 @@ def open_runtime(
     turn_log = TurnLog(loaded.data_dir / "turnlog.db")
     journal = Journal(loaded.data_dir / "consolidate.db")
     flush = functools.partial(recall.flush_access, paced=True)  # access counts, before "not recalled for N days"
-    consolidator = Consolidator(store, journal, config.consolidate, before=flush, now=now)
+    consolidator = Consolidator(store, journal, config.consolidate, before=flush, noted=recall.pending_access, now=now)
     memories = MemoryService(
         store,
         embedder,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tap import consolidation
+from tap import consolidation, priority
 from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import ConsolidationJob, Consolidator
@@ -73,6 +73,18 @@ DISTINCT = [
     memory("x2", "User: I live in Lisbon now", ["t13"], kind="episode", importance=1),
     memory("x3", "User: I lived in Lisbon before.", ["t14"], kind="episode", importance=1),
 ]
+
+
+def consolidation_job_consolidator(rt: Runtime, *, now: float) -> Consolidator:
+    """Wired as `tap serve` wires it: a paced flush first, the counts it left in memory added."""
+    return Consolidator(
+        rt.store,
+        rt.consolidator.journal,
+        rt.loaded.config.consolidate,
+        before=lambda: rt.recall.flush_access(paced=True),
+        noted=rt.recall.pending_access,
+        now=lambda: now,
+    )
 
 
 def consolidator(rt: Runtime, *, now: float, toml: str = "") -> Consolidator:
@@ -152,6 +164,19 @@ def test_recalled_memories_are_not_archived(rt: Runtime) -> None:
     rt.recall._now = lambda: NOW + 80 * DAY  # recalled on day 80
     rt.recall.recall("Which tea does the user like?", scope=SCOPE)
     assert consolidator(rt, now=NOW + 120 * DAY).run(SCOPE).archived == 0  # flushed first: used 40 days ago
+    assert consolidator(rt, now=NOW + 171 * DAY).run(SCOPE).archived == 1
+
+
+def test_counts_a_busy_server_has_not_written_yet_keep_a_memory(rt: Runtime) -> None:
+    """A recall noted while requests were being relayed is not in the store yet (tap.recall
+    flush_access waits for a quiet moment), and consolidation counts it all the same."""
+    rt.memories.write([memory("tea", "The user likes oolong tea from Taiwan", ["t1"], importance=1)])
+    rt.recall._now = lambda: NOW + 80 * DAY  # recalled on day 80
+    rt.recall.recall("Which tea does the user like?", scope=SCOPE)
+    busy = consolidation_job_consolidator(rt, now=NOW + 120 * DAY)
+    with priority.HOT_PATH.serving():
+        assert busy.run(SCOPE).archived == 0
+        assert rt.store.get(["m_tea"])[0].access_count == 0  # still in memory only
     assert consolidator(rt, now=NOW + 171 * DAY).run(SCOPE).archived == 1
 
 

@@ -154,6 +154,28 @@ def test_a_flush_the_store_fails_keeps_what_it_did_not_write(
     assert calls == ([2, 2, 2, 2, 1] if paced else [5, 5])
 
 
+def test_a_paced_flush_waits_while_requests_are_relayed(engine: RecallEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under load the counts stay in memory (embedded Chroma holds the GIL while it writes) and are
+    seen by `pending_access`; past ACCESS_DEFERRED_MAX the oldest are written anyway; once nothing
+    is relayed a paced flush writes them all."""
+    hot_path = HotPath()
+    monkeypatch.setattr(priority, "HOT_PATH", hot_path)
+    monkeypatch.setattr(priority, "yield_after", lambda started: None)
+    monkeypatch.setattr(recall_module, "ACCESS_FLUSH_BATCH", 1)
+    ids = [_put(engine, f"Ann's note number {i} about the Vespa") for i in range(4)]
+    engine.recall("Ann's notes about the Vespa", scope="ann")
+    with hot_path.serving():
+        assert engine.flush_access(paced=True) == 0
+        assert set(engine.pending_access()) == set(ids)
+        assert all(m.access_count == 0 for m in engine.store.get(ids))
+        monkeypatch.setattr(recall_module, "ACCESS_DEFERRED_MAX", 1)
+        assert engine.flush_access(paced=True) == 3  # down to the cap, one write at a time
+        assert len(engine.pending_access()) == 1
+    assert engine.flush_access(paced=True) == 1
+    assert engine.pending_access() == {}
+    assert [m.access_count for m in engine.store.get(ids)] == [1] * 4
+
+
 def test_access_counts_are_flushed_off_the_hot_path(engine: RecallEngine) -> None:
     mid = _put(engine, "Ann drives a red Vespa")
     engine.recall("What does Ann drive?", scope="ann")
