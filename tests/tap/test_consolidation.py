@@ -18,7 +18,7 @@ from tap import consolidation, priority
 from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import ConsolidationJob, Consolidator
-from tap.priority import lower_thread_priority, thread_nice
+from tap.priority import HotPath, lower_thread_priority, thread_nice
 from tap.records import Memory
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tests.fakes import real_embedder_in_memory
@@ -285,6 +285,36 @@ async def test_the_background_job_runs_at_low_priority_once_per_interval(rt: Run
         executor.shutdown()
     assert len([m for m in everything(rt).values() if m.merged_from]) == 1
     assert len(nice) == 1 and (sys.platform != "linux" or nice[0] >= 10)
+
+
+@pytest.mark.parametrize("patience_s", [60.0, 0.05])
+async def test_the_background_cycle_waits_for_a_gap_between_requests(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch, patience_s: float
+) -> None:
+    """While a request is being relayed the cycle waits (the GIL is the proxy's); once the request
+    ends it runs, and under load that never ends it runs once its patience is spent."""
+    rt.memories.write(DUPLICATES[:3])
+    hot_path = HotPath()
+    monkeypatch.setattr(priority, "HOT_PATH", hot_path)
+    monkeypatch.setattr(consolidation, "QUIET_POLL_S", 0.01)
+    monkeypatch.setattr(consolidation, "QUIET_WAIT_MAX_S", patience_s)
+    runner = Consolidator(rt.store, rt.consolidator.journal, rt.loaded.config.consolidate)
+    executor = ThreadPoolExecutor(1, "tap-background")
+    job = ConsolidationJob(runner, executor)
+    stop = asyncio.Event()
+    hot_path.enter()
+    task = asyncio.create_task(job.keep_running(stop, first_delay_s=0, every_s=60))  # noqa: TID251 - a test's own task
+    try:
+        if patience_s > 1:
+            await asyncio.sleep(0.3)
+            assert not job.last and not any(m.merged_from for m in everything(rt).values())
+            hot_path.leave()
+        await until(lambda: bool(job.last), what="the background cycle")
+    finally:
+        stop.set()
+        await task
+        executor.shutdown()
+    assert len([m for m in everything(rt).values() if m.merged_from]) == 1
 
 
 def test_cli_consolidate_dry_run_then_for_real(isolated_home: Path) -> None:
