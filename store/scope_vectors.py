@@ -5,8 +5,10 @@ a scope that is a small share of a large collection the unfiltered search must o
 (ChromaStore: about 2 x collection/scope results per query: 750 for a 300-memory scope among 14k,
 ~17 ms per chunk during a backfill), where a brute-force dot product over the scope's few thousand
 vectors is exact and takes well under a millisecond. ChromaStore therefore keeps the vectors of
-the small scopes it searches here, loaded from Chroma on first use and kept in step by its own
-writes (it is the only writer in embedded mode; with a Chroma server this cache is never used).
+the scopes it searches here, loaded on first use and kept in step by its own writes (it is the
+only writer in embedded mode; with a Chroma server this cache is never used). A scope that is the
+whole collection too: 10,000 vectors take 0.2 ms, against ~1 ms for Chroma's unfiltered query
+and ~0.7 ms more of CPU on its threads.
 
 Bounds: a scope is cached only while it has at most `max_scope` active memories, and all cached
 scopes together hold at most `max_total` vectors (least recently searched scopes are dropped

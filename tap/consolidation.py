@@ -41,7 +41,7 @@ from tap.config import ConsolidateConfig
 from tap.consolidate import ArchivePick, MergeGroup, ScopePlan, merge, plan_scope
 from tap.plural import plural
 from tap.ports import MemoryStore
-from tap.priority import relaying, write_parts, yield_after
+from tap.priority import quiet_for, write_parts, yield_after
 from tap.records import Memory
 from tap.repeatlog import RepeatLog
 from tap.sqlite import connect
@@ -49,6 +49,7 @@ from tap.sqlite import connect
 log = logging.getLogger(__name__)
 ALL = 10**9
 QUIET_WAIT_MAX_S = 900.0  # how long a background cycle waits for gaps between requests, in all
+QUIET_S = 5.0  # a gap: no request relayed for this long (a scope of 10,000 takes ~3 s to plan)
 QUIET_POLL_S = 0.5
 ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (~45 ms each)
 
@@ -183,23 +184,35 @@ class Consolidator:
             on_scope(len(names), len(names))
         return report
 
-    def plan(self, scope: str) -> ScopePlan:
-        """What consolidating the scope would do now."""
+    def plan(self, scope: str, *, paced: bool = False) -> ScopePlan:
+        """What consolidating the scope would do now. Inside `tap serve` (`paced`) each step (reading
+        the memories, their vectors, planning) is followed by a pause while requests are relayed:
+        at 10,000 memories the three take ~1, ~0.6 and ~1.6 s, mostly holding the GIL."""
         self._before()
+        began = time.perf_counter()
         active = self.store.list_memories(scope=scope, limit=ALL, archived=False)
+        if paced:
+            yield_after(began)
         noted = self._noted()  # the access counts `before` left unwritten (tap.recall.flush_access)
         for memory in active:
             if (count_and_last := noted.get(memory.id)) is not None:
                 memory.access_count += count_and_last[0]
                 memory.last_accessed = max(memory.last_accessed, count_and_last[1])
+        began = time.perf_counter()
         vectors = self.store.get_vectors([m.id for m in active if m.kind != "episode"])
-        return plan_scope(scope, active, vectors, self.config, now=self._now())
+        if paced:
+            yield_after(began)
+        began = time.perf_counter()
+        plan = plan_scope(scope, active, vectors, self.config, now=self._now())
+        if paced:
+            yield_after(began)
+        return plan
 
     def consolidate_scope(self, scope: str, *, dry_run: bool = False, paced: bool = False) -> ScopePlan:
         """Plan and (unless `dry_run`) apply one scope; returns the plan. `paced` (inside `tap
         serve`): a pause after each merge, and archiving writes ARCHIVE_BATCH memories at a time
         with a pause after each (tap.priority.yield_after)."""
-        plan = self.plan(scope)
+        plan = self.plan(scope, paced=paced)
         if dry_run:
             return plan
         for group in plan.groups:
@@ -322,13 +335,13 @@ class ConsolidationJob:
                 return
 
     async def _quiet_moment(self, stop: asyncio.Event, patience: list[float]) -> bool:
-        """Wait until no request is being relayed, out of the cycle's `patience` (seconds left of
+        """Wait until no request was relayed for QUIET_S, out of the cycle's `patience` (seconds left of
         QUIET_WAIT_MAX_S; once spent, the cycle goes on, paced); True when `stop` was set meanwhile.
         Reading a scope's memories and vectors and planning them holds the GIL for much of a second
         at 10,000 memories, and merges write to the store: at 64 streams a cycle beside the
         requests cost 2 points of requests with memories and made the added first-byte p99 1.7x
         (`./dev bench load --rounds 60`, with and without consolidation). A daily job can wait."""
-        while relaying() and patience[0] > 0:
+        while not quiet_for(QUIET_S) and patience[0] > 0:
             if await self._wait(stop, QUIET_POLL_S):
                 return True
             patience[0] -= QUIET_POLL_S

@@ -55,6 +55,7 @@ class HotPath:
     def __init__(self) -> None:
         self._serving = 0
         self._lock = threading.Lock()
+        self._last = 0.0  # time.monotonic() when the last request ended
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -74,6 +75,7 @@ class HotPath:
         """A request is over."""
         with self._lock:
             self._serving -= 1
+            self._last = time.monotonic()
 
     @property
     def serving_now(self) -> int:
@@ -85,6 +87,10 @@ class HotPath:
         """Whether a request is being relayed now."""
         return self._serving > 0
 
+    def quiet_for(self, seconds: float) -> bool:
+        """Whether no request was relayed during the last `seconds`."""
+        return self._serving == 0 and time.monotonic() - self._last >= seconds
+
 
 HOT_PATH = HotPath()
 
@@ -92,6 +98,11 @@ HOT_PATH = HotPath()
 def relaying() -> bool:
     """Whether the proxy is relaying a request now (see the module docstring)."""
     return HOT_PATH.busy
+
+
+def quiet_for(seconds: float) -> bool:
+    """Whether the proxy relayed no request during the last `seconds`."""
+    return HOT_PATH.quiet_for(seconds)
 
 
 def yield_after(started: float) -> None:

@@ -291,12 +291,13 @@ async def test_the_background_job_runs_at_low_priority_once_per_interval(rt: Run
 async def test_the_background_cycle_waits_for_a_gap_between_requests(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch, patience_s: float
 ) -> None:
-    """While a request is being relayed the cycle waits (the GIL is the proxy's); once the request
-    ends it runs, and under load that never ends it runs once its patience is spent."""
+    """While a request is being relayed the cycle waits (the GIL is the proxy's); once none was
+    relayed for QUIET_S it runs, and under load that never ends it runs once its patience is spent."""
     rt.memories.write(DUPLICATES[:3])
     hot_path = HotPath()
     monkeypatch.setattr(priority, "HOT_PATH", hot_path)
     monkeypatch.setattr(consolidation, "QUIET_POLL_S", 0.01)
+    monkeypatch.setattr(consolidation, "QUIET_S", 0.05)
     monkeypatch.setattr(consolidation, "QUIET_WAIT_MAX_S", patience_s)
     runner = Consolidator(rt.store, rt.consolidator.journal, rt.loaded.config.consolidate)
     executor = ThreadPoolExecutor(1, "tap-background")
