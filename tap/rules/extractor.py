@@ -413,11 +413,32 @@ _COMPOUND = re.compile(
 )
 
 
+# "…, and my sister lives in Braga": a second subject of the speaker's own (kin, pet, colleague)
+# with its own verb ("I … and my …", "we … and our …": after "I", "our" names a group the
+# sentence may have named: "I'm a guard for the team and our opener is next week"). Not when the
+# second clause points back ("my dog loves it too"): alone it would say nothing.
+_POINTS_BACK = r"(?:it|that|this|them|too|either|one|he|she|him|her|his|they|their)"
+_OTHER_SUBJECT = re.compile(
+    r"^(?P<first>(?:I\b(?=[^,;]{4,}?,?\s+and\s+my\b)|we\b(?=[^,;]{4,}?,?\s+and\s+our\b))[^,;]{4,}?),?\s+and\s+"
+    r"(?P<second>(?:my|our)\s+(?:[a-z]+\s+){0,2}?"
+    r"(?:is|are|was|were|has|have|lives|works|does|doesn't|isn't|can't|won't|hates|loves|likes|prefers|plays"
+    rf"|studies|teaches|runs|drives|speaks|needs|wants|goes)\b(?!.*\b{_POINTS_BACK}\b).{{3,}})$",
+    re.IGNORECASE,
+)
+
+
 def _split_compound(statement: str) -> list[str]:
     """'I live in Berlin and work at Acme' → 'I live in Berlin', 'I work at Acme': one fact each,
     so each can be updated on its own; after a past verb only when the first part fills a slot
     ("I'm 33 and just picked up knitting": the age can change without taking the knitting with it;
-    "I went to a workshop and loved it" stays whole)."""
+    "I went to a workshop and loved it" stays whole). A second subject of the speaker's own is a
+    fact of its own too: "I live in Porto and my sister lives in Braga" (the user's home can change
+    without taking the sister's with it), when each part is worth keeping alone ("I went there and
+    my mum was happy" stays whole)."""
+    other = _OTHER_SUBJECT.match(statement)
+    if other is not None:
+        parts = [*_split_compound(other.group("first")), other.group("second")]
+        return parts if all(_kept_part(part) for part in parts) else [statement]
     match = _COMPOUND.match(statement)
     if match is None:
         return [statement]

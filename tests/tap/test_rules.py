@@ -135,6 +135,27 @@ def test_a_slot_and_an_event_in_one_sentence_become_two_statements() -> None:
     assert found == ["The user is 33 years old", "The user just picked up knitting"]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I live in Porto and my sister lives in Braga",
+            ["The user lives in Porto", "The user's sister lives in Braga"],
+        ),
+        (
+            "I work at Acme and my wife Ana works at Stripe",
+            ["The user works at Acme", "The user's wife Ana works at Stripe"],
+        ),
+        # a part that says too little alone, or a second clause that points back, keeps the sentence whole
+        ("I'm doing keto and my husband is gluten free", ["The user is doing keto and their husband is gluten free"]),
+        ("I love hiking and my dog loves it too", ["The user loves hiking and their dog loves it too"]),
+    ],
+)
+def test_a_second_subject_of_the_speakers_own_is_a_statement_of_its_own(text: str, expected: list[str]) -> None:
+    # the user's home can be updated later without taking the sister's with it
+    assert contents(turn("u", "User", text), turn("a", "Assistant", "Nice!")) == expected
+
+
 def test_a_statement_inside_a_question_is_kept_without_the_question() -> None:
     assert contents(turn("u", "User", "fav author is Ursula K. Le Guin, any similar recs?")) == [
         "The user's favourite author is Ursula K. Le Guin"

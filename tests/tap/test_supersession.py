@@ -160,6 +160,15 @@ def test_an_update_supersedes_across_wording(
     assert {m.superseded_by for m in old} <= {m.id for m in new}
 
 
+def test_a_move_does_not_take_a_relatives_home_said_in_the_same_sentence(rt: Runtime) -> None:
+    tell(rt, "c1", "I live in Porto and my sister lives in Braga", JAN)
+    tell(rt, "c2", "I moved to Lisbon last month", JUN)
+    memories = statements(rt)
+    porto, braga, lisbon = (holding(memories, word) for word in ("Porto", "Braga", "Lisbon"))
+    assert porto and braga and lisbon, [m.content for m in memories]
+    assert not any(m.active for m in porto) and all(m.active for m in braga + lisbon)
+
+
 NEAR_MISSES = [
     ("I live in Berlin.", "My brother moved to Lisbon last month."),
     ("Our mobile app uses SQLite.", "The billing service runs on Postgres."),
