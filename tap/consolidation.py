@@ -293,6 +293,7 @@ class ConsolidationJob:
         self.consolidator = consolidator
         self.executor = executor
         self.last: dict[str, Any] = {}
+        self.waiting_for_gap = False
         self._log = RepeatLog(log)
 
     async def _call(self, fn: Callable[[], Any]) -> Any:
@@ -341,10 +342,14 @@ class ConsolidationJob:
         at 10,000 memories, and merges write to the store: at 64 streams a cycle beside the
         requests cost 2 points of requests with memories and made the added first-byte p99 1.7x
         (`./dev bench load --rounds 60`, with and without consolidation). A daily job can wait."""
-        while not quiet_for(QUIET_S) and patience[0] > 0:
-            if await self._wait(stop, QUIET_POLL_S):
-                return True
-            patience[0] -= QUIET_POLL_S
+        self.waiting_for_gap = True
+        try:
+            while not quiet_for(QUIET_S) and patience[0] > 0:
+                if await self._wait(stop, QUIET_POLL_S):
+                    return True
+                patience[0] -= QUIET_POLL_S
+        finally:
+            self.waiting_for_gap = False
         return stop.is_set()
 
     @staticmethod
@@ -357,5 +362,6 @@ class ConsolidationJob:
         return True
 
     def status(self) -> dict[str, Any]:
-        """The last background cycle, for `/tap/status`."""
-        return dict(self.last)
+        """The last background cycle, and whether one waits for a gap between requests now, for
+        `/tap/status`."""
+        return {**self.last, "waiting_for_gap": self.waiting_for_gap}

@@ -848,9 +848,12 @@ class RecallEngine:
                 self._accessed[mid] = (count + newer, max(at, last))
 
     def status(self) -> dict[str, Any]:
-        """Counters for /tap/status: the batcher's (waiting, served, batches, shed, ms per recall)
-        and the cache's hits."""
-        return {**self._batcher.status(), "cache_hits": self._cache_hits}
+        """Counters for /tap/status: the batcher's (waiting, served, batches, shed, ms per recall),
+        the cache's hits, and how many memories have access counts waiting to be written
+        (flush_access)."""
+        with self._accessed_lock:
+            unwritten = len(self._accessed)
+        return {**self._batcher.status(), "cache_hits": self._cache_hits, "access_counts_unwritten": unwritten}
 
     def close(self) -> None:
         """Stop the worker threads (recalls still waiting are shed)."""

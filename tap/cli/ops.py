@@ -87,6 +87,11 @@ def render_status(doc: dict[str, Any]) -> str:
                 f"recall under load: {plural(recall['missed'], 'recall')} missed the deadline; "
                 f"{round(100 * recall.get('lexical_share', 0.0))} % of new recalls now start as BM25-only"
             )
+        if recall.get("access_counts_unwritten"):
+            lines.append(
+                f"recall counts of {plural(recall['access_counts_unwritten'], 'memory', 'memories')} wait in memory "
+                "for a gap between requests (written before consolidation reads them)"
+            )
     store = doc.get("store")
     if store and store.get("shared"):
         lines.append(
@@ -111,12 +116,14 @@ def render_status(doc: dict[str, Any]) -> str:
         if q["dead"]:
             lines.append("requeue dead letters with `tap extract retry` (works while tap serve runs)")
     consolidation = doc.get("consolidation") or {}
-    if consolidation:
+    if "at" in consolidation:
         resumed = consolidation["resumed"]
         lines.append(
             f"consolidation: last cycle {when(consolidation['at'])}, {plural(consolidation['scopes'], 'scope')}"
             " consolidated" + (f", {plural(resumed, 'step')} of an interrupted run finished" if resumed else "")
         )
+    if consolidation.get("waiting_for_gap"):
+        lines.append("consolidation: waiting for a gap between requests (5 s without one) before the next scope")
     return "\n".join(lines)
 
 

@@ -126,6 +126,7 @@ def status_doc(n: int) -> dict[str, Any]:
             "ms_per_recall": 2.0,
             "missed": n,
             "lexical_share": 0.25,
+            "access_counts_unwritten": n,
         },
         "extraction": {
             "queue": {"queued": n, "running": 0, "done": n, "dead": n, "turns_waiting": n},
@@ -133,7 +134,7 @@ def status_doc(n: int) -> dict[str, Any]:
             "daily_budget_usd": 1.0,
             "dead_letters": [{"id": "c_1", "attempts": n, "error": "boom"}],
         },
-        "consolidation": {"at": 1_780_000_000.0, "scopes": n, "resumed": n},
+        "consolidation": {"at": 1_780_000_000.0, "scopes": n, "resumed": n, "waiting_for_gap": n == 1},
         "store": {"shared": True, "indexed": n, "behind_s": 0.5},
     }
 
@@ -148,6 +149,10 @@ def test_status_counts_agree_with_one() -> None:
     assert "lexical index 1 memory," in one and "lexical index 2 memories," in two
     assert "1 scope consolidated, 1 step of an interrupted run" in one
     assert "2 scopes consolidated, 2 steps of an interrupted run" in two
+    assert "recall counts of 1 memory wait in memory" in one and "recall counts of 2 memories wait" in two
+    assert "waiting for a gap between requests" in one and "waiting for a gap" not in two
+    never_ran = {**status_doc(1), "consolidation": {"waiting_for_gap": False}}
+    assert "consolidation: last cycle" not in render_status(never_ran)
     assert "(s)" not in one + two
 
 

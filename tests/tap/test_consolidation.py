@@ -309,6 +309,7 @@ async def test_the_background_cycle_waits_for_a_gap_between_requests(
         if patience_s > 1:
             await asyncio.sleep(0.3)
             assert not job.last and not any(m.merged_from for m in everything(rt).values())
+            assert job.status() == {"waiting_for_gap": True}
             hot_path.leave()
         await until(lambda: bool(job.last), what="the background cycle")
     finally:

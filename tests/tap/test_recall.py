@@ -167,6 +167,7 @@ def test_a_paced_flush_waits_while_requests_are_relayed(engine: RecallEngine, mo
     with hot_path.serving():
         assert engine.flush_access(paced=True) == 0
         assert set(engine.pending_access()) == set(ids)
+        assert engine.status()["access_counts_unwritten"] == 4
         assert all(m.access_count == 0 for m in engine.store.get(ids))
         monkeypatch.setattr(recall_module, "ACCESS_DEFERRED_MAX", 1)
         assert engine.flush_access(paced=True) == 3  # down to the cap, one write at a time
