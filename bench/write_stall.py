@@ -12,8 +12,10 @@ request: tap.priority.HOT_PATH, so they pause between batches):
 - extraction-sized `add`s (1, 5 and 20 memories), and the 200 memories of a batch of 32 chunks in
   one `add` against the batched flush of tap.batching.WriteBuffer (WRITE_BATCH records a write);
 - an access-count flush of N memories: one write (`flush_access()`, as at shutdown, and as the
-  background flush was before) against the paced flush (`flush_access(paced=True)`: batches of
-  tap.recall.ACCESS_FLUSH_BATCH with a pause after each, tap.priority.yield_after);
+  background flush was before) against the paced flush (`flush_access(paced=True)`) past its cap:
+  while requests are relayed it writes nothing until more than tap.recall.ACCESS_DEFERRED_MAX
+  memories' counts wait, and then batches of tap.recall.ACCESS_FLUSH_BATCH with a pause after
+  each (tap.priority.yield_after); here the cap is 0;
 - archiving N memories: one write against the paced batches of consolidation inside `tap serve`;
 - deleting 500 memories (`tap memories forget`): one write against store.chroma.DELETE_BATCH ids a
   call while requests are being relayed.
@@ -38,6 +40,7 @@ import numpy as np
 
 from store.chroma import ChromaStore
 from store.onnx_embedder import DIMENSIONS
+from tap import recall as recall_module
 from tap.batching import WriteBuffer
 from tap.config import parse_config
 from tap.consolidation import Consolidator, Journal
@@ -115,7 +118,16 @@ class NoEmbedder:
 def flush(store: ChromaStore, ids: list[str], *, paced: bool) -> Callable[[], int]:
     engine = RecallEngine(store, NoEmbedder(), parse_config("").recall, now=lambda: NOW)  # type: ignore[arg-type]
     engine._note_access(ids)
-    return lambda: engine.flush_access(paced=paced)
+
+    def write() -> int:
+        cap = recall_module.ACCESS_DEFERRED_MAX
+        recall_module.ACCESS_DEFERRED_MAX = 0  # past the cap: what a paced flush writes under load
+        try:
+            return engine.flush_access(paced=paced)
+        finally:
+            recall_module.ACCESS_DEFERRED_MAX = cap
+
+    return write
 
 
 def run(memories: int, flushed: int) -> dict[str, Any]:
