@@ -34,6 +34,7 @@ from tap.intercept import Interceptor
 from tap.metrics import Metrics
 from tap.tasks import create_task, running_tasks
 from tap.wiring.runtime import Runtime, open_runtime
+from tap.wiring.startup_heap import freeze_startup_objects
 
 log = logging.getLogger("tap.mitm")
 DRAIN_S = 10.0
@@ -138,6 +139,7 @@ async def _run(settings: MitmSettings, interceptor: Interceptor) -> None:
             loop.add_signal_handler(sig, stop.set)
     proxy = MitmProxy(settings, CoreLink(interceptor))
     listening = await proxy.start()
+    freeze_startup_objects()
     try:
         _announce(settings, listening, proxy)
         if proxy.ca is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import gc
 import logging
 import os
 import signal
@@ -44,6 +43,7 @@ from tap.tasks import create_task, running_tasks
 from tap.why import WhyLog
 from tap.wiring.hook_endpoint import attach_hooks
 from tap.wiring.runtime import Runtime, open_runtime
+from tap.wiring.startup_heap import freeze_startup_objects
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
@@ -133,7 +133,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
             raise
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
     _announce(rt, url)
-    _freeze_startup_objects()
+    freeze_startup_objects()
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
     logtail_stop = asyncio.Event()
@@ -159,16 +159,6 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
         worker_stop.set()
         await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
         await _stop_background(background)
-
-
-def _freeze_startup_objects() -> None:
-    """Take what start-up built (imported modules, the store's and the embedder's objects: ~125k
-    objects the garbage collector tracks) out of every later collection. A full collection scans
-    every tracked object, and under load one ran every few seconds and held the GIL, the event loop
-    included, for 100-230 ms (`./dev bench load`, 64 streams); these objects live as long as the
-    process, so scanning them finds nothing."""
-    gc.collect()
-    gc.freeze()
 
 
 async def _stop_background(background: ThreadPoolExecutor) -> None:
