@@ -188,25 +188,23 @@ class Consolidator:
         """What consolidating the scope would do now. Inside `tap serve` (`paced`) each step (reading
         the memories, their vectors, planning) is followed by a pause while requests are relayed:
         at 10,000 memories the three take ~1, ~0.6 and ~1.6 s, mostly holding the GIL."""
+
+        def step[T](work: Callable[[], T]) -> T:
+            began = time.perf_counter()
+            done = work()
+            if paced:
+                yield_after(began)
+            return done
+
         self._before()
-        began = time.perf_counter()
-        active = self.store.list_memories(scope=scope, limit=ALL, archived=False)
-        if paced:
-            yield_after(began)
+        active = step(lambda: self.store.list_memories(scope=scope, limit=ALL, archived=False))
         noted = self._noted()  # the access counts `before` left unwritten (tap.recall.flush_access)
         for memory in active:
             if (count_and_last := noted.get(memory.id)) is not None:
                 memory.access_count += count_and_last[0]
                 memory.last_accessed = max(memory.last_accessed, count_and_last[1])
-        began = time.perf_counter()
-        vectors = self.store.get_vectors([m.id for m in active if m.kind != "episode"])
-        if paced:
-            yield_after(began)
-        began = time.perf_counter()
-        plan = plan_scope(scope, active, vectors, self.config, now=self._now())
-        if paced:
-            yield_after(began)
-        return plan
+        vectors = step(lambda: self.store.get_vectors([m.id for m in active if m.kind != "episode"]))
+        return step(lambda: plan_scope(scope, active, vectors, self.config, now=self._now()))
 
     def consolidate_scope(self, scope: str, *, dry_run: bool = False, paced: bool = False) -> ScopePlan:
         """Plan and (unless `dry_run`) apply one scope; returns the plan. `paced` (inside `tap
@@ -322,9 +320,9 @@ class ConsolidationJob:
             try:
                 resumed = await self._call(self.consolidator.replay)
                 done = 0
-                patience = [QUIET_WAIT_MAX_S]  # for the whole cycle: under constant load it goes on
+                give_up_at = time.monotonic() + QUIET_WAIT_MAX_S  # for the whole cycle: under constant load it goes on
                 for scope in await self._call(self.consolidator.due):
-                    if stop.is_set() or await self._quiet_moment(stop, patience):
+                    if stop.is_set() or await self._quiet_moment(stop, give_up_at):
                         break
                     await self._call(functools.partial(self.consolidator.consolidate_scope, scope, paced=True))
                     done += 1
@@ -335,19 +333,18 @@ class ConsolidationJob:
             if await self._wait(stop, every_s):
                 return
 
-    async def _quiet_moment(self, stop: asyncio.Event, patience: list[float]) -> bool:
-        """Wait until no request was relayed for QUIET_S, out of the cycle's `patience` (seconds left of
-        QUIET_WAIT_MAX_S; once spent, the cycle goes on, paced); True when `stop` was set meanwhile.
+    async def _quiet_moment(self, stop: asyncio.Event, give_up_at: float) -> bool:
+        """Wait until no request was relayed for QUIET_S, until `give_up_at` (time.monotonic(): the
+        cycle's QUIET_WAIT_MAX_S; then the cycle goes on, paced); True when `stop` was set meanwhile.
         Reading a scope's memories and vectors and planning them holds the GIL for much of a second
         at 10,000 memories, and merges write to the store: at 64 streams a cycle beside the
         requests cost 2 points of requests with memories and made the added first-byte p99 1.7x
         (`./dev bench load --rounds 60`, with and without consolidation). A daily job can wait."""
         self.waiting_for_gap = True
         try:
-            while not quiet_for(QUIET_S) and patience[0] > 0:
+            while not quiet_for(QUIET_S) and time.monotonic() < give_up_at:
                 if await self._wait(stop, QUIET_POLL_S):
                     return True
-                patience[0] -= QUIET_POLL_S
         finally:
             self.waiting_for_gap = False
         return stop.is_set()
