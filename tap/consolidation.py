@@ -318,9 +318,13 @@ class ConsolidationJob:
             return
         while not stop.is_set():
             try:
+                # Patience is for the whole cycle: under constant load it goes on. Even finding the
+                # scopes that are due reads every memory (1 s at 10,000), so it waits as well.
+                give_up_at = time.monotonic() + QUIET_WAIT_MAX_S
+                if await self._quiet_moment(stop, give_up_at):
+                    return
                 resumed = await self._call(self.consolidator.replay)
                 done = 0
-                give_up_at = time.monotonic() + QUIET_WAIT_MAX_S  # for the whole cycle: under constant load it goes on
                 for scope in await self._call(self.consolidator.due):
                     if stop.is_set() or await self._quiet_moment(stop, give_up_at):
                         break

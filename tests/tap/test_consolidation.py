@@ -18,6 +18,7 @@ from tap import consolidation, priority
 from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.consolidation import ConsolidationJob, Consolidator
+from tap.ports import StoreStats
 from tap.priority import HotPath, lower_thread_priority, thread_nice
 from tap.records import Memory
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
@@ -299,6 +300,14 @@ async def test_the_background_cycle_waits_for_a_gap_between_requests(
     monkeypatch.setattr(consolidation, "QUIET_POLL_S", 0.01)
     monkeypatch.setattr(consolidation, "QUIET_S", 0.05)
     monkeypatch.setattr(consolidation, "QUIET_WAIT_MAX_S", patience_s)
+    read: list[str] = []  # even listing the due scopes reads every memory (store.stats)
+    counted_stats = rt.store.stats
+
+    def stats() -> StoreStats:
+        read.append("stats")
+        return counted_stats()
+
+    monkeypatch.setattr(rt.store, "stats", stats)
     runner = Consolidator(rt.store, rt.consolidator.journal, rt.loaded.config.consolidate)
     executor = ThreadPoolExecutor(1, "tap-background")
     job = ConsolidationJob(runner, executor)
@@ -309,6 +318,7 @@ async def test_the_background_cycle_waits_for_a_gap_between_requests(
         if patience_s > 1:
             await asyncio.sleep(0.3)
             assert not job.last and not any(m.merged_from for m in everything(rt).values())
+            assert read == []
             assert job.status() == {"waiting_for_gap": True}
             hot_path.leave()
         await until(lambda: bool(job.last), what="the background cycle")
