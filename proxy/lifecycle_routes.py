@@ -17,6 +17,7 @@ All under the admin bearer token (proxy.admin.require_token).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -109,7 +110,7 @@ async def why_list(request: web.Request) -> web.Response:
     except ValueError:
         return error(400, "limit must be an integer")
     why = ctx.why
-    records = why.recent(limit) if why is not None else []
+    records = await asyncio.to_thread(why.recent, limit) if why is not None else []  # built on reading
     keep, minutes = (why.config.keep, why.config.keep_minutes) if why is not None else (0, 0.0)
     return json_response({"requests": [r.summary() for r in records], "keep": keep, "keep_minutes": minutes})
 
@@ -117,7 +118,7 @@ async def why_list(request: web.Request) -> web.Response:
 async def why_last(request: web.Request) -> web.Response:
     """The newest request's record."""
     ctx: ServerContext = request.app[context_key]
-    record = ctx.why.last() if ctx.why is not None else None
+    record = await asyncio.to_thread(ctx.why.last) if ctx.why is not None else None
     if record is None:
         return error(404, "no request recorded yet (records are kept for [why] keep_minutes)")
     return json_response(await _explained(ctx, record))
@@ -127,7 +128,7 @@ async def why_one(request: web.Request) -> web.Response:
     """One request's record by its `x-tap-request-id`."""
     ctx: ServerContext = request.app[context_key]
     request_id = request.match_info["request_id"]
-    record = ctx.why.get(request_id) if ctx.why is not None else None
+    record = await asyncio.to_thread(ctx.why.get, request_id) if ctx.why is not None else None
     if record is None:
         return error(404, f"no record of request {request_id} (unknown, or older than [why] keep_minutes)")
     return json_response(await _explained(ctx, record))

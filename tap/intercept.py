@@ -40,7 +40,6 @@ turn while its block is kept; a store failure never fails a request; capture nev
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -541,20 +540,10 @@ class Interceptor:
         duration_ms = (time.perf_counter() - note.started) * 1000
         request_log.info(log_line(note, status, duration_ms))
         if note.keep and self.why is not None and self.why.enabled:
-            keep = functools.partial(self._keep_record, self.why, note, status, duration_ms)
             try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                keep()
-                return
-            create_task(asyncio.to_thread(keep), name=f"why-{note.request_id}")  # scrubbing: off the loop
-
-    @staticmethod
-    def _keep_record(why: WhyLog, note: RequestNote, status: int, duration_ms: float) -> None:
-        try:
-            why.record(note, status, duration_ms)
-        except Exception:  # a record is a convenience: it never fails anything
-            log.exception("could not keep the recall record of request %s", note.request_id)
+                self.why.record(note, status, duration_ms)  # keeps the note: the record is made when read
+            except Exception:  # a record is a convenience: it never fails anything
+                log.exception("could not keep the recall record of request %s", note.request_id)
 
     def status(self) -> dict[str, int]:
         """Counters for /tap/status: recalls run, blocks reused by later requests of a turn."""

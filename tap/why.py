@@ -20,12 +20,16 @@ An agent-loop step that reused its human turn's block names the request that rec
 (`reused_from`) and shows that request's candidates.
 
 Bounds and privacy: at most `[why] keep` records, each for at most `keep_minutes`, each with at
-most `candidates` candidates (every injected one first); the query is scrubbed (tap.scrub) when the
-record is made, on a worker thread after the response (a scrub of a long turn takes milliseconds:
-not on the event loop), and memory texts were scrubbed before they were stored; forgetting a scope
-or a memory drops the records that hold it. The recall thread only hands the trace what it found
-and packed; the candidates are weighed and sorted when the record is made; without a WhyLog (or
-with `keep = 0`) recall gets no trace and does no extra work.
+most `candidates` candidates (every injected one first); the query is scrubbed (tap.scrub) before
+any record is shown, and memory texts were scrubbed before they were stored; forgetting a scope or
+a memory drops the records that hold it.
+
+Cost: a record is read far less often than one is made, so the work is done on reading. The recall
+thread only hands the trace what it found and packed; keeping a request is storing its note (on
+the event loop: no thread hop); the candidates are weighed, sorted and shortened, and the query
+scrubbed, the first time the record is read. Built when kept, on a worker thread, the records took
+~6 % of the time the server held the GIL at 64 streams (py-spy, bench/load.py), the hop included.
+Without a WhyLog (or with `keep = 0`) recall gets no trace and does no extra work.
 """
 
 from __future__ import annotations
@@ -73,9 +77,9 @@ class RecallTrace:
     """What one recall did with each candidate (tap.recall calls `retrieved`, then `packed`).
 
     Both calls only keep what they are given (the hits, the scores, the block's ids): the entries
-    are built, weighed and sorted in `candidates`, when the record is made after the response
-    (WhyLog.record, on a worker thread). Built on the recall thread, they took ~6 % of the time
-    the server held the GIL at 64 streams (py-spy, bench/load.py), all of it on the recall's path.
+    are built, weighed and sorted in `candidates`, when the record is first read (WhyLog). Built on
+    the recall thread, they took ~6 % of the time the server held the GIL at 64 streams (py-spy,
+    bench/load.py), all of it on the recall's path.
     """
 
     def __init__(self, skip_outcome: str = "visible") -> None:
@@ -270,15 +274,34 @@ def _quoted(value: str) -> str:
     return msgspec.json.encode(value).decode() if not value or any(c in value for c in ' "=\n\t') else value
 
 
+@dataclass(slots=True)
+class _Kept:
+    """A request as kept: its note until the record is first read, then the record."""
+
+    note: RequestNote
+    status: int
+    duration_ms: float
+    built: WhyRecord | None = None
+
+    @property
+    def at(self) -> float:
+        return self.note.at
+
+    @property
+    def scope(self) -> str:
+        return self.note.scope
+
+
 class WhyLog:
-    """The kept records, newest last, bounded by count and age (thread-safe)."""
+    """The kept records, newest last, bounded by count and age (thread-safe). A record is built
+    the first time it is read (see the module docstring)."""
 
     name = "recall records (tap why)"
 
     def __init__(self, config: WhyConfig, *, now: Callable[[], float] = time.time) -> None:
         self.config = config
         self._now = now
-        self._records: OrderedDict[str, WhyRecord] = OrderedDict()
+        self._records: OrderedDict[str, _Kept] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -286,35 +309,42 @@ class WhyLog:
         """Whether records are kept at all (`[why] keep > 0`)."""
         return self.config.keep > 0
 
-    def record(self, note: RequestNote, status: int, duration_ms: float) -> WhyRecord:
-        """Make the request's record (scrubbed, bounded) and keep it."""
-        trace = note.trace
+    def record(self, note: RequestNote, status: int, duration_ms: float) -> None:
+        """Keep the request (its record is made when first read)."""
+        with self._lock:
+            self._records[note.request_id] = _Kept(note, status, duration_ms)
+            self._prune()
+
+    def _built(self, kept: _Kept) -> WhyRecord:
+        """The request's record, scrubbed and bounded, made once. Called without the lock: `record`
+        takes it on the event loop, and building 200 records takes a while (two threads building
+        the same one at once make equal records)."""
+        if kept.built is not None:
+            return kept.built
+        note, trace = kept.note, kept.note.trace
         candidates = trace.candidates(self.config.candidates) if trace is not None else []
         if not candidates and note.reused_from:
-            original = self.get(note.reused_from)
-            candidates = list(original.candidates) if original is not None else []
-        query = scrub(trace.query)[:MAX_QUERY] if trace is not None else ""
-        kept = WhyRecord(
+            with self._lock:
+                original = self._records.get(note.reused_from)
+            candidates = list(self._built(original).candidates) if original is not None else []
+        kept.built = WhyRecord(
             request_id=note.request_id,
             at=note.at,
             method=note.method,
             path=note.path,
             scope=note.scope,
             conversation=note.conversation,
-            query=query,
+            query=scrub(trace.query)[:MAX_QUERY] if trace is not None else "",
             injected=note.injected,
             recall_ms=round(note.recall_ms or 0.0, 3),
             degraded=note.degraded,
-            upstream_status=status,
-            duration_ms=round(duration_ms, 3),
+            upstream_status=kept.status,
+            duration_ms=round(kept.duration_ms, 3),
             reused_from=note.reused_from,
             candidates=candidates,
             vector=trace.vector if trace is not None else [],
         )
-        with self._lock:
-            self._records[kept.request_id] = kept
-            self._prune()
-        return kept
+        return kept.built
 
     def _prune(self) -> None:
         oldest = self._now() - self.config.keep_minutes * 60
@@ -327,24 +357,27 @@ class WhyLog:
         """One record, unless unknown or expired."""
         with self._lock:
             self._prune()
-            return self._records.get(request_id)
+            kept = self._records.get(request_id)
+        return None if kept is None else self._built(kept)
 
     def last(self) -> WhyRecord | None:
         """The newest record."""
         with self._lock:
             self._prune()
-            return next(reversed(self._records.values()), None)
+            kept = next(reversed(self._records.values()), None)
+        return None if kept is None else self._built(kept)
 
     def recent(self, limit: int) -> list[WhyRecord]:
         """The newest records, newest first."""
         with self._lock:
             self._prune()
-            return list(reversed(self._records.values()))[:limit]
+            newest = list(reversed(self._records.values()))[:limit]
+        return [self._built(kept) for kept in newest]
 
     def forget_scope(self, scope: str) -> int:
         """Drop the records of a scope (tap.memories.ScopeHolder)."""
         with self._lock:
-            doomed = [i for i, r in self._records.items() if r.scope == scope]
+            doomed = [i for i, kept in self._records.items() if kept.scope == scope]
             for request_id in doomed:
                 del self._records[request_id]
         return len(doomed)
@@ -353,10 +386,11 @@ class WhyLog:
         """Drop the records that show any of these memories."""
         gone = set(ids)
         with self._lock:
-            doomed = [i for i, r in self._records.items() if any(c.id in gone for c in r.candidates)]
-            for request_id in doomed:
-                del self._records[request_id]
-        return len(doomed)
+            kept_now = list(self._records.items())
+        doomed = [i for i, kept in kept_now if any(c.id in gone for c in self._built(kept).candidates)]
+        with self._lock:
+            dropped = [i for i in doomed if self._records.pop(i, None) is not None]
+        return len(dropped)
 
 
 def explain(

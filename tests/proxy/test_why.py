@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from tap.cli.main import main
 from tap.config import parse_config
 from tap.records import Memory, Recalled, RecallResult
-from tap.why import RecallTrace, RequestNote, WhyLog
+from tap.why import Candidate, RecallTrace, RequestNote, WhyLog
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
@@ -166,3 +166,34 @@ def test_records_are_bounded_in_number_and_time_and_can_be_forgotten() -> None:
 def test_no_records_are_kept_with_keep_zero() -> None:
     log = WhyLog(parse_config("[why]\nkeep = 0").why)
     assert not log.enabled
+
+
+class CountedTrace(RecallTrace):
+    """A trace that counts how often its candidates are weighed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weighed = 0
+
+    def candidates(self, limit: int) -> list[Candidate]:
+        self.weighed += 1
+        return super().candidates(limit)
+
+
+def test_a_record_is_made_when_first_read_and_only_once() -> None:
+    """Keeping a request costs the event loop nothing but storing its note: the candidates are
+    weighed (and the query scrubbed) on the first read, and later reads get the same record."""
+    log = WhyLog(parse_config("").why)
+    memory = Memory(id="m_a", scope="a", content="c")
+    kept = RequestNote("r_a", path="/v1/messages", scope="a")
+    kept.trace = trace = CountedTrace()
+    trace.query = "my key is sk-ant-api03-" + "x" * 40
+    trace.packed(
+        [(memory, 1.0)], RecallResult(block="b", tokens=1, memories=[Recalled(memory=memory, score=1.0, tokens=1)])
+    )
+    log.record(kept, 200, 1.0)
+    assert trace.weighed == 0
+    first = log.get("r_a")
+    assert first is not None and trace.weighed == 1
+    assert "sk-ant-api03" not in first.query and [c.id for c in first.candidates] == ["m_a"]
+    assert log.last() is first and log.recent(5) == [first] and trace.weighed == 1
