@@ -19,8 +19,13 @@ speaker)` reads a first-person sentence (before it is rewritten) and returns:
 
 Only present-tense assertions fill a slot (past "I lived in …", plans "I'm moving to … next
 month", wishes and hypotheticals do not), except "moved to / relocated to / joined / switched to",
-whose past tense states the present. The tool categories are general software knowledge, not
-tuned to any data set.
+whose past tense states the present. The value is what is true now, wherever the sentence names
+it: a tool or a place named only to deny it ("Postgres, not MySQL", "I never use vim", "I'm not
+based in London") is not a value, "migrated to Postgres from MySQL" is Postgres (and takes MySQL
+back), "I tried vim but I use vscode" is vscode. Read as the denied or the left value, "We use
+Postgres now, not MySQL" was dropped as a restatement of "we run everything on MySQL", and "I
+never use emacs" retired "I use vim for everything". The tool categories are general software
+knowledge, not tuned to any data set.
 
 Invariants: pure and deterministic; a sentence fills at most one slot; values are normalised
 (lower case, aliases folded: postgres = postgresql, k8s = kubernetes) so "Postgres" and
@@ -159,12 +164,15 @@ _DATE_WORDS = frozenset(
 )
 _FROM_TO = re.compile(
     r"\b(?:switch|switched|switching|migrat\w*|mov\w*|chang\w*|convert\w*|transition\w*|went|port\w*)\s+"
-    r"(?:[\w'’]+\s+){0,4}?from\s+(?P<old>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+(?:over\s+)?to\s+(?P<new>[\w.#+-]+)",
+    r"(?:(?:[\w'’]+\s+){0,4}?from\s+(?P<old>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+(?:over\s+)?to\s+(?P<new>[\w.#+-]+)"
+    # "migrated to postgres from mysql": the same, said the other way round
+    r"|(?:[\w'’]+\s+){0,3}?to\s+(?P<new4>[\w.#+-]+)\s+from\s+(?P<old4>[\w.#+-]+(?:\s[\w.#+-]+)?))",
     re.IGNORECASE,
 )
 _REPLACED = re.compile(
     r"\breplac\w*\s+(?P<old>[\w.#+-]+(?:\s[\w.#+-]+)?)\s+with\s+(?P<new>[\w.#+-]+)"
-    r"|\b(?:ditch\w*|dropp\w*|swapp?\w*|trad\w*|dump\w*)\s+(?:the\s+|my\s+|our\s+)?(?P<old3>[\w.#+-]+(?:\s[\w.#+-]+)?)"
+    r"|\b(?:ditch\w*|dropp\w*|swapp?\w*|trad\w*|dump\w*|left|leav\w*|quit)\s+(?:the\s+|my\s+|our\s+)?"
+    r"(?P<old3>[\w.#+-]+(?:\s[\w.#+-]+)?)"
     r"\s+for\s+(?:the\s+|an?\s+)?(?P<new3>[\w.#+-]+)"
     r"|\binstead of\s+(?P<old2>[\w.#+-]+(?:\s[\w.#+-]+)?)",
     re.IGNORECASE,
@@ -204,7 +212,7 @@ _VALUE = (
 )
 _LOWER_VALUE = (
     r"(?P<value>[\w'’.&-]+(?:\s+[\w'’.&-]+){0,3}?)"
-    r"(?=\s*(?:[,.;!?]|\band\b|\bbut\b|\bsince\b|\bfor\b|\bwith\b|\bat\b|\bin\b|\bnow\b|$))"
+    r"(?=\s*(?:[,.;!?]|\band\b|\bbut\b|\bsince\b|\bfor\b|\bwith\b|\bat\b|\bin\b|\bnow\b|\bfrom\b|$))"
 )
 _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -557,6 +565,26 @@ def read_slot(sentence: str, speaker: str, *, work: bool = False) -> SlotReading
     )
 
 
+_NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never)|n['’]t)\s+(?:[\w'’]+\s+){0,2}$", re.IGNORECASE)
+
+
+def _tools_in_use(sentence: str) -> tuple[tuple[str, str], ...]:
+    """The tools a sentence says are in use, less the ones it denies: those of the first clause
+    that names one with a verb of use ("I tried vim but I use vscode": vscode), else of the first
+    clause naming any ("… is on jekyll, but ruby keeps breaking": jekyll), else of the sentence."""
+    negated = _negated_terms(sentence)
+    clauses = re.split(r",?\s+but\s+|;\s*", sentence)
+    named = [tuple(t for t in _tool_terms(clause) if t[0] not in negated) for clause in clauses]
+    used = next(
+        (terms for clause, terms in zip(clauses, named, strict=True) if terms and _TOOL_VERB.search(clause)), ()
+    )
+    return (
+        used
+        or next((terms for terms in named if terms), ())
+        or tuple(t for t in _tool_terms(sentence) if t[0] not in negated)
+    )
+
+
 def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     for pattern in _NAMED_THING:
         named = pattern.search(sentence)
@@ -566,10 +594,11 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     holder, part = _holder(sentence, who, work)
     for attribute, pattern in _PERSON_ATTRIBUTES:
         match = pattern.search(sentence)
-        if match:
+        if match is None or _NEGATED_BEFORE.search(sentence[: match.start()]):  # "I'd never work at Meta"
+            continue
+        if not (attribute == "residence" and _tool_terms(match.group("value"))):  # "moved to fly.io"
             return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
-    first_clause = re.split(r",?\s+but\s+|;\s*", sentence, maxsplit=1)[0]
-    terms = _tool_terms(first_clause) or _tool_terms(sentence)  # "… is on jekyll, but ruby keeps breaking"
+    terms = _tools_in_use(sentence)
     owned = any(category in _OWNED_CATEGORIES for _, category in terms) and _OWN_VERB.search(sentence)
     if terms and (_TOOL_VERB.search(sentence) or owned):
         switch = _switch(sentence)
@@ -611,6 +640,19 @@ _OWN_ATTRIBUTE = re.compile(
 )
 
 
+# "Postgres, not MySQL", "I never use vim", "we don't run kafka", "rather than MySQL": a tool named
+# right after a negation (up to two words between) is not what the speaker uses
+_NEGATION = re.compile(
+    r"(?:\b(?:not|never|rather than|instead of|without)|n['’]t)\s+(?P<span>(?:[\w.#+-]+\s+){0,2}[\w.#+-]+)",
+    re.IGNORECASE,
+)
+
+
+def _negated_terms(sentence: str) -> frozenset[str]:
+    """The tools a sentence names only to deny them (see _NEGATION)."""
+    return frozenset(term for match in _NEGATION.finditer(sentence) for term, _ in _tool_terms(match.group("span")))
+
+
 # "prefer X over Y", "X rather than Y": X is the value, though Y is named last
 _PREFERRED_OVER = re.compile(
     r"\b(?:prefer\w*|favou?r\w*|lik\w*|lov\w*|pick\w*|chose|choos\w*|go(?:ing)? with|went with)\s+"
@@ -626,8 +668,8 @@ def _switch(sentence: str) -> tuple[str, str] | None:
     if match is None:
         return None
     found = match.groupdict()
-    old = found.get("old") or found.get("old3") or found.get("old2") or ""
-    new = found.get("new") or found.get("new3") or ""
+    old = found.get("old") or found.get("old4") or found.get("old3") or found.get("old2") or ""
+    new = found.get("new") or found.get("new4") or found.get("new3") or ""
     return (old, new) if _named_words(old) else None
 
 

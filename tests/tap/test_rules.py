@@ -519,6 +519,46 @@ def test_a_contrast_or_a_long_remark_is_a_statement_of_its_own() -> None:
     assert not any("brothers" in f and "book club" in f for f in found)
 
 
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("We use Postgres, not MySQL.", "user|database", "postgres"),
+        ("We went with Postgres rather than MySQL.", "user|database", "postgres"),
+        ("I use neovim, not vscode.", "user|editor", "neovim"),
+        ("I code in python, never java.", "user|language", "python"),
+        ("We don't run kafka, just rabbitmq.", "user|queue", "rabbitmq"),
+        ("I never use emacs.", "", ""),
+        ("We're not on kubernetes.", "", ""),
+    ],
+)
+def test_a_tool_named_only_to_deny_it_is_not_the_slot_value(text: str, slot: str, value: str) -> None:
+    [memory] = extract(turn("u1", "User", text))
+    assert (memory.slot, memory.slot_value) == (slot, value)
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value", "retracts"),
+    [
+        ("We migrated to Postgres from MySQL last year.", "team|database", "postgres", ["mysql"]),
+        ("I switched over to neovim from vim.", "user|editor", "neovim", ["vim"]),
+        ("We moved the app to fly.io from heroku.", "team|hosting", "fly.io", ["heroku"]),
+        ("I moved to Lisbon from Berlin in May.", "user|residence", "lisbon", ["berlin"]),
+        ("I tried vim but I use vscode every day.", "user|editor", "vscode", []),
+        ("I left Amazon for Shopify last month.", "", "", ["amazon"]),
+        ("We left AWS for GCP in March.", "user|hosting", "gcp", ["aws"]),
+        ("I don't work at Google, my brother does.", "", "", []),
+        ("I'm not based in London, just visiting a lot.", "", "", []),
+    ],
+)
+def test_the_value_is_the_one_the_sentence_says_is_current(
+    text: str, slot: str, value: str, retracts: list[str]
+) -> None:
+    """Said the other way round ("to X from Y"), after a tool only tried, or denied: the slot holds
+    what is true now, and what was left is what the sentence takes back."""
+    [memory] = extract(turn("u1", "User", text))
+    assert (memory.slot, memory.slot_value, memory.retracts) == (slot, value, retracts)
+
+
 def test_the_preferred_tool_is_the_slot_value_and_a_sell_out_takes_nothing_back() -> None:
     [preferred] = extract(turn("u1", "User", "I prefer Postgres over Snowflake."))
     assert (preferred.slot, preferred.slot_value) == ("user|database", "postgres")

@@ -142,6 +142,8 @@ UPDATES = [
     ("I no longer eat meat.", "I'm strictly vegan now", "no longer", "vegan"),
     ("denver rent is brutal for me, 2400 for a studio", "we're in boise now!!", "denver", "boise"),
     ("my gym fee is £30 a month", "the gym raised prices so the fee is £35 now", "£30", "£35"),
+    ("We run everything on MySQL.", "We use Postgres now, not MySQL.", "everything", "Postgres"),
+    ("Our backend runs on Flask.", "We switched the backend to FastAPI from Flask.", "runs on", "FastAPI"),
 ]
 
 
@@ -181,6 +183,8 @@ NEAR_MISSES = [
     ("gave up on vs code last year", "I'm on zed now"),
     ("I live in Denver.", "we're in Boise now for the weekend, visiting friends"),
     ("My dog is called Rex.", "the neighbours renamed their cat, she's Mittens now"),
+    ("I use vim for everything.", "I never use emacs, too many shortcuts."),
+    ("I live in Leeds.", "I'm not based in London, just visiting a lot."),
 ]
 
 
