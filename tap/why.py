@@ -281,6 +281,9 @@ class _Kept:
     note: RequestNote
     status: int
     duration_ms: float
+    original: _Kept | None = None
+    """The request whose block this one reused (`reused_from`), held from the start: it may be
+    pruned before this record is read."""
     built: WhyRecord | None = None
 
     @property
@@ -312,7 +315,8 @@ class WhyLog:
     def record(self, note: RequestNote, status: int, duration_ms: float) -> None:
         """Keep the request (its record is made when first read)."""
         with self._lock:
-            self._records[note.request_id] = _Kept(note, status, duration_ms)
+            original = self._records.get(note.reused_from) if note.reused_from else None
+            self._records[note.request_id] = _Kept(note, status, duration_ms, original)
             self._prune()
 
     def _built(self, kept: _Kept) -> WhyRecord:
@@ -323,10 +327,8 @@ class WhyLog:
             return kept.built
         note, trace = kept.note, kept.note.trace
         candidates = trace.candidates(self.config.candidates) if trace is not None else []
-        if not candidates and note.reused_from:
-            with self._lock:
-                original = self._records.get(note.reused_from)
-            candidates = list(self._built(original).candidates) if original is not None else []
+        if not candidates and kept.original is not None:
+            candidates = list(self._built(kept.original).candidates)
         kept.built = WhyRecord(
             request_id=note.request_id,
             at=note.at,

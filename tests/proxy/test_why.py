@@ -197,3 +197,16 @@ def test_a_record_is_made_when_first_read_and_only_once() -> None:
     assert first is not None and trace.weighed == 1
     assert "sk-ant-api03" not in first.query and [c.id for c in first.candidates] == ["m_a"]
     assert log.last() is first and log.recent(5) == [first] and trace.weighed == 1
+
+
+def test_a_step_that_reused_a_block_shows_its_recall_even_once_that_record_is_gone() -> None:
+    """An agent-loop step reuses its turn's block: its record shows the recall's candidates, taken
+    from the request that recalled, which may be pruned before the step's record is read."""
+    log = WhyLog(parse_config("[why]\nkeep = 1").why)
+    memory = Memory(id="m_a", scope="a", content="c")
+    log.record(note("a", "the turn", memory), 200, 1.0)
+    step = RequestNote("r_step", path="/v1/messages", scope="a", reused_from="r_a_8")
+    log.record(step, 200, 1.0)
+    assert log.get("r_a_8") is None  # pruned: at most one record is kept
+    shown = log.get("r_step")
+    assert shown is not None and shown.reused_from == "r_a_8" and [c.id for c in shown.candidates] == ["m_a"]
