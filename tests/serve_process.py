@@ -1,4 +1,8 @@
-"""Start a real `tap serve` process on a free port and wait until it answers /tap/health."""
+"""Start a real `tap serve` process on a free port and wait until it answers /tap/health.
+
+Its output (one log line per request, and more) is read as it comes, on a thread: left in the pipe,
+64 KB of it (~300 requests) filled the pipe and the server stopped in its next log call, with every
+request waiting behind it (`./dev bench proxy` hung after its 300 pairs)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -22,6 +27,8 @@ class ServeProcess:
         self.env = {**os.environ, "TAP_HOME": str(home), **(env or {})}
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
+        self._output: list[str] = []
+        self._reader: threading.Thread | None = None
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         (self.home / "server.json").unlink(missing_ok=True)
@@ -35,6 +42,9 @@ class ServeProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
+        self._output = []
+        self._reader = threading.Thread(target=self._read_output, args=(self.proc,), daemon=True)
+        self._reader.start()
         try:
             wait_until(self._answers, within=timeout, poll=0.1, what="tap serve to answer /tap/health")
         except AssertionError:
@@ -42,11 +52,22 @@ class ServeProcess:
             raise
         return self
 
+    def _read_output(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self._output.append(line)
+
+    def _printed(self) -> str:
+        """Everything the process printed, once it has exited."""
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        return "".join(self._output)
+
     def _answers(self) -> bool:
         """Up: it wrote server.json and answers /tap/health (RuntimeError when it exited)."""
         assert self.proc is not None
         if self.proc.poll() is not None:
-            raise RuntimeError(f"tap serve exited early:\n{self.proc.stdout.read() if self.proc.stdout else ''}")
+            raise RuntimeError(f"tap serve exited early:\n{self._printed()}")
         info = self.home / "server.json"
         if not info.exists():
             return False
@@ -65,9 +86,10 @@ class ServeProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            out, _ = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, _ = self.proc.communicate()
+            self.proc.wait()
+        out = self._printed()
         self.proc = None
-        return out or ""
+        return out

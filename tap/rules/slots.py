@@ -367,20 +367,24 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "name",
-        re.compile(r"\b(?:my name is|call me|I go by|I(?:'m|’m| am))\s+(?P<value>[A-Z][\w'’-]+)(?=\s*(?:[,.!;]|$))"),
+        re.compile(
+            r"\b(?:[Mm]y name(?: is|'s|’s)|[Cc]all me|I go by|I(?:'m|’m| am))\s+"
+            r"(?P<value>[A-Z][\w'’-]+)(?=\s*(?:[,.!;]|$))"
+        ),
     ),
-    ("name", re.compile(r"\b(?:my name is|call me|I go by)\s+(?P<value>[A-Z][\w'’-]+)")),
+    ("name", re.compile(r"\b(?:[Mm]y name(?: is|'s|’s)|[Cc]all me|I go by)\s+(?P<value>[A-Z][\w'’-]+)")),
 )
 _NAMED_THING = (
     re.compile(
-        r"\b(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)(?:'s|’s)\s+name\s+is\s+(?:now\s+)?(?P<value>[A-Z][\w'’-]+)"
+        r"\b(?:[Mm]y|[Oo]ur)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)(?:'s|’s)\s+name\s+is\s+(?:now\s+)?(?P<value>[A-Z][\w'’-]+)"
     ),
     re.compile(
-        r"\b(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?:is\s+)?(?:now\s+)?(?:called|named)\s+(?P<value>[A-Z][\w'’-]+)"
+        r"\b(?:[Mm]y|[Oo]ur)\s+(?P<holder>(?:[a-z]+\s+)??[a-z]+)\s+(?:is\s+)?(?:now\s+)?(?:called|named)\s+"
+        r"(?P<value>[A-Z][\w'’-]+)"
     ),
-    re.compile(r"\b(?:re)?named\s+(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)?[a-z]+)\s+(?P<value>[A-Z][\w'’-]+)"),
+    re.compile(r"\b(?:re)?named\s+(?:my|our)\s+(?P<holder>(?:[a-z]+\s+)??[a-z]+)\s+(?:to\s+)?(?P<value>[A-Z][\w'’-]+)"),
     re.compile(  # "we're Inkwell now": a team or company that took another name
-        r"^(?:(?:ok|okay|so|and)\s+)?(?P<holder>we)(?:'re|’re| are)\s+(?:now\s+)?(?:called\s+)?"
+        r"^(?:(?:[Oo]k|[Oo]kay|[Ss]o|[Aa]nd)\s+)?(?P<holder>[Ww]e)(?:'re|’re| are)\s+(?:now\s+)?(?:called\s+)?"
         r"(?P<value>(?!I\b)[A-Z][\w'’.-]+(?:\s+[A-Z][\w'’.-]+)?)\s+now\b"
     ),
     re.compile(  # "adopted a kitten, he's 10 weeks, named him Pickle"
@@ -398,7 +402,7 @@ _APPOSED_NAME = re.compile(
     r"(?:\s+[A-Z][\w'’-]+)*)"
 )
 _RELATIVE_HOLDER = re.compile(
-    r"^(?:[Mm]y|[Oo]ur)\s+(?P<noun>(?:(?:little|big|older|younger|elder|best|new|old|ex|twin|step|oldest|youngest"
+    r"^(?:[Mm]y|[Oo]ur)\s+(?P<noun>(?!name\b)(?:(?:little|big|older|younger|elder|best|new|old|ex|twin|step|oldest|youngest"
     r"|baby|late|dear|current)\s+)?[a-z]+)(?:'s|’s)?\s+(?!name\b)"
     # what follows the noun: a verb ("my sister lives"), a name ("my dog Rex") or a possessive's noun
     r"(?=(?:[A-Z]|(?:is|was|has|had|just|also|still|now|got|moved|works?|lives?|[a-z]+(?:s|ed))\b)|(?<=s\s))"
@@ -513,9 +517,9 @@ def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
 # "my girlfriend Lea and I live in Kreuzberg": the speaker is in the subject, so it is their statement
 _AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'’-]+\s+){0,3}?and\s+(?:I|me)\b", re.IGNORECASE)
 _TOOLISH = frozenset(["it", "this", "that", "everything", "all", "which", "there", "team", "we"]) | set(TOOL_CATEGORIES)
-_OWN_THINGS = re.compile(
-    r"^(?:my|our)\s+(?:home|place|apartment|flat|house|new|current|job|role|title|company|employer|team|stack"
-    r"|database|backend|frontend|app|project|editor|setup|workflow)\b",
+_OWN_THINGS = re.compile(  # "my new job is at Stripe": the speaker's own (but "my new boss" is the boss)
+    r"^(?:my|our)\s+(?:(?:new|current)\s+)?(?:home|place|apartment|flat|house|job|role|title|company|employer|team"
+    r"|stack|database|backend|frontend|app|project|editor|setup|workflow)\b",
     re.IGNORECASE,
 )
 
@@ -543,7 +547,10 @@ def statement_holder(sentence: str, speaker: str, *, work: bool = False) -> str:
 
 
 def _norm_noun(noun: str) -> str:
-    return " ".join(noun.lower().split())
+    """A holder's noun as slots compare it: "my new puppy" is "my puppy" (and "my new boss" the boss
+    who replaced the old one); "little sister" stays apart from "sister"'s other siblings."""
+    words = noun.lower().split()
+    return " ".join(words[1:] if len(words) > 1 and words[0] == "new" else words)
 
 
 @lru_cache(maxsize=8192)  # a clause is read again by each step that asks (its reading is immutable)

@@ -559,6 +559,25 @@ def test_the_value_is_the_one_the_sentence_says_is_current(
     assert (memory.slot, memory.slot_value, memory.retracts) == (slot, value, retracts)
 
 
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("My name is Sam.", "user|name", "sam"),
+        ("My name's Sam, nice to meet you.", "user|name", "sam"),
+        ("My dog is called Rex.", "user:dog|name", "rex"),
+        ("Our cat's name is Miso.", "user:cat|name", "miso"),
+        ("We renamed our dog to Max.", "user:dog|name", "max"),
+        ("Our new puppy is called Luna.", "user:puppy|name", "luna"),
+        ("We're Inkwell now, the old name had trademark trouble.", "team|name", "inkwell"),
+    ],
+)
+def test_a_name_is_read_at_the_start_of_a_sentence_too(text: str, slot: str, value: str) -> None:
+    """Capitalised as people type them: "My dog is called Rex" filled no slot (and "my dog is
+    called Rex" filled one held by "dog is"), so a rename never retired the old name."""
+    [memory] = extract(turn("u1", "User", text))
+    assert (memory.slot, memory.slot_value) == (slot, value)
+
+
 def test_the_preferred_tool_is_the_slot_value_and_a_sell_out_takes_nothing_back() -> None:
     [preferred] = extract(turn("u1", "User", "I prefer Postgres over Snowflake."))
     assert (preferred.slot, preferred.slot_value) == ("user|database", "postgres")

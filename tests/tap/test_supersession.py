@@ -144,6 +144,8 @@ UPDATES = [
     ("my gym fee is £30 a month", "the gym raised prices so the fee is £35 now", "£30", "£35"),
     ("We run everything on MySQL.", "We use Postgres now, not MySQL.", "everything", "Postgres"),
     ("Our backend runs on Flask.", "We switched the backend to FastAPI from Flask.", "runs on", "FastAPI"),
+    ("My dog is called Rex.", "We renamed our dog to Max.", "Rex", "Max"),
+    ("My name is Katherine.", "Call me Kat, everyone does.", "Katherine", "Kat"),
 ]
 
 
@@ -185,6 +187,7 @@ NEAR_MISSES = [
     ("My dog is called Rex.", "the neighbours renamed their cat, she's Mittens now"),
     ("I use vim for everything.", "I never use emacs, too many shortcuts."),
     ("I live in Leeds.", "I'm not based in London, just visiting a lot."),
+    ("I live in Leeds.", "My new boss lives in York, she drives in every day."),
 ]
 
 
