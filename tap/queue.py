@@ -206,6 +206,16 @@ class ChunkQueue:
         with self._tx() as db:
             return db.execute("UPDATE chunks SET state = 'queued' WHERE state = 'running'").rowcount
 
+    def ready(self, at_most: int) -> int:
+        """How many chunks are ready to claim now, counting no further than `at_most` (an index
+        range: cheap however long the queue)."""
+        with self._lock:
+            (count,) = self._db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE state = 'queued' AND next_at <= ? LIMIT ?)",
+                (self._now(), at_most),
+            ).fetchone()
+        return int(count)
+
     def claim(self) -> QueuedChunk | None:
         """Take the oldest ready chunk (state → running), or None."""
         with self._tx() as db:

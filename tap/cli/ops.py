@@ -111,6 +111,8 @@ def render_status(doc: dict[str, Any]) -> str:
             lines.append(f"PAUSED: {ex['paused']}")
         if ex.get("waiting_for_store"):
             lines.append(f"WAITING for the memory store (chunks are kept and retried): {ex['waiting_for_store']}")
+        if ex.get("waiting_for_gap"):
+            lines.append("extraction waits for a gap between relayed requests (a store write would stall the streams)")
         for dead in ex.get("dead_letters", []):
             lines.append(f"dead letter {dead['id']} ({plural(dead['attempts'], 'try', 'tries')}): {dead['error']}")
         if q["dead"]:
