@@ -282,8 +282,9 @@ class ExtractionWorker:
             while not stop.is_set():
                 try:
                     await loop.run_in_executor(thread, lambda: self.queue.flush(idle_s=self.flush_idle_s))
-                    if await self._gap(stop):
-                        return
+                    if relaying() and not await loop.run_in_executor(thread, self._batch_ready):
+                        if await self._gap(stop):  # a backlog is worked through, paced, not left to grow
+                            return
                     worked = await loop.run_in_executor(thread, self.run_batch) > 0
                 except Exception as exc:
                     self._log.failed("step", "extraction worker step failed", exc=exc, level=logging.ERROR)
@@ -297,12 +298,13 @@ class ExtractionWorker:
             if own:
                 thread.shutdown(wait=False)  # never block the event loop on a batch still running
 
+    def _batch_ready(self) -> bool:
+        """Whether a whole batch of chunks is ready (a SQLite read: on the worker's thread)."""
+        return self.queue.ready(self.batch_size()) >= self.batch_size()
+
     async def _gap(self, stop: asyncio.Event) -> bool:
-        """Wait while requests are relayed, at most GAP_WAIT_MAX_S, unless a whole batch is ready
-        (a backlog is worked through, paced, rather than left to grow under constant traffic; see
-        the module docstring); True when `stop` was set meanwhile."""
-        if not relaying() or self.queue.ready(self.batch_size()) >= self.batch_size():
-            return stop.is_set()
+        """Wait while requests are relayed, at most GAP_WAIT_MAX_S (see the module docstring); True
+        when `stop` was set meanwhile."""
         give_up_at = time.monotonic() + GAP_WAIT_MAX_S
         self.waiting_for_gap = True
         try:

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
-
-from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
-from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import real_embedder_in_memory
+from tap.wiring.runtime import Runtime
 
 MAY_8 = datetime(2023, 5, 8, 14, 0, tzinfo=UTC).timestamp()
-
-
-@pytest.fixture
-def rt(isolated_home: Path) -> Iterator[Runtime]:
-    runtime = open_runtime(
-        LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home), adapters=real_embedder_in_memory
-    )
-    yield runtime
-    runtime.close()
 
 
 def say(rt: Runtime, conversation: str, *pairs: tuple[str, str], at: float = MAY_8, scope: str = "ana") -> int:

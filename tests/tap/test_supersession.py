@@ -3,28 +3,15 @@ embedder): the old version stays as history and never reaches a recall block."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from tap.config import LoadedConfig, parse_config
 from tap.records import OUTDATED_TAG, IngestEvent, Memory, Message
-from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import real_embedder_in_memory
+from tap.wiring.runtime import Runtime
 
 JAN = datetime(2025, 1, 10, 9, 0, tzinfo=UTC).timestamp()
 JUN = datetime(2025, 6, 10, 9, 0, tzinfo=UTC).timestamp()
-
-
-@pytest.fixture
-def rt(isolated_home: Path) -> Iterator[Runtime]:
-    runtime = open_runtime(
-        LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home), adapters=real_embedder_in_memory
-    )
-    yield runtime
-    runtime.close()
 
 
 def tell(rt: Runtime, conversation: str, text: str, at: float) -> None:

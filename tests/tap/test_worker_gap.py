@@ -4,27 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tap import priority, worker
-from tap.config import LoadedConfig, parse_config
 from tap.priority import HotPath
 from tap.records import IngestEvent, Message
-from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import real_embedder_in_memory
+from tap.wiring.runtime import Runtime
 from tests.waits import until
-
-
-@pytest.fixture
-def rt(isolated_home: Path) -> Iterator[Runtime]:
-    runtime = open_runtime(
-        LoadedConfig(config=parse_config(""), path=None, data_dir=isolated_home), adapters=real_embedder_in_memory
-    )
-    yield runtime
-    runtime.close()
 
 
 def queue_chunks(rt: Runtime, conversations: int) -> None:
