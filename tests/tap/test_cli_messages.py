@@ -133,6 +133,7 @@ def status_doc(n: int) -> dict[str, Any]:
             "cost_today": {"day": "2026-01-01", "cost_usd": 0.0},
             "daily_budget_usd": 1.0,
             "dead_letters": [{"id": "c_1", "attempts": n, "error": "boom"}],
+            "waiting_for_gap": n == 1,
         },
         "consolidation": {"at": 1_780_000_000.0, "scopes": n, "resumed": n, "waiting_for_gap": n == 1},
         "store": {"shared": True, "indexed": n, "behind_s": 0.5},
@@ -151,6 +152,7 @@ def test_status_counts_agree_with_one() -> None:
     assert "2 scopes consolidated, 2 steps of an interrupted run" in two
     assert "recall counts of 1 memory wait in memory" in one and "recall counts of 2 memories wait" in two
     assert "waiting for a gap between requests" in one and "waiting for a gap" not in two
+    assert "extraction waits for a gap between relayed requests" in one and "extraction waits" not in two
     never_ran = {**status_doc(1), "consolidation": {"waiting_for_gap": False}}
     assert "consolidation: last cycle" not in render_status(never_ran)
     assert "(s)" not in one + two
