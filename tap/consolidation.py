@@ -41,7 +41,7 @@ from tap.config import ConsolidateConfig
 from tap.consolidate import ArchivePick, MergeGroup, ScopePlan, merge, plan_scope
 from tap.plural import plural
 from tap.ports import MemoryStore
-from tap.priority import quiet_for, write_parts, yield_after
+from tap.priority import wait_for_gap, write_parts, yield_after
 from tap.records import Memory
 from tap.repeatlog import RepeatLog
 from tap.sqlite import connect
@@ -346,12 +346,9 @@ class ConsolidationJob:
         (`./dev bench load --rounds 60`, with and without consolidation). A daily job can wait."""
         self.waiting_for_gap = True
         try:
-            while not quiet_for(QUIET_S) and time.monotonic() < give_up_at:
-                if await self._wait(stop, QUIET_POLL_S):
-                    return True
+            return await wait_for_gap(stop, quiet_s=QUIET_S, give_up_at=give_up_at, poll_s=QUIET_POLL_S)
         finally:
             self.waiting_for_gap = False
-        return stop.is_set()
 
     @staticmethod
     async def _wait(stop: asyncio.Event, seconds: float) -> bool:

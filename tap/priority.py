@@ -21,6 +21,7 @@ time; with nothing in flight (a backfill, the CLI) it does not wait.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -103,6 +104,19 @@ def relaying() -> bool:
 def quiet_for(seconds: float) -> bool:
     """Whether the proxy relayed no request during the last `seconds`."""
     return HOT_PATH.quiet_for(seconds)
+
+
+async def wait_for_gap(stop: asyncio.Event, *, quiet_s: float, give_up_at: float, poll_s: float) -> bool:
+    """Wait until the proxy relayed no request for `quiet_s` (0: none is being relayed now), or
+    until `give_up_at` (time.monotonic()): background work that would hold the GIL beside the
+    streams waits for a gap, but under constant traffic it goes on. True when `stop` was set."""
+    while not quiet_for(quiet_s) and time.monotonic() < give_up_at:
+        try:
+            await asyncio.wait_for(stop.wait(), poll_s)
+        except TimeoutError:
+            continue
+        return True
+    return stop.is_set()
 
 
 def yield_after(started: float) -> None:

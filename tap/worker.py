@@ -57,7 +57,7 @@ from tap.config import ExtractConfig
 from tap.errors import EmbedderError, ProviderError, StoreError
 from tap.extraction import BudgetExhausted, Extraction
 from tap.plural import plural
-from tap.priority import lower_thread_priority, relaying
+from tap.priority import lower_thread_priority, relaying, wait_for_gap
 from tap.queue import ChunkQueue, QueuedChunk
 from tap.repeatlog import RepeatLog
 from tap.scrub import scrub
@@ -305,18 +305,13 @@ class ExtractionWorker:
     async def _gap(self, stop: asyncio.Event) -> bool:
         """Wait while requests are relayed, at most GAP_WAIT_MAX_S (see the module docstring); True
         when `stop` was set meanwhile."""
-        give_up_at = time.monotonic() + GAP_WAIT_MAX_S
         self.waiting_for_gap = True
         try:
-            while relaying() and time.monotonic() < give_up_at:
-                try:
-                    await asyncio.wait_for(stop.wait(), GAP_POLL_S)
-                except TimeoutError:
-                    continue
-                return True
+            return await wait_for_gap(
+                stop, quiet_s=0.0, give_up_at=time.monotonic() + GAP_WAIT_MAX_S, poll_s=GAP_POLL_S
+            )
         finally:
             self.waiting_for_gap = False
-        return stop.is_set()
 
     def status(self) -> dict[str, Any]:
         """Queue depth, dead letters, gate counters, spend today."""

@@ -66,6 +66,7 @@ async def test_under_constant_traffic_a_batch_goes_on_after_its_patience_or_with
     task = asyncio.create_task(rt.worker.run(stop))  # noqa: TID251 - a test's own task
     try:
         await until(lambda: done(rt) >= 1, what="a batch extracted while a request is relayed")
+        assert hot_path.busy  # the request was still being relayed: the batch did not wait for its end
     finally:
         stop.set()
         await task
