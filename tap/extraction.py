@@ -57,10 +57,20 @@ class BudgetExhausted(TapError):
         self.until = until
 
 
-def memory_id(chunk_id: str, kind: str, content: str) -> str:
-    """Deterministic id of a memory extracted from a chunk (re-processing finds it again)."""
-    digest = hashlib.sha256(f"{chunk_id}\x1f{kind}\x1f{content}".encode()).hexdigest()[:20]
-    return ("e_" if kind == "episode" else "m_") + digest
+def memory_id(chunk: Chunk, candidate: CandidateMemory) -> str:
+    """Deterministic id of a memory extracted from a chunk (re-processing finds it again).
+
+    It comes from the turns the candidate cites, in their conversation, when it cites any (else
+    from the chunk): the next chunk repeats the last turns of this one (the overlap), and a
+    statement read again there is the memory already written, also when a later turn has
+    superseded it since. With the chunk's id in it, it was a new id, found no active duplicate,
+    and was written again, active: "I go climbing on Tuesdays and Thursdays", then "I no longer
+    go on Thursdays" two turns later, left both current.
+    """
+    turns = "\x1e".join(candidate.turn_ids)
+    origin = f"{chunk.scope}\x1f{chunk.conversation}\x1f{turns}" if turns else chunk.id
+    digest = hashlib.sha256(f"{origin}\x1f{candidate.kind}\x1f{candidate.content}".encode()).hexdigest()[:20]
+    return ("e_" if candidate.kind == "episode" else "m_") + digest
 
 
 class Extraction:
@@ -119,7 +129,7 @@ class Extraction:
         self.counters["extracted"] += 1
         prefetched = self._prefetched.pop(chunk.id, None)
         candidates = prefetched if prefetched is not None else merge_duplicates(self._extract(chunk))
-        ids = [memory_id(chunk.id, c.kind, c.content) for c in candidates]
+        ids = [memory_id(chunk, c) for c in candidates]
         asked = ids + excerpt_ids
         existing = {m.id for m in self.store.get(asked)} if asked else set()  # one read for the whole chunk
         actions = self._reconcile(chunk, candidates, ids, existing)
@@ -352,7 +362,7 @@ class Extraction:
     def _memory(self, chunk: Chunk, candidate: CandidateMemory, content: str) -> Memory:
         now = self._now()
         return Memory(
-            id=memory_id(chunk.id, candidate.kind, candidate.content),
+            id=memory_id(chunk, candidate),
             scope=chunk.scope,
             content=content,
             kind=candidate.kind,

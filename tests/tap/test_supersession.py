@@ -151,6 +151,27 @@ def test_an_update_supersedes_across_wording(
     assert {m.superseded_by for m in old} <= {m.id for m in new}
 
 
+def test_an_update_later_in_the_same_conversation_stays_current_through_the_chunks_overlap(rt: Runtime) -> None:
+    # each exchange closes a chunk; the next one repeats the last turns (the overlap), where the old
+    # statement is read again: it was written again, active, beside the update that replaced it
+    said = [
+        "I go climbing every Tuesday and Thursday evening.",
+        "I no longer go climbing on Thursdays, only Tuesdays.",
+        "My partner's name is Jordan.",
+    ]
+    for n, text in enumerate(said):
+        messages = [
+            Message(role="user", content=text, id=f"c1:{2 * n}", timestamp=JAN + 60 * n),
+            Message(role="assistant", content="Noted.", id=f"c1:{2 * n + 1}", timestamp=JAN + 60 * n + 5),
+        ]
+        rt.ingestor.ingest(IngestEvent(scope="me", conversation="c1", source="proxy", messages=messages))
+        rt.worker.drain()
+    memories = statements(rt)
+    both_days = holding(memories, "Tuesday and Thursday")
+    assert both_days and holding(memories, "no longer"), [m.content for m in memories]
+    assert not any(m.active for m in both_days), [(m.content, m.active) for m in memories]
+
+
 def test_a_move_does_not_take_a_relatives_home_said_in_the_same_sentence(rt: Runtime) -> None:
     tell(rt, "c1", "I live in Porto and my sister lives in Braga", JAN)
     tell(rt, "c2", "I moved to Lisbon last month", JUN)
