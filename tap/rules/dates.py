@@ -17,6 +17,7 @@ from datetime import date, timedelta
 
 from tap.chunker import utc_date
 from tap.gate import MONTHS, WEEKDAYS
+from tap.rules.text import FUTURE_GOING_TO
 
 __all__ = ["MAX_AGO", "format_day", "resolve_dates", "sentence_tense", "tidy"]
 
@@ -54,7 +55,7 @@ _PAST = re.compile(
 )
 _NOT_PAST = frozenset("need interested excited tired married scared bored worried used red bed".split())
 _FUTURE = re.compile(
-    r"\b(?:will|'ll|’ll|going to|gonna|plan|planning|next|upcoming|soon|can't wait|looking forward"
+    rf"\b(?:will|'ll|’ll|{FUTURE_GOING_TO}|gonna|plan|planning|next|upcoming|soon|can't wait|looking forward"
     r"|hope to|want to|tomorrow|coming)\b",
     re.IGNORECASE,
 )

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
+    "FUTURE_GOING_TO",
     "MIN_WORDS",
     "clauses",
     "content_words",
@@ -34,6 +35,14 @@ __all__ = [
 ]
 
 MIN_WORDS = 4
+
+# "going to" that speaks of the future ("I'm going to quit", "we're going to Paris in May"), not a
+# habit's gerund ("I stopped going to the gym in March": a past fact, its March the last one) or a
+# past intention ("I was going to call")
+FUTURE_GOING_TO = (
+    r"(?<!stopped )(?<!stop )(?<!started )(?<!start )(?<!been )(?<!quit )(?<!keep )(?<!kept )(?<!enjoy )"
+    r"(?<!love )(?<!hate )(?<!like )(?<!miss )(?<!avoid )(?<!was )(?<!were )going to"
+)
 
 _ABBREVIATION = re.compile(
     r"\b(?:(?i:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|approx|e\.g|i\.e|a\.m|p\.m|no|approx)|[A-Z])\.(?=\s+\S)"

@@ -324,6 +324,9 @@ def test_statements_carry_their_slot_and_what_they_retract() -> None:
         ("last year's trip was fun", "last year's trip was fun", []),
         # a bare month takes its own clause's tense, past verbs irregular or not
         ("I bought it in September", "I bought it", ["in September 2022"]),
+        # "going to" in a habit's gerund is not the future: the last June, not the coming one
+        ("I stopped going to the gym in June", "I stopped going to the gym", ["in June 2022"]),
+        ("I'm going to Paris in June", "I'm going to Paris", ["in June 2023"]),
         (
             "my son starts school in September and we haven't picked a bag",
             "my son starts school and we haven't picked a bag",
