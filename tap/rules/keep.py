@@ -132,10 +132,13 @@ _TOOL_USE = re.compile(
     r"|is an? [\w.-]+ app)\b",
     re.IGNORECASE,
 )
-_NAMED_SUBJECT = re.compile(r"^(?:[A-Z][\w’'-]+)(?:\s+[A-Z][\w’'-]+)?\s+(?:is|was|has|had|'s|’s|[a-z]+(?:s|ed))\b")
+# a name and its verb: regular, or one of the irregular pasts life news comes in ("Clara got a new job")
+_NAMED_SUBJECT = re.compile(
+    r"^(?:[A-Z][\w’'-]+)(?:\s+[A-Z][\w’'-]+)?\s+(?:is|was|has|had|'s|’s|got|became|left|began|[a-z]+(?:s|ed))\b"
+)
 _PERSONAL_FACT = re.compile(
     r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"
-    r"|died|passed away|divorced|engaged|graduated|pregnant|sick|ill|adopted"
+    r"|died|passed away|divorced|engaged|graduated|pregnant|sick|ill|adopted|new job|promoted|fired|laid off"
     r"|is an?|was an?|uses|runs on|written in|built (?:with|on|in))\b",
     re.IGNORECASE,
 )

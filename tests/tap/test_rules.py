@@ -188,6 +188,16 @@ def test_other_peoples_facts_are_attributed_to_them() -> None:
     ]
 
 
+def test_a_named_persons_life_news_in_an_irregular_past_is_kept() -> None:
+    # "Clara got a new job" was dropped as about nobody ("got" is no -ed verb): the speaker's wife
+    # stayed a nurse in every recall
+    assert contents(turn("u", "User", "Clara got a new job, she's a paramedic now.")) == [
+        "Clara got a new job, she's a paramedic now"
+    ]
+    assert contents(turn("u", "User", "Sven got promoted to head of sales.")) == ["Sven got promoted to head of sales"]
+    assert contents(turn("u", "User", "Clara got some pizza.")) == []
+
+
 def test_statements_by_both_speakers_of_a_named_conversation() -> None:
     memories = extract(
         turn("D1:1", "Caroline", "I adopted a rescue greyhound called Pixel two weeks ago."),
