@@ -306,7 +306,7 @@ def run(tree: Path, data_dir: Path, variant: str = "default") -> dict[str, Any]:
     loaded = LoadedConfig(config=parse_config(VARIANTS[variant]), path=None, data_dir=data_dir)
     started = time.perf_counter()
     busy0, total0, own0 = cpu_seconds()
-    rt: Runtime = open_runtime(loaded)
+    rt: Runtime = open_runtime(loaded, warm_recall=False)  # as `tap ingest` opens it
     opened = time.perf_counter()
     rss = {"after_open_runtime": benchutil.rss_mb()}
     embedder = Timed(rt.worker.extraction.embedder, ["embed_documents", "embed_query"])

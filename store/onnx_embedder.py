@@ -237,15 +237,24 @@ class OnnxMiniLMEmbedder:
         self._path = Path(model_path) if model_path is not None else default_model_path()
         self._tokenizer = _load_tokenizer()
         self._session = _session(self._path)
-        self._query_session = _session(self._path, query=True) if (os.cpu_count() or 1) >= _QUERY_THREADS else None
+        # the two-thread session is made by the first query (~27 MB that a backfill, which embeds
+        # only documents, never needs); `tap serve` makes it at start, with its warm-up query
+        self._two_threads = (os.cpu_count() or 1) >= _QUERY_THREADS
+        self._query_session: Any | None = None
 
     def embed_query(self, text: str) -> list[float]:
         """The vector for one query, on the caller's thread (on two threads when the model is idle)."""
         encoding = self._tokenizer.encode(text)
         with _model_run() as alone:
-            session = self._query_session if alone and self._query_session is not None else self._session
+            session = self.query_session() if alone and self._two_threads else self._session
             vector: list[float] = _run(session, [encoding])[0].tolist()
         return vector
+
+    def query_session(self) -> Any:
+        """The two-thread session for a query on an idle model, made on first use."""
+        if self._query_session is None:
+            self._query_session = _session(self._path, query=True)  # process-wide, made once
+        return self._query_session
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for a batch of recall queries, in order, each exactly as `embed_query` gives it.

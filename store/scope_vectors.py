@@ -77,8 +77,10 @@ class _Scope:
         row = self.rows.get(memory_id)
         if row is None:
             row = len(self.ids)
-            if row == len(self.matrix):
-                self.matrix = np.concatenate([self.matrix, np.zeros_like(self.matrix)])
+            if row == len(self.matrix):  # an eighth more (doubling held up to twice the vectors)
+                grown = np.zeros((row + max(16, row // 8), self.matrix.shape[1]), np.float32)
+                grown[:row] = self.matrix
+                self.matrix = grown
             self.ids.append(memory_id)
             self.rows[memory_id] = row
         self.matrix[row] = _unit(vector[None, :])[0]
@@ -154,7 +156,9 @@ class ScopeVectors:
         `version` was taken; False (nothing cached) when a write happened since, or it is too big."""
         if len(ids) > self.max_scope:
             return False
-        if isinstance(vectors, np.ndarray) and vectors.dtype in (np.float16, np.float32):
+        if not ids:
+            matrix: npt.NDArray[np.floating[Any]] = np.zeros((0, 0), np.float32)
+        elif isinstance(vectors, np.ndarray) and vectors.dtype in (np.float16, np.float32):
             matrix = vectors.reshape(len(ids), -1)  # converted once, into the cache (_Scope)
         else:
             matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)

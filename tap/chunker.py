@@ -13,7 +13,7 @@ Invariants:
 - ids are deterministic: a turn without an id gets a hash of (conversation, index, text); a chunk id
   is a hash of (scope, conversation, turn ids, texts), so re-delivering the same exchange yields the
   same chunk id and the queue can drop the duplicate;
-- `Chunk.tokens` is `count_tokens(render_chunk(chunk))`, an upper estimate.
+- `Chunk.tokens` is `count_turn_tokens(render_chunk(chunk))` (tap.tokens), an upper estimate.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import msgspec
 
 from tap.records import Message, Source
 from tap.scrub import scrub
-from tap.tokens import count_tokens
+from tap.tokens import count_turn_tokens
 
 __all__ = [
     "Chunk",
@@ -169,7 +169,7 @@ def _with_text(turn: Turn, prefix: str) -> Turn:
 
 def _cost(turn: Turn) -> int:
     """Tokens one rendered turn adds to a chunk (its line plus the newline)."""
-    return count_tokens(render_turn(turn)) + 1
+    return count_turn_tokens(render_turn(turn)) + 1
 
 
 def _windows(costs: Sequence[int], chunk_tokens: int, overlap_tokens: int) -> list[range]:
@@ -228,5 +228,5 @@ def chunk_turns(
             turns=members,
             tokens=0,
         )
-        chunks.append(msgspec.structs.replace(chunk, tokens=count_tokens(render_chunk(chunk))))
+        chunks.append(msgspec.structs.replace(chunk, tokens=count_turn_tokens(render_chunk(chunk))))
     return chunks

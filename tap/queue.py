@@ -37,7 +37,7 @@ from tap.chunker import Chunk, Turn, chunk_turns
 from tap.history import SourceTurn
 from tap.records import Source
 from tap.sqlite import connect, transaction
-from tap.tokens import count_tokens
+from tap.tokens import count_turn_tokens
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS seen (scope TEXT NOT NULL, conversation TEXT NOT NULL, turn_id TEXT NOT NULL,
@@ -191,7 +191,7 @@ class ChunkQueue:
         tail: list[Turn] = []
         used = 0
         for turn in reversed(turns):
-            cost = count_tokens(turn.text) + 8
+            cost = count_turn_tokens(turn.text) + 8
             if used + cost > self.overlap_tokens:
                 break
             tail.insert(0, turn)

@@ -52,6 +52,7 @@ from typing import Any
 
 import msgspec
 
+from tap.allocator import release_free_memory
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import ExtractConfig
 from tap.errors import EmbedderError, ProviderError, StoreError
@@ -181,6 +182,7 @@ class ExtractionWorker:
         for item, outcome in finished:
             self.processed += 1
             self.queue.done(item.chunk.id, outcome)
+        release_free_memory()  # a batch's temporaries, freed across threads' arenas (tap.allocator)
         return len(claimed)
 
     def _reachable(self) -> bool:
@@ -286,6 +288,8 @@ class ExtractionWorker:
                         if await self._gap(stop):  # a backlog is worked through, paced, not left to grow
                             return
                     worked = await loop.run_in_executor(thread, self.run_batch) > 0
+                    if not worked and not relaying():  # idle: what the last requests freed goes back
+                        await loop.run_in_executor(thread, release_free_memory)
                 except Exception as exc:
                     self._log.failed("step", "extraction worker step failed", exc=exc, level=logging.ERROR)
                     worked = False

@@ -249,7 +249,7 @@ def _session(
             )
             sink: Callable[[Sequence[IngestEvent]], int] = remote.ingest
         else:
-            rt = open_runtime(loaded)
+            rt = open_runtime(loaded, warm_recall=False)  # a backfill recalls nothing
             sink = _local_sink(rt)
         tailer = Tailer(
             paths,

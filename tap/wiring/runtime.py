@@ -115,16 +115,23 @@ def configured_adapters(loaded: LoadedConfig) -> tuple[Embedder, MemoryStore]:
 
 
 def open_runtime(
-    loaded: LoadedConfig, *, now: Callable[[], float] = time.time, adapters: Adapters = configured_adapters
+    loaded: LoadedConfig,
+    *,
+    now: Callable[[], float] = time.time,
+    adapters: Adapters = configured_adapters,
+    warm_recall: bool = True,
 ) -> Runtime:
     """Build the embedder, open the store and wire the recall engine and memory service. `now` is the
     clock of everything that stamps memories (a benchmark simulates months with it); `adapters`
-    builds the embedder and the store (tests pass fakes)."""
+    builds the embedder and the store (tests pass fakes). `warm_recall`: run one query now, so that
+    the first request's is not slow (a backfill, which recalls nothing, passes False and saves the
+    query's session: store.onnx_embedder)."""
     config = loaded.config
     make_private(loaded.data_dir)
     embedder, store = adapters(loaded)
     recall = RecallEngine(store, embedder, config.recall, now=now)
-    recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
+    if warm_recall:
+        recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
     extract = config.extract
     queue = ChunkQueue(
         loaded.data_dir / "queue.db", chunk_tokens=extract.chunk_tokens, overlap_tokens=extract.overlap_tokens

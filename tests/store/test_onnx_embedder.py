@@ -57,15 +57,24 @@ def test_long_texts_split_into_several_runs_keep_order(embedder: OnnxMiniLMEmbed
 
 def test_the_two_thread_query_session_gives_the_one_thread_vectors_exactly(embedder: OnnxMiniLMEmbedder) -> None:
     # an idle query runs on the two-thread session; stored vectors come from the one-thread one
-    assert embedder._query_session is not None or (os.cpu_count() or 1) < 2
-    if embedder._query_session is None:
+    if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: no two-thread session")
+    session = embedder.query_session()
     texts = ["hi", "where do I live these days?", "the user talked about their garden " * 12, "memory " * 600]
     for text in texts:
         encoding = embedder._tokenizer.encode(text)
-        alone = _run(embedder._query_session, [encoding])
+        alone = _run(session, [encoding])
         assert np.array_equal(alone, _run(embedder._session, [encoding]))
         assert embedder.embed_query(text) == alone[0].tolist()
+
+
+def test_the_two_thread_session_is_made_by_the_first_query_not_by_documents() -> None:
+    # a backfill embeds only documents: it never pays for the second session's memory
+    fresh = OnnxMiniLMEmbedder()
+    fresh.embed_documents(["the user lives in Porto", "they like tea"])
+    assert fresh._query_session is None
+    fresh.embed_query("where does the user live?")
+    assert (fresh._query_session is not None) == ((os.cpu_count() or 1) >= 2)
 
 
 def test_long_text_is_truncated_at_256_tokens(embedder: OnnxMiniLMEmbedder) -> None:

@@ -49,6 +49,21 @@ def test_search_stays_exact_through_random_writes() -> None:
             assert [s for _, s in got[0]] == sorted((s for _, s in got[0]), reverse=True)
 
 
+def test_a_scope_growing_by_writes_keeps_little_spare_room() -> None:
+    # a backfill builds its scopes one write at a time: doubling the rows held up to twice the
+    # vectors (20 of 79 MB at the end of `./dev bench ingest`)
+    rng = np.random.default_rng(3)
+    cache = ScopeVectors(max_scope=5000)
+    assert cache.load("ana", [], np.zeros((0, 0), np.float32), version=cache.version)
+    vectors = unit(rng, 1100)
+    for i, vector in enumerate(vectors):
+        cache.put("ana", f"m{i}", vector)
+    held = cache._scopes["ana"].matrix
+    assert 1100 <= len(held) <= 1100 + 1100 // 8 + 16
+    got = cache.search("ana", [vectors[7]], 1)
+    assert got is not None and got[0][0][0] == "m7"
+
+
 def test_a_load_that_raced_a_write_is_refused() -> None:
     cache = ScopeVectors()
     before = cache.version
