@@ -511,7 +511,15 @@ def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
     relative = _RELATIVE_HOLDER.match(lowered)
     if relative and not _OWN_THINGS.match(lowered) and not _AND_I.match(lowered):
         return f"{speaker}:{_norm_noun(relative.group('noun'))}", ""
+    named = _NAMED_HOLDER.match(lowered)
+    if named and not first_person and _opening_name(lowered):
+        return _opening_name(lowered), ""  # "Ola got promoted to mid-level": Ola's job, not the speaker's
     return speaker, part_name if work else ""
+
+
+# a sentence about someone named ("Ola got promoted …"), not a dropped "I" before a capitalised
+# verb or adverb ("Moved to Lisbon", "Finally switched to Linux")
+_NAMED_HOLDER = re.compile(r"^[A-Z][a-z][\w'’-]*\s+(?:is|was|has|had|got|became|left|[a-z]+(?:s|ed))\b")
 
 
 # "my girlfriend Lea and I live in Kreuzberg": the speaker is in the subject, so it is their statement
@@ -539,11 +547,27 @@ def statement_holder(sentence: str, speaker: str, *, work: bool = False) -> str:
     (before it is rewritten), so a capital is the writer's own."""
     who = speaker.lower()
     first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me|we|we're|we’re|our|us)\b", sentence, re.IGNORECASE)
-    opening = _OPENING_NAME.match(sentence.strip())
-    if not first_person and opening and opening.group(1).lower() not in _NOT_A_NAME and not opening.group(1).isupper():
-        return opening.group(1).lower()
+    if not first_person and _opening_name(sentence.strip()):
+        return _opening_name(sentence.strip())
     holder, _ = _holder(sentence, who, work)
     return holder
+
+
+def _opening_name(sentence: str) -> str:
+    """The lower-cased name a sentence opens with ("Lucas still uses vim" → "lucas"); '' for a
+    capitalised common word, an adverb or an acronym."""
+    opening = _OPENING_NAME.match(sentence)
+    if opening is None or opening.group(1).isupper():
+        return ""
+    name = opening.group(1).lower()
+    return "" if name in _NOT_A_NAME or name in _VERB_OPENERS or name.endswith("ly") else name
+
+
+# verbs a sentence with a dropped "I" opens with ("Got promoted today!", "Moved to Lisbon")
+_VERB_OPENERS = frozenset(
+    "got get gets been went had has have was is did do does am moved started joined switched quit left "
+    "finished began became bought sold adopted still".split()
+)
 
 
 def _norm_noun(noun: str) -> str:

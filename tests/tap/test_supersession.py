@@ -196,6 +196,7 @@ NEAR_MISSES = [
     ("I use vim for everything.", "I never use emacs, too many shortcuts."),
     ("I live in Leeds.", "I'm not based in London, just visiting a lot."),
     ("I live in Leeds.", "My new boss lives in York, she drives in every day."),
+    ("I got promoted to staff engineer.", "Ola got promoted to mid-level the same week, proud mentor moment."),
 ]
 
 
