@@ -10,11 +10,12 @@
    verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
    conversation and the turn, so the overlap between chunks stores nothing twice.
 
-Invariants: processing a chunk twice writes nothing twice (memory ids are derived from the chunk
-id and the candidate, excerpt ids from the turn, and existing ids are skipped), so a crash
-mid-chunk is safe to redo; extraction raises on provider failure (it never returns an empty result
-for an error); every LLM call is recorded in the cost ledger and refused once the daily budget is
-spent; nothing is deleted: superseded memories stay, marked.
+Invariants: processing a chunk twice writes nothing twice (memory ids are derived from the turns
+a candidate cites and the candidate, excerpt ids from the turn, and existing ids are skipped), and
+neither does the overlap of the next chunk (`memory_id`), so a crash mid-chunk is safe to redo;
+extraction raises on provider failure (it never returns an empty result for an error); every LLM
+call is recorded in the cost ledger and refused once the daily budget is spent; nothing is deleted:
+superseded memories stay, marked.
 """
 
 from __future__ import annotations
