@@ -7,10 +7,10 @@ so every arena holds its own high-water mark of freed blocks: at the end of `./d
 (30,000 lines), 40-70 MB of the process's RSS was free memory that `malloc_trim` gave back.
 
 `release_free_memory` returns the free memory of every arena (`malloc_trim(0)`), at most every
-RELEASE_EVERY_S: the extraction worker calls it after each batch and, inside `tap serve`, when it
-is idle and no request is being relayed (a trim locks each arena in turn, which a request's thread
-allocating there would wait for). The call runs without the GIL (ctypes); measured in the ingest
-benchmark: 5-6 ms at the median, 10 ms at most.
+RELEASE_EVERY_S: the extraction worker calls it after each batch while no request is being
+relayed and, inside `tap serve`, when it is idle and nothing was relayed for 2 s (a trim locks
+each arena in turn, which a request's thread allocating there would wait for). The call runs
+without the GIL (ctypes); measured in the ingest benchmark: 5-6 ms at the median, 10 ms at most.
 
 Not done: capping the arenas (mallopt M_ARENA_MAX). At 4 the ingest benchmark's peak RSS fell by
 another 35 MB, but its CPU time per turn rose by ~5 % in alternating runs (threads queueing for a

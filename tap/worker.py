@@ -58,7 +58,7 @@ from tap.config import ExtractConfig
 from tap.errors import EmbedderError, ProviderError, StoreError
 from tap.extraction import BudgetExhausted, Extraction
 from tap.plural import plural
-from tap.priority import lower_thread_priority, relaying, wait_for_gap
+from tap.priority import lower_thread_priority, quiet_for, relaying, wait_for_gap
 from tap.queue import ChunkQueue, QueuedChunk
 from tap.repeatlog import RepeatLog
 from tap.scrub import scrub
@@ -72,6 +72,7 @@ BATCH_CHUNKS = 32
 CHUNKS_PER_EMBED = 4  # texts of this many chunks per embedder call: enough to keep every core busy
 GAP_WAIT_MAX_S = 30.0  # how long a batch waits for no request to be relayed (see the module docstring)
 GAP_POLL_S = 0.05
+RELEASE_QUIET_S = 2.0  # idle inside tap serve: no request relayed for this long before free memory goes back
 
 
 def rescrubbed(item: QueuedChunk) -> QueuedChunk:
@@ -182,7 +183,8 @@ class ExtractionWorker:
         for item, outcome in finished:
             self.processed += 1
             self.queue.done(item.chunk.id, outcome)
-        release_free_memory()  # a batch's temporaries, freed across threads' arenas (tap.allocator)
+        if not relaying():  # a batch's temporaries, freed across threads' arenas (tap.allocator)
+            release_free_memory()
         return len(claimed)
 
     def _reachable(self) -> bool:
@@ -288,7 +290,7 @@ class ExtractionWorker:
                         if await self._gap(stop):  # a backlog is worked through, paced, not left to grow
                             return
                     worked = await loop.run_in_executor(thread, self.run_batch) > 0
-                    if not worked and not relaying():  # idle: what the last requests freed goes back
+                    if not worked and quiet_for(RELEASE_QUIET_S):  # idle: what requests freed goes back
                         await loop.run_in_executor(thread, release_free_memory)
                 except Exception as exc:
                     self._log.failed("step", "extraction worker step failed", exc=exc, level=logging.ERROR)
