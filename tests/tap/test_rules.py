@@ -156,6 +156,22 @@ def test_a_second_subject_of_the_speakers_own_is_a_statement_of_its_own(text: st
     assert contents(turn("u", "User", text), turn("a", "Assistant", "Nice!")) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I live in Porto and I work at Stripe", ["The user lives in Porto", "The user works at Stripe"]),
+        ("I'm 34 and I work remotely from Porto", ["The user is 34 years old", "The user works remotely from Porto"]),
+        # no slot in either part, or a part that points back: one statement
+        ("I went to the market and I bought apples", ["The user went to the market and they bought apples"]),
+        ("I moved to Lisbon and I love it", ["The user moved to Lisbon and they love it"]),
+    ],
+)
+def test_a_clause_that_says_its_i_again_is_a_statement_of_its_own_when_a_part_fills_a_slot(
+    text: str, expected: list[str]
+) -> None:
+    assert contents(turn("u", "User", text), turn("a", "Assistant", "Nice!")) == expected
+
+
 def test_a_statement_inside_a_question_is_kept_without_the_question() -> None:
     assert contents(turn("u", "User", "fav author is Ursula K. Le Guin, any similar recs?")) == [
         "The user's favourite author is Ursula K. Le Guin"

@@ -172,6 +172,15 @@ def test_an_update_later_in_the_same_conversation_stays_current_through_the_chun
     assert not any(m.active for m in both_days), [(m.content, m.active) for m in memories]
 
 
+def test_a_new_age_does_not_take_the_work_said_in_the_same_sentence(rt: Runtime) -> None:
+    tell(rt, "c1", "I'm 34 and I work remotely from Porto.", JAN)
+    tell(rt, "c2", "I turned 35 last week!", JUN)
+    memories = statements(rt)
+    porto, age34 = holding(memories, "Porto"), holding(memories, "34")
+    assert porto and age34, [m.content for m in memories]
+    assert all(m.active for m in porto) and not any(m.active for m in age34), [(m.content, m.active) for m in memories]
+
+
 def test_a_move_does_not_take_a_relatives_home_said_in_the_same_sentence(rt: Runtime) -> None:
     tell(rt, "c1", "I live in Porto and my sister lives in Braga", JAN)
     tell(rt, "c2", "I moved to Lisbon last month", JUN)
