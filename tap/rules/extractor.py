@@ -448,7 +448,8 @@ def _split_compound(statement: str) -> list[str]:
     again = _SAME_SUBJECT_AGAIN.match(statement)
     if again is not None:  # a slot in either part: each is a fact to update on its own, when it stands alone
         first, second = again.group("first"), again.group("second")
-        if (read_slot(first, "user").slot or read_slot(second, "user").slot) and _kept_part(first) and _kept_part(second):
+        slotted = read_slot(first, "user").slot or read_slot(second, "user").slot
+        if slotted and _kept_part(first) and _kept_part(second):
             return [*_split_compound(first), *_split_compound(second)]
     match = _COMPOUND.match(statement)
     if match is None:
