@@ -230,14 +230,23 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
         if groups and _elaborates(clause):
             if judge(restore_subject(strip_lead(", ".join(groups[-1]), names))) in ("", "too-short"):
                 groups[-1].append(clause)  # a reason or feeling goes with what it is about, or not at all
-        elif groups and not _OWN_SUBJECT.match(clause):
-            groups[-1].append(clause)
+        elif groups and (not _OWN_SUBJECT.match(clause) or _too_short_alone(clause, names)):
+            groups[-1].append(clause)  # "I don't run anymore, I swim now": "I swim now" says too little alone
         else:
             groups.append([clause])
     stripped = (strip_lead(", ".join(g), names) for g in groups)
     # filler is judged before a dropped "I" is restored: "have fun, …" is not "I have fun, …"
     statements = [s for s in (restore_subject(g) for g in stripped if not is_filler(g)) if s]
     return [part for statement in statements for part in _split_compound(statement)]
+
+
+def _too_short_alone(clause: str, names: Sequence[str]) -> bool:
+    """Whether a clause with a subject of its own would be dropped as too short on its own (it then
+    stays with the clause before it instead of being lost)."""
+    alone = restore_subject(strip_lead(clause, names))
+    reading = read_slot(alone, "user")
+    slotted = bool(reading.slot or reading.retracts or tool_category_in(alone))
+    return judge(alone, states_slot=slotted) == "too-short"
 
 
 _CHANGED_THING = re.compile(
@@ -458,7 +467,9 @@ def _split_compound(statement: str) -> list[str]:
     first = f"{subject}{match.group('first')}"
     if match.group("common") is None and not read_slot(first, "user").slot:
         return [statement]
-    return [first, f"{subject} {match.group('second')}"]
+    parts = [first, f"{subject} {match.group('second')}"]
+    # a part too thin to keep alone stays whole: "I usually wake up at 6 and go for a run"
+    return parts if all(_kept_part(part) for part in parts) else [statement]
 
 
 def _kept_part(statement: str) -> str:

@@ -172,6 +172,18 @@ def test_a_clause_that_says_its_i_again_is_a_statement_of_its_own_when_a_part_fi
     assert contents(turn("u", "User", text), turn("a", "Assistant", "Nice!")) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("I don't run anymore, I swim now.", "The user doesn't run anymore, they swim now"),
+        ("I usually wake up at 6 and go for a run.", "The user usually wakes up at 6 and goes for a run"),
+    ],
+)
+def test_a_clause_too_short_alone_stays_with_the_one_before_it(text: str, content: str) -> None:
+    # split off, "I swim now" and "I go for a run" were dropped as too short: the change was lost
+    assert contents(turn("u", "User", text)) == [content]
+
+
 def test_a_statement_inside_a_question_is_kept_without_the_question() -> None:
     assert contents(turn("u", "User", "fav author is Ursula K. Le Guin, any similar recs?")) == [
         "The user's favourite author is Ursula K. Le Guin"
@@ -724,7 +736,8 @@ def test_a_brief_reply_that_picks_from_the_options_offered_keeps_the_question_it
             "5 years at an agency in Lisbon, mostly fintech apps",
             "The user has spent 5 years at an agency in Lisbon, mostly fintech apps",
         ),
-        ("also don't suggest ORMs, we use sqlc", "Standing instruction from the user: don't suggest ORMs"),
+        # "we use sqlc" says too little alone (sqlc is no tool tap knows): it stays with the instruction
+        ("also don't suggest ORMs, we use sqlc", "Standing instruction from the user: don't suggest ORMs, we use sqlc"),
     ],
 )
 def test_a_new_start_without_its_i_and_a_plan_that_moved_are_kept(text: str, content: str) -> None:
