@@ -555,18 +555,22 @@ def statement_holder(sentence: str, speaker: str, *, work: bool = False) -> str:
 
 def _opening_name(sentence: str) -> str:
     """The lower-cased name a sentence opens with ("Lucas still uses vim" → "lucas"); '' for a
-    capitalised common word, an adverb or an acronym."""
+    capitalised common word, an adverb, a verb of a dropped "I" or an acronym."""
     opening = _OPENING_NAME.match(sentence)
     if opening is None or opening.group(1).isupper():
         return ""
     name = opening.group(1).lower()
-    return "" if name in _NOT_A_NAME or name in _VERB_OPENERS or name.endswith("ly") else name
+    return "" if name in _NOT_A_NAME or name in _NOT_A_NAME_OPENING else name
 
 
-# verbs a sentence with a dropped "I" opens with ("Got promoted today!", "Moved to Lisbon")
-_VERB_OPENERS = frozenset(
+# what a sentence with a dropped "I" opens with ("Got promoted today!", "Moved to Lisbon", "Finally
+# switched to Linux"); a list, not a suffix: Emily, Molly and Kelly end in -ly too
+_NOT_A_NAME_OPENING = frozenset(
     "got get gets been went had has have was is did do does am moved started joined switched quit left "
-    "finished began became bought sold adopted still".split()
+    "finished began became bought sold adopted still finally actually basically honestly really recently "
+    "currently usually probably definitely literally obviously luckily unfortunately sadly hopefully "
+    "apparently seriously totally only lately surely clearly certainly mostly generally normally "
+    "personally technically eventually originally initially especially suddenly".split()
 )
 
 

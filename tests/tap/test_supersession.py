@@ -206,6 +206,7 @@ NEAR_MISSES = [
     ("I live in Leeds.", "I'm not based in London, just visiting a lot."),
     ("I live in Leeds.", "My new boss lives in York, she drives in every day."),
     ("I got promoted to staff engineer.", "Ola got promoted to mid-level the same week, proud mentor moment."),
+    ("I got promoted to staff engineer.", "Emily got promoted to head nurse, so proud of her."),
 ]
 
 
