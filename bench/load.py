@@ -1,7 +1,8 @@
 """The hot path under load: concurrent streams through `tap serve`, with memories or without.
 
 Run: ``./dev bench load [--memories 10000] [--levels 1,8,32,64,128] [--rounds 6] [--quick]``.
-Writes ``bench/results/load.json`` and prints a table.
+Writes ``bench/results/load.json`` and prints a table; ``--timeline DIR`` also writes every request
+(when sent, TTFB, recall time) of every side to ``DIR/<side>.jsonl``.
 
 Method (three processes on the same cores, as in bench/proxy.py, whose fake upstream, client and
 store builder this reuses):
@@ -75,6 +76,8 @@ class Sample:
     degraded: str = ""
     lexical_only: bool = False
     body: bytes = b""
+    sent_at: float = 0.0
+    """time.perf_counter() when the request was sent."""
 
 
 class Client:
@@ -97,9 +100,11 @@ class Client:
             async with self.session.post(
                 self.base + "/v1/messages", data=bp.request_body(query, True), headers=headers
             ) as response:
-                return await self._read(response, started)
+                sample = await self._read(response, started)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return Sample(ok=False, error=f"{type(exc).__name__}: {exc}", total_ms=_ms_since(started))
+            sample = Sample(ok=False, error=f"{type(exc).__name__}: {exc}", total_ms=_ms_since(started))
+        sample.sent_at = started
+        return sample
 
     @staticmethod
     async def _read(response: aiohttp.ClientResponse, started: float) -> Sample:
@@ -267,6 +272,7 @@ async def measure(
                 )
                 sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
                 await _with_lag(sides[name], statuses.get(name))
+                write_timeline(args.timeline, f"closed-{level}-{name}", samples)
             out["levels"][str(level)] = level_report(sides)
             _progress(f"{level} streams", out["levels"][str(level)])
         for level in args.bursts:
@@ -276,12 +282,35 @@ async def measure(
                 samples, seconds = await waves(clients[name], questions, level, args.waves, f"b{level}-{name}")
                 sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
                 await _with_lag(sides[name], statuses.get(name))
+                write_timeline(args.timeline, f"burst-{level}-{name}", samples)
             out["bursts"][str(level)] = level_report(sides)
             _progress(f"{level} at once x{args.waves}", out["bursts"][str(level)])
     finally:
         for session in sessions:
             await session.close()
     return out
+
+
+def write_timeline(folder: Path | None, name: str, samples: Sequence[Sample]) -> None:
+    """With --timeline: every request of one side as a JSON line, in the order sent (ms from the
+    side's first request): when it was sent, its TTFB, recall time, memories and degradation. This
+    is where to look for what a p99 is made of (a few slow requests together, or spread out)."""
+    if folder is None or not samples:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    first = min(s.sent_at for s in samples)
+    with (folder / f"{name}.jsonl").open("w", encoding="utf-8") as out:
+        for s in sorted(samples, key=lambda s: s.sent_at):
+            row = {
+                "sent_ms": round((s.sent_at - first) * 1000, 2),
+                "ttfb_ms": round(s.ttfb_ms, 2),
+                "recall_ms": s.recall_ms,
+                "recalled": s.recalled,
+                "lexical_only": s.lexical_only,
+                "degraded": s.degraded,
+                "error": s.error,
+            }
+            out.write(json.dumps(row) + "\n")
 
 
 async def _with_lag(side: dict[str, Any], status: Callable[[], dict[str, Any]] | None) -> None:
@@ -441,6 +470,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="200 memories, levels 1 and 4 (smoke run)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--timeline", type=Path, default=None, help="also write every request of every side to DIR/<side>.jsonl"
+    )
     args = parser.parse_args(argv)
     args.levels = [int(c) for c in str(args.levels).split(",") if c.strip()]
     args.bursts = [int(c) for c in str(args.bursts).split(",") if c.strip()]
