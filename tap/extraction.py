@@ -36,6 +36,7 @@ from tap.config import ExtractConfig
 from tap.conflicts import link
 from tap.errors import TapError
 from tap.gate import heuristic_gate
+from tap.holder_alias import aliased_mates
 from tap.ledger import CostLedger, next_utc_midnight
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.ports import Embedder, LLMProvider, MemoryStore
@@ -260,6 +261,8 @@ class Extraction:
         evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near], conversation=conversation)
         if candidate.slot:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
+            if not family:  # "my sister Ana lives in Madrid", then "Ana moved to Paris"
+                family = aliased_mates(self.store, scope, candidate)
             evidence.mates = slot_mates(candidate, family)
         if candidate.retracts:
             hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K, prefix=True)

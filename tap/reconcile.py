@@ -5,7 +5,10 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
    version with the right one (supersede); with nothing to correct, the candidate is dropped (it
    means nothing on its own);
 2. **duplicate**: cosine ≥ `duplicate_similarity` with the nearest memory → noop: the existing
-   memory gains the candidate's source turns and the higher importance;
+   memory gains the candidate's source turns and the higher importance (unless the candidate
+   takes that memory back, rule 4: a denial embeds next to what it denies; a near-duplicate of
+   the opposite polarity, "I'm lactose intolerant" after "I'm not lactose intolerant", supersedes
+   it instead);
 3. **slot** (tap.rules.slots): memories filling the same single-valued slot ("user|residence",
    "team|database") are the statement's mates. Same value → noop (a restatement). Another value,
    older → supersede every such mate ("lives in Berlin" → "moved to Lisbon"); another value, newer
@@ -15,7 +18,7 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
    kept, marked, until the user settles it. A team-wide statement and one about a part of the
    work ("for the backend") are mates when the scope knows only one of them;
 4. **retraction** ("I no longer eat meat", "I left Google", "switched from vim", "we're off
-   heroku"): older memories of the same family of subjects holding every retracted word are
+   heroku", "I'm not allergic to cats"): older memories of the same family of subjects holding every retracted word are
    superseded by the retraction (with a slot change, alongside the slot's old value);
 5. **change** ("instead", "used to … but now", "switched", "these days"; a weaker "now"): the most
    similar older statement about the same subject (same opening words: "the user", "the user's
@@ -133,9 +136,15 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
             content=corrected_content(evidence.corrected.content, wrong, right),
         )
     similar = evidence.similar
-    if similar and similar[0].score >= cfg.duplicate_similarity:
-        return Plan(action="noop", target=similar[0].memory)
     older = _retracted_before(candidate, evidence.retracted)
+    taken_back = {m.id for m in older}
+    # "I'm not allergic to cats" embeds next to "the user is allergic to cats": what a statement
+    # takes back is never its duplicate
+    if similar and similar[0].score >= cfg.duplicate_similarity and similar[0].memory.id not in taken_back:
+        nearest = similar[0].memory
+        if _flips(candidate, nearest):  # "I'm lactose intolerant" after "I'm not lactose intolerant"
+            return Plan(action="supersede", target=nearest)
+        return Plan(action="noop", target=nearest)
     if candidate.slot:
         plan = _slot_plan(candidate, evidence.mates, evidence.conversation)
         if plan is not None:
@@ -148,6 +157,26 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
         return Plan(action="supersede", target=newest, also=[m for m in older if m.id != newest.id])
     changed = _changed_plan(candidate, similar)
     return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
+
+
+_NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.IGNORECASE)
+_POLARITY_WORDS = frozenset("not never no longer don't doesn't isn't aren't didn't actually turns out anymore".split())
+
+
+def _flips(candidate: CandidateMemory, nearest: Memory) -> bool:
+    """Whether a candidate says the opposite of its near-duplicate, an older statement of the same
+    person: one of the two is negated and, negation words aside, they differ by a word or two."""
+    if bool(_NEGATION.search(candidate.content)) == bool(_NEGATION.search(nearest.content)):
+        return False
+    if nearest.kind in NON_SUPERSEDING or nearest.valid_from > candidate.valid_from:
+        return False
+    if set(candidate.turn_ids) & set(nearest.sources):
+        return False
+    if holder_family(candidate.holder, candidate.content) != holder_family(nearest.holder, nearest.content):
+        return False
+    a = set(_words(candidate.content)) - _POLARITY_WORDS
+    b = set(_words(nearest.content)) - _POLARITY_WORDS
+    return len(a - b) <= MAX_CHANGED_WORDS and len(b - a) <= MAX_CHANGED_WORDS
 
 
 def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:

@@ -139,7 +139,7 @@ _NAMED_SUBJECT = re.compile(
 _PERSONAL_FACT = re.compile(
     r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"
     r"|died|passed away|divorced|engaged|graduated|pregnant|sick|ill|adopted|new job|promoted|fired|laid off"
-    r"|is an?|was an?|uses|runs on|written in|built (?:with|on|in))\b",
+    r"|is (?:now )?an?|was an?|uses|runs on|written in|built (?:with|on|in))\b",
     re.IGNORECASE,
 )
 
@@ -244,6 +244,19 @@ _SHORT_TASTE = re.compile(
     re.IGNORECASE,
 )
 
+# "I'm lactose intolerant", "I'm diabetic": a lasting trait of the speaker's health or life is whole
+# in two or three words
+_SHORT_TRAIT = re.compile(
+    r"^(?:I'?m|I’m|I am)\s+(?:[\w-]+\s+)?(?:intolerant|allergic|diabetic|pre-?diabetic|pregnant|colou?r-?blind"
+    r"|left-handed|right-handed|deaf|hard of hearing|asthmatic|epileptic|autistic|celiac|coeliac|dyslexic|anemic"
+    r"|anaemic|sober|retired|unemployed|self-employed|disabled|immunocompromised|vaccinated|insomniac"
+    r"|hypertensive|bipolar|adhd)\b"
+    # what the speaker is doing for a while: "I'm learning Spanish", "I'm dating Alex"
+    r"|^(?:I'?m|I’m|I am)\s+(?:now\s+)?(?:learning|studying|(?:dating|seeing)(?=\s+(?-i:[A-Z])))\s+"
+    r"(?!(?:it|that|this|them)\b)\w{3,}",
+    re.IGNORECASE,
+)
+
 
 def judge(sentence: str, *, states_slot: bool = False) -> str:
     """Why this sentence is not worth a memory, or '' to keep it (see the module docstring).
@@ -251,7 +264,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
     if REDACTED in sentence:
         return "secret"
     words = sentence.split()
-    taste = bool(_SHORT_TASTE.match(sentence))
+    taste = bool(_SHORT_TASTE.match(sentence) or _SHORT_TRAIT.match(sentence))
     if (
         len(words) < MIN_WORDS
         and not _PERSONAL_INSTRUCTION.match(sentence)

@@ -6,15 +6,18 @@ PostgreSQL" and "we migrated to CockroachDB" both fill (team, database). `read_s
 speaker)` reads a first-person sentence (before it is rewritten) and returns:
 
 - `slot`: "<holder>|<attribute>" and the value, for single-valued attributes of a person, a pet,
-  a team or a project: where someone lives, where they work, their job or role, their name, a
-  pet's or a relative's name, relationship status, age, diet, and for tools: the database,
+  a team or a project: where someone lives, where they work, their job or role (another person's
+  too: "my wife Clara is a nurse"), their name, a pet's or a relative's name, who fills one of the
+  speaker's roles ("my manager is Priya": "user:manager|name"), a favourite ("my favorite band is
+  …": "user|favorite band"), relationship status, age, diet, and for tools: the database,
   programming language, backend / frontend / mobile framework, editor, hosting or deploy target, CI,
   test framework, operating system, phone, browser, chat tool, package manager, queue, ORM,
   monitoring or cloud storage in use. The holder is the speaker ("I"), the team ("we", "our" in
   work talk), a qualified part of it ("our backend", "… for the mobile app") or a possession
   ("my dog", "my sister");
 - `retracts`: the words of what a statement takes back: "I no longer eat meat" → ["eat", "meat"],
-  "switched from vim to helix" → ["vim"], "I left Google" → ["google"];
+  "switched from vim to helix" → ["vim"], "I left Google" → ["google"], "I'm not allergic to cats"
+  → ["allergic", "cats"] (a denied state, of two words or more);
 - `correction`: (wrong, right) for "actually it's Dana, not Diana" / "I meant Dana".
 
 Only present-tense assertions fill a slot (past "I lived in …", plans "I'm moving to … next
@@ -148,7 +151,7 @@ _STATES_PRESENT = re.compile(
 _RETRACT = re.compile(
     r"\b(?:no longer|not any ?more|anymore|any more|stopped|quit|gave up|left|dropped|ditched|got rid of"
     r"|(?<!was )(?<!were )(?<!is )(?<!are )(?<!been )sold(?!\s+out\b)"
-    r"|no more|not doing .{1,40} after all|cancel+ed|called off"
+    r"|no more|not doing .{1,40} after all|cancel+ed|called off|laid off|(?:got|was|been|were) (?:fired|let go)"
     r"|don'?t (?:\w+ )?(?:use|eat|drink|live|work|play|do|have|like|own)\b.*\bnow)\b",
     re.IGNORECASE,
 )
@@ -214,6 +217,18 @@ _LOWER_VALUE = (
     r"(?P<value>[\w'’.&-]+(?:\s+[\w'’.&-]+){0,3}?)"
     r"(?=\s*(?:[,.;!?]|\band\b|\bbut\b|\bsince\b|\bfor\b|\bwith\b|\bat\b|\bin\b|\bnow\b|\bfrom\b|$))"
 )
+_JOB_NOUN = (
+    r"(?:[\w-]+\s+){0,2}?(?:engineer|developer|nurse|teacher|manager"
+    r"|designer|student|doctor|lawyer|consultant|analyst|scientist|writer|chef|architect|accountant"
+    r"|researcher|professor|programmer|director|founder|freelancer|intern|pharmacist|therapist"
+    r"|photographer|journalist|technician|mechanic|electrician|paramedic|pilot|recruiter|lecturer"
+    r"|librarian|veterinarian|dentist|surgeon|physician|barista|cto|ceo|vp|judge|officer|firefighter|farmer"
+    r"|plumber|carpenter|artist|musician|actor|actress|cashier|waiter|waitress|realtor|banker|economist"
+    r"|psychologist|counsell?or|social worker|midwife|caregiver|paralegal|coordinator|administrator)"
+)
+# "my wife Clara is a nurse", "Ola is now a senior engineer": another person's job, read only where
+# the sentence is about someone other than the speaker (tap.rules.slots._holder)
+_THIRD_PERSON_JOB = re.compile(rf"\b(?:is|['’]s)\s+(?:now\s+)?an?\s+(?P<value>{_JOB_NOUN})\b", re.IGNORECASE)
 _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
@@ -288,6 +303,13 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("employer", re.compile(rf"\b(?:work(?:s|ing)?\s+(?:at|for)|joined)\s+{_LOWER_VALUE}", re.IGNORECASE)),
     ("job", re.compile(rf"\bwork(?:s|ing)?\s+as\s+(?:an?\s+)?{_LOWER_VALUE}", re.IGNORECASE)),
     (
+        "job",  # "Clara got a new job as a teacher": the job is the role, wherever it is
+        re.compile(
+            rf"\bgot\s+(?:a\s+|the\s+)?(?:new\s+)?(?:job|position|role)\s+as\s+(?:an?\s+)?{_LOWER_VALUE}",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         "job",
         re.compile(
             r"\b(?:promoted to|became an?|my (?:job )?(?:title|role|position) is(?: now)?)"
@@ -297,15 +319,7 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "job",
-        re.compile(
-            r"\bI(?:'m|’m| am)\s+(?:now\s+)?(?:an?\s+)(?P<value>(?:[\w-]+\s+){0,2}?"
-            r"(?:engineer|developer|nurse|teacher|manager"
-            r"|designer|student|doctor|lawyer|consultant|analyst|scientist|writer|chef|architect|accountant"
-            r"|researcher|professor|programmer|director|founder|freelancer|intern|pharmacist|therapist"
-            r"|photographer|journalist|technician|mechanic|electrician|paramedic|pilot|recruiter|lecturer"
-            r"|librarian|veterinarian|dentist|surgeon|physician|barista|cto|ceo|vp))\b",
-            re.IGNORECASE,
-        ),
+        re.compile(rf"\bI(?:'m|’m| am)\s+(?:now\s+)?(?:an?\s+)(?P<value>{_JOB_NOUN})\b", re.IGNORECASE),
     ),
     (
         "relationship",
@@ -498,7 +512,7 @@ def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
     lowered = sentence.strip()
     part = _SUBJECT_PART.match(lowered) or _QUALIFIER.search(lowered)
     part_name = _norm_noun(part.group("q")) if part else ""
-    first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|my|me)\b", lowered)
+    first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|[Mm]y|[Mm]e)\b", lowered)  # "My phone is …" too
     we = re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE)
     if (we and work) or (work and part and not first_person):
         return "team", part_name
@@ -527,7 +541,7 @@ _AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'’-]+\s+){0,3}?and\s+(?:I|me)\b", re
 _TOOLISH = frozenset(["it", "this", "that", "everything", "all", "which", "there", "team", "we"]) | set(TOOL_CATEGORIES)
 _OWN_THINGS = re.compile(  # "my new job is at Stripe": the speaker's own (but "my new boss" is the boss)
     r"^(?:my|our)\s+(?:(?:new|current)\s+)?(?:home|place|apartment|flat|house|job|role|title|company|employer|team"
-    r"|stack|database|backend|frontend|app|project|editor|setup|workflow)\b",
+    r"|stack|database|backend|frontend|app|project|editor|setup|workflow|phone|laptop|computer|browser)\b",
     re.IGNORECASE,
 )
 
@@ -626,6 +640,9 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
         if named:
             holder = "team" if named.group("holder").lower() == "we" else f"{who}:{_norm_noun(named.group('holder'))}"
             return f"{holder}|name", "", normalise_value(named.group("value"))
+    role = _role_named(sentence)
+    if role is not None:  # "my manager is Priya", "Tom is my new manager": who fills the role
+        return f"{who}:{role[0]}|name", "", normalise_value(role[1])
     holder, part = _holder(sentence, who, work)
     for attribute, pattern in _PERSON_ATTRIBUTES:
         match = pattern.search(sentence)
@@ -633,6 +650,10 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
             continue
         if not (attribute == "residence" and _tool_terms(match.group("value"))):  # "moved to fly.io"
             return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
+    if holder not in (who, "team"):
+        job = _THIRD_PERSON_JOB.search(sentence)
+        if job is not None and not _NEGATED_BEFORE.search(sentence[: job.start()]):
+            return f"{holder}|job", "", normalise_value(job.group("value"))
     terms = _tools_in_use(sentence)
     owned = any(category in _OWNED_CATEGORIES for _, category in terms) and _OWN_VERB.search(sentence)
     if terms and (_TOOL_VERB.search(sentence) or owned):
@@ -652,6 +673,10 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     apposed = _APPOSED_NAME.match(sentence.strip())
     if apposed:
         return f"{who}:{apposed.group('holder')}|name", "", normalise_value(apposed.group("value"))
+    favourite = _FAVOURITE.search(sentence)
+    if favourite is not None and favourite.group("what").lower().split()[-1] not in _VAGUE_FAVOURITES:
+        what = " ".join(favourite.group("what").lower().split())
+        return f"{who}|favorite {what}", "", normalise_value(" ".join(favourite.group("value").split()[:6]))
     own = _OWN_ATTRIBUTE.search(sentence)
     if own:  # "my research topic is …" / "my thesis topic changed to …": one value at a time
         attribute, value = own.group("attribute").lower(), own.group("value")
@@ -664,6 +689,55 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
 
 
 _PHONE_WORDS = frozenset({"number", "mobile", "cell"})
+# Roles one person fills for the speaker at a time: "my manager is Priya", later "my new manager is
+# Tom" fills the same slot ("user:manager|name") with another value
+_ROLE = (
+    r"(?P<role>manager|boss|supervisor|line manager|team lead|tech lead|advisor|adviser|mentor|doctor|gp"
+    r"|therapist|dentist|landlord|landlady|roommate|flatmate|housemate|partner|girlfriend|boyfriend|wife"
+    r"|husband|fiancée?|fiancee?|spouse|coach|personal trainer|trainer|tutor|accountant|lawyer)"
+)
+_ROLE_VALUE = r"(?P<value>(?:Dr\.?\s+)?[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?)"
+_ROLE_NAMED = (
+    re.compile(
+        rf"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|current)\s+)?{_ROLE}\s+is\s+(?:now\s+)?{_ROLE_VALUE}"
+        r"(?=\s*(?:[,.!;:)]|$|\s+(?:now|and|but|who|since|from|these days|nowadays)\b))"
+    ),
+    re.compile(rf"^{_ROLE_VALUE}\s+is\s+(?:now\s+)?(?:my|our)\s+(?:(?:new|current)\s+)?{_ROLE}\b"),
+    re.compile(  # "I'm dating Alex": the speaker's partner
+        r"\bI(?:'m|’m| am)\s+(?:now\s+)?(?:also\s+)?(?P<role>dating|seeing)\s+"
+        rf"{_ROLE_VALUE}(?=\s*(?:[,.!;:)]|$|\s+(?:now|and|but|who|since|from|these days|nowadays)\b))"
+    ),
+)
+# one partner at a time, however they are called ("my girlfriend is Maya", "I'm dating Alex")
+_PARTNER_ROLES = frozenset(
+    "partner girlfriend boyfriend wife husband fiancé fiancée fiance fiancee spouse dating seeing".split()
+)
+_NOT_A_ROLE_VALUE = frozenset("ok okay great fine awesome amazing away back out off here there not so very".split())
+
+
+def _role_named(sentence: str) -> tuple[str, str] | None:
+    """(role, name) when the sentence names who fills one of the speaker's roles (see _ROLE)."""
+    for pattern in _ROLE_NAMED:
+        match = pattern.search(sentence)
+        if match is None:
+            continue
+        first = match.group("value").split()[0].lower().rstrip(".")
+        if first in _NOT_A_NAME or first in _NOT_A_ROLE_VALUE or _NEGATED_BEFORE.search(sentence[: match.start()]):
+            return None
+        role = match.group("role").lower()
+        return "partner" if role in _PARTNER_ROLES else role, match.group("value")
+    return None
+
+
+# "my favourite band is Radiohead", "these days my favorite food is ramen": one favourite at a time
+_FAVOURITE = re.compile(
+    r"\b(?:my|our)\s+(?:(?:all[- ]time|absolute|current|new)\s+)?favou?rite\s+(?P<what>[a-z]+(?:\s+[a-z]+)?)"
+    r"\s+(?:is|is now|these days is)\s+(?:now\s+|still\s+)?"
+    r"(?P<value>[^,;.!?]+?)(?=\s+(?:because|since|so|but|and I|for)\b|[,;.!?]|$)",
+    re.IGNORECASE,
+)
+# what is favourite only in the moment ("my favorite part is when …")
+_VAGUE_FAVOURITES = frozenset("part thing bit moment way one memory line quote scene kind sort type".split())
 # What a person has one value of at a time, named with "my": their topic, budget, salary, commute…
 _OWN_ATTRIBUTE = re.compile(
     r"^(?:my|our)\s+(?:[a-z]+\s+){0,2}?(?P<attribute>topic|budget|deadline|salary|rent|commute|schedule|address"
@@ -736,7 +810,7 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
         return [w for w in content_words(what) if w not in _RETRACT_NOISE][:3], what
     marker = _RETRACT.search(sentence)
     if marker is None:
-        return [], ""
+        return _denied_state(sentence)
     after = re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[marker.end() :], maxsplit=1)[0]
     if _tool_terms(after):  # "gave up on vs code": every word of the tool's name, short ones too
         return _named_words(after)[:3], after
@@ -745,6 +819,26 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
         return words, after
     before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
     return [w for w in content_words(before) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][-3:], before
+
+
+# "I'm not allergic to cats (it was the dust)": a state of the speaker denied, which takes back a
+# stored statement holding the same words; not an uncertainty, a plan or an inability
+_DENIED_STATE = re.compile(
+    r"\b(?:I'?m|I’m|I am)\s+(?:actually\s+|really\s+)?not\s+(?:actually\s+|really\s+)?"
+    r"(?!(?:sure|certain|convinced|going|gonna|able|ready|allowed|supposed|trying|asking|saying|looking|here|there"
+    r"|that|too|so|very|quite|exactly|even|just|only|at all)\b)"
+)
+
+
+def _denied_state(sentence: str) -> tuple[list[str], str]:
+    """The words of a denied state ("allergic", "cats"), when they are at least two: one word alone
+    ("I'm not working today") matches too many unrelated statements."""
+    denied = _DENIED_STATE.search(sentence)
+    if denied is None:
+        return [], ""
+    after = re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[denied.end() :], maxsplit=1)[0]
+    words = [w for w in content_words(after) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][:3]
+    return (words, after) if len(words) >= 2 else ([], "")
 
 
 def _correction(sentence: str) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from tap.rules import (
     turn_excerpts,
 )
 from tap.rules.excerpts import PASSAGE_WORDS
+from tap.rules.slots import read_slot
 
 MAY_8 = datetime(2023, 5, 8, 14, 0, tzinfo=UTC).timestamp()  # a Monday
 MAY_9 = datetime(2023, 5, 9, 9, 30, tzinfo=UTC).timestamp()
@@ -588,7 +589,7 @@ def test_a_tool_named_only_to_deny_it_is_not_the_slot_value(text: str, slot: str
         ("I left Amazon for Shopify last month.", "", "", ["amazon"]),
         ("We left AWS for GCP in March.", "user|hosting", "gcp", ["aws"]),
         ("I don't work at Google, my brother does.", "", "", []),
-        ("I'm not based in London, just visiting a lot.", "", "", []),
+        ("I'm not based in London, just visiting a lot.", "", "", ["based", "london"]),  # a denial takes it back
     ],
 )
 def test_the_value_is_the_one_the_sentence_says_is_current(
@@ -617,6 +618,29 @@ def test_a_name_is_read_at_the_start_of_a_sentence_too(text: str, slot: str, val
     called Rex" filled one held by "dog is"), so a rename never retired the old name."""
     [memory] = extract(turn("u1", "User", text))
     assert (memory.slot, memory.slot_value) == (slot, value)
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value", "retracts"),
+    [
+        ("My manager is Priya.", "user:manager|name", "priya", []),
+        ("Tom is my new manager.", "user:manager|name", "tom", []),
+        ("My doctor is Dr. Lee, she is great.", "user:doctor|name", "dr. lee", []),
+        ("My boss is OK I guess.", "", "", []),  # a judgement, not a name
+        ("My favourite band is Radiohead.", "user|favorite band", "radiohead", []),
+        ("My favorite part is when the dragon shows up.", "", "", []),  # a favourite of the moment
+        ("My wife Clara is a nurse.", "user:wife|job", "nurse", []),
+        ("Clara got a new job as a teacher.", "clara|job", "teacher", []),
+        ("It is a teacher thing.", "", "", []),  # nobody's job
+        ("I'm not allergic to cats, it was the dust.", "", "", ["allergic", "cats"]),
+        ("I'm not sure I like the new office.", "", "", []),  # uncertainty denies nothing
+        ("I'm not working today.", "", "", []),  # one word alone would take back too much
+    ],
+)
+def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:
+    """What an update of each fills or takes back, so that it retires the statement it updates."""
+    reading = read_slot(text, "user")
+    assert (reading.slot, reading.value, list(reading.retracts)) == (slot, value, retracts)
 
 
 def test_the_preferred_tool_is_the_slot_value_and_a_sell_out_takes_nothing_back() -> None:
