@@ -438,7 +438,11 @@ _OTHER_SUBJECT = re.compile(
 
 # "I live in Porto and I work at Stripe", "I'm 34 and I'm a nurse": the "I" said again (not "we":
 # whether it is the team or the household is read from the whole sentence)
-_SAME_SUBJECT_AGAIN = re.compile(r"^(?P<first>I\b[^,;]{4,}?),?\s+and\s+(?P<second>I(?:'m|’m| am)?\b.{3,})$")
+_SAME_SUBJECT_AGAIN = re.compile(
+    r"^(?P<first>I\b[^,;]{4,}?),?\s+and\s+(?P<second>I(?:'m|’m| am)?\b.{3,})$"
+    # "we use Postgres and we deploy on fly.io": the team's, or the household's, two facts
+    r"|^(?P<we_first>[Ww]e\b[^,;]{4,}?),?\s+and\s+(?P<we_second>we(?:'re|’re| are)?\b.{3,})$"
+)
 
 
 def _split_compound(statement: str) -> list[str]:
@@ -448,15 +452,17 @@ def _split_compound(statement: str) -> list[str]:
     "I went to a workshop and loved it" stays whole). A second subject of the speaker's own is a
     fact of its own too: "I live in Porto and my sister lives in Braga" (the user's home can change
     without taking the sister's with it), when each part is worth keeping alone ("I went there and
-    my mum was happy" stays whole). So is a second clause that says its "I" again, when either part
-    fills a slot ("I'm 34 and I work remotely from Porto": turning 35 no longer retires Porto)."""
+    my mum was happy" stays whole). So is a second clause that says its "I" (or its "we") again,
+    when either part fills a slot ("I'm 34 and I work remotely from Porto": turning 35 no longer
+    retires Porto; "we use Postgres and we deploy on fly.io": two tools, each updated alone)."""
     other = _OTHER_SUBJECT.match(statement)
     if other is not None:
         parts = [*_split_compound(other.group("first")), other.group("second")]
         return parts if all(_kept_part(part) for part in parts) else [statement]
     again = _SAME_SUBJECT_AGAIN.match(statement)
     if again is not None:  # a slot in either part: each is a fact to update on its own, when it stands alone
-        first, second = again.group("first"), again.group("second")
+        first = again.group("first") or again.group("we_first")
+        second = again.group("second") or again.group("we_second")
         slotted = read_slot(first, "user").slot or read_slot(second, "user").slot
         if slotted and _kept_part(first) and _kept_part(second):
             return [*_split_compound(first), *_split_compound(second)]

@@ -164,6 +164,8 @@ WORK_CONTEXT = re.compile(
 )
 _LETS = re.compile(r"^let(?:'|’)?s\s+", re.IGNORECASE)
 _WE_FORMS = (
+    # "we both love hiking" → "I love hiking": with one subject, "both" / "all" would read as a verb
+    (re.compile(r"\b([Ww]e)\s+(?:both|all)\b(?!\s+(?:of|the|my|our|these|those)\b)"), r"\1"),
     (re.compile(r"\b[Ww]e(?:'re|’re| are)\b"), "I am"),
     (re.compile(r"\b[Ww]e were\b"), "I was"),
     (re.compile(r"\b[Ww]e(?:'ve|’ve)\b"), "I have"),
@@ -213,7 +215,7 @@ def rewrite_we(sentence: str, subject: str) -> str:
         return sentence
     for pattern, replacement in _TEAM_FORMS:
         sentence = pattern.sub(replacement, sentence)
-    for pattern, replacement in _WE_FORMS[:6]:
+    for pattern, replacement in _WE_FORMS[:7]:
         sentence = pattern.sub(replacement.replace("I", "WE", 1), sentence)
     return _rewrite_subject(sentence, "WE", f"{subject}'s team")
 

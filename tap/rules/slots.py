@@ -514,6 +514,8 @@ def _holder(sentence: str, speaker: str, work: bool) -> tuple[str, str]:
     part_name = _norm_noun(part.group("q")) if part else ""
     first_person = re.search(r"\b(?:I|I'm|I’m|I've|I’ve|[Mm]y|[Mm]e)\b", lowered)  # "My phone is …" too
     we = re.match(r"^(?:we|we're|we’re|we've|we’ve|our|us)\b", lowered, re.IGNORECASE)
+    # "we use Postgres" is the team's stack as much as "we migrated to CockroachDB" (work talk) is
+    work = work or bool(we and any(category not in _OWNED_CATEGORIES for _, category in _tool_terms(lowered)))
     if (we and work) or (work and part and not first_person):
         return "team", part_name
     if we:

@@ -122,6 +122,7 @@ UPDATES = [
     ("I work at Google as a designer.", "I got laid off from Google.", "works at Google", "laid off"),
     ("I'm dating Alex.", "I'm seeing Sam now.", "Alex", "Sam"),
     ("I'm learning Spanish.", "I gave up on Spanish, learning Italian now.", "learning Spanish", "Italian"),
+    ("We use Postgres.", "We migrated to CockroachDB.", "uses Postgres", "CockroachDB"),
     ("I'm allergic to cats.", "Actually I'm not allergic to cats, it was the dust.", "is allergic", "not allergic"),
     ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant.", "is lactose", "not lactose"),
     ("I'm not lactose intolerant.", "I'm lactose intolerant.", "is not lactose", "is lactose"),

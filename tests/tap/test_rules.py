@@ -476,6 +476,10 @@ def test_excerpts_cover_every_turn_that_says_anything_each_citing_its_turn() -> 
             "The user prefers Postgres over Snowflake",
             "user|database",
         ),
+        # "we both" is one subject's verb, not a verb "boths"; "we use Postgres" is the team's stack
+        ("We both love hiking in the Alps.", "The user loves hiking in the Alps", ""),
+        ("We use Postgres.", "The user uses Postgres", "team|database"),
+        ("My phone is an iPhone 12.", "The user's phone is an iPhone 12", "user|phone"),
     ],
 )
 def test_statements_a_careful_reader_would_write(text: str, content: str, slot: str) -> None:
@@ -564,11 +568,11 @@ def test_a_contrast_or_a_long_remark_is_a_statement_of_its_own() -> None:
 @pytest.mark.parametrize(
     ("text", "slot", "value"),
     [
-        ("We use Postgres, not MySQL.", "user|database", "postgres"),
-        ("We went with Postgres rather than MySQL.", "user|database", "postgres"),
+        ("We use Postgres, not MySQL.", "team|database", "postgres"),
+        ("We went with Postgres rather than MySQL.", "team|database", "postgres"),
         ("I use neovim, not vscode.", "user|editor", "neovim"),
         ("I code in python, never java.", "user|language", "python"),
-        ("We don't run kafka, just rabbitmq.", "user|queue", "rabbitmq"),
+        ("We don't run kafka, just rabbitmq.", "team|queue", "rabbitmq"),
         ("I never use emacs.", "", ""),
         ("We're not on kubernetes.", "", ""),
     ],
@@ -587,7 +591,7 @@ def test_a_tool_named_only_to_deny_it_is_not_the_slot_value(text: str, slot: str
         ("I moved to Lisbon from Berlin in May.", "user|residence", "lisbon", ["berlin"]),
         ("I tried vim but I use vscode every day.", "user|editor", "vscode", []),
         ("I left Amazon for Shopify last month.", "", "", ["amazon"]),
-        ("We left AWS for GCP in March.", "user|hosting", "gcp", ["aws"]),
+        ("We left AWS for GCP in March.", "team|hosting", "gcp", ["aws"]),
         ("I don't work at Google, my brother does.", "", "", []),
         ("I'm not based in London, just visiting a lot.", "", "", ["based", "london"]),  # a denial takes it back
     ],
@@ -618,6 +622,15 @@ def test_a_name_is_read_at_the_start_of_a_sentence_too(text: str, slot: str, val
     called Rex" filled one held by "dog is"), so a rename never retired the old name."""
     [memory] = extract(turn("u1", "User", text))
     assert (memory.slot, memory.slot_value) == (slot, value)
+
+
+def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
+    """Each tool of "we use Postgres and we deploy on fly.io" can be replaced on its own."""
+    memories = extract(turn("u1", "User", "We use Postgres and we deploy on fly.io."))
+    assert [(m.content, m.slot) for m in memories] == [
+        ("The user uses Postgres", "team|database"),
+        ("The user's team deploys on fly.io", "team|hosting"),
+    ]
 
 
 @pytest.mark.parametrize(
