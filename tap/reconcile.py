@@ -5,10 +5,11 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
    version with the right one (supersede); with nothing to correct, the candidate is dropped (it
    means nothing on its own);
 2. **duplicate**: cosine ≥ `duplicate_similarity` with the nearest memory → noop: the existing
-   memory gains the candidate's source turns and the higher importance (unless the candidate
-   takes that memory back, rule 4: a denial embeds next to what it denies; a near-duplicate of
-   the opposite polarity, "I'm lactose intolerant" after "I'm not lactose intolerant", supersedes
-   it instead);
+   memory gains the candidate's source turns and the higher importance. Three near-duplicates are
+   not duplicates, as they embed next to what they change: a denial of the memory (rule 4: "I'm
+   not allergic to cats"), a statement of the opposite polarity ("I'm lactose intolerant" after
+   "I'm not lactose intolerant": it supersedes the memory), and another value of the same thing
+   (another slot value or other numbers: "my rent is $1700 a month" goes on to rules 3-6);
 3. **slot** (tap.rules.slots): memories filling the same single-valued slot ("user|residence",
    "team|database") are the statement's mates. Same value → noop (a restatement). Another value,
    older → supersede every such mate ("lives in Berlin" → "moved to Lisbon"); another value, newer
@@ -144,7 +145,8 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
         nearest = similar[0].memory
         if _flips(candidate, nearest):  # "I'm lactose intolerant" after "I'm not lactose intolerant"
             return Plan(action="supersede", target=nearest)
-        return Plan(action="noop", target=nearest)
+        if not _other_value(candidate, nearest):  # else an update ("rent is $1700"): the rules below
+            return Plan(action="noop", target=nearest)
     if candidate.slot:
         plan = _slot_plan(candidate, evidence.mates, evidence.conversation)
         if plan is not None:
@@ -177,6 +179,21 @@ def _flips(candidate: CandidateMemory, nearest: Memory) -> bool:
     a = set(_words(candidate.content)) - _POLARITY_WORDS
     b = set(_words(nearest.content)) - _POLARITY_WORDS
     return len(a - b) <= MAX_CHANGED_WORDS and len(b - a) <= MAX_CHANGED_WORDS
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_ANNOTATION = re.compile(r"\s*\([^()]*\)")
+
+
+def _other_value(candidate: CandidateMemory, nearest: Memory) -> bool:
+    """Whether a near-duplicate gives another value than the stored statement: another value of the
+    same slot, or other numbers ("rent is $1700 a month" after "$1500 a month": the two embed as one
+    statement). The dates tap adds in brackets do not count: a restatement on another day is still one."""
+    if candidate.slot and candidate.slot == nearest.slot and candidate.slot_value and nearest.slot_value:
+        return candidate.slot_value != nearest.slot_value
+    now = _NUMBER.findall(_ANNOTATION.sub("", candidate.content))
+    before = _NUMBER.findall(_ANNOTATION.sub("", nearest.content))
+    return bool(now) and bool(before) and sorted(now) != sorted(before)
 
 
 def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:
@@ -212,9 +229,16 @@ def subject_family(content: str) -> str:
     return subject
 
 
+_TIME_OPENERS = frozenset("nowadays now currently lately recently".split())
+
+
 def subject_key(content: str) -> str:
-    """Whom a statement is about, by its opening words: 'the user', "the user's sister", 'atlas'."""
-    words = _words(content)[:4]
+    """Whom a statement is about, by its opening words: 'the user', "the user's sister", 'atlas'
+    (after a time word it opens with: "These days the user sleeps …" is about the user)."""
+    words = _words(content)
+    while len(words) > 2 and (words[0] in _TIME_OPENERS or words[:2] == ["these", "days"]):
+        words = words[2:] if words[:2] == ["these", "days"] else words[1:]
+    words = words[:4]
     if words[:2] == ["the", "user"]:
         return "the user" if len(words) < 3 or words[2] != "s" else f"the user's {words[3] if len(words) > 3 else ''}"
     return words[0] if words else ""

@@ -139,7 +139,7 @@ _NAMED_SUBJECT = re.compile(
 _PERSONAL_FACT = re.compile(
     r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"
     r"|died|passed away|divorced|engaged|graduated|pregnant|sick|ill|adopted|new job|promoted|fired|laid off"
-    r"|is (?:now )?an?|was an?|uses|runs on|written in|built (?:with|on|in))\b",
+    r"|is (?:now )?an?|was an?|uses|runs on|written in|built (?:with|on|in)|turned \d{1,3}|is \d{1,3} years old)\b",
     re.IGNORECASE,
 )
 

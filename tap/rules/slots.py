@@ -229,6 +229,12 @@ _JOB_NOUN = (
 # "my wife Clara is a nurse", "Ola is now a senior engineer": another person's job, read only where
 # the sentence is about someone other than the speaker (tap.rules.slots._holder)
 _THIRD_PERSON_JOB = re.compile(rf"\b(?:is|['’]s)\s+(?:now\s+)?an?\s+(?P<value>{_JOB_NOUN})\b", re.IGNORECASE)
+# "my son Leo is 5", "Leo turned 6 yesterday": another person's age
+_THIRD_PERSON_AGE = re.compile(
+    r"\b(?:is|['’]s|turned|just turned)\s+(?:now\s+)?(?P<value>\d{1,3})"
+    r"(?:\s+years old|(?=\s*(?:[.!,;]|$|\s+(?:yesterday|today|last|this|on|in|and|but|now|already)\b)))",
+    re.IGNORECASE,
+)
 _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
@@ -653,9 +659,10 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
         if not (attribute == "residence" and _tool_terms(match.group("value"))):  # "moved to fly.io"
             return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
     if holder not in (who, "team"):
-        job = _THIRD_PERSON_JOB.search(sentence)
-        if job is not None and not _NEGATED_BEFORE.search(sentence[: job.start()]):
-            return f"{holder}|job", "", normalise_value(job.group("value"))
+        for attribute, pattern in (("job", _THIRD_PERSON_JOB), ("age", _THIRD_PERSON_AGE)):
+            found = pattern.search(sentence)
+            if found is not None and not _NEGATED_BEFORE.search(sentence[: found.start()]):
+                return f"{holder}|{attribute}", "", normalise_value(found.group("value"))
     terms = _tools_in_use(sentence)
     owned = any(category in _OWNED_CATEGORIES for _, category in terms) and _OWN_VERB.search(sentence)
     if terms and (_TOOL_VERB.search(sentence) or owned):

@@ -123,6 +123,9 @@ UPDATES = [
     ("I'm dating Alex.", "I'm seeing Sam now.", "Alex", "Sam"),
     ("I'm learning Spanish.", "I gave up on Spanish, learning Italian now.", "learning Spanish", "Italian"),
     ("We use Postgres.", "We migrated to CockroachDB.", "uses Postgres", "CockroachDB"),
+    ("My son Leo is 5.", "Leo turned 6 yesterday.", "5 years", "6 years"),
+    ("I sleep about 6 hours a night.", "These days I sleep 8 hours a night.", "6 hours", "8 hours"),
+    ("My rent is $1500 a month.", "My rent is $1700 a month.", "$1500", "$1700"),  # a near-duplicate, another value
     ("I'm allergic to cats.", "Actually I'm not allergic to cats, it was the dust.", "is allergic", "not allergic"),
     ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant.", "is lactose", "not lactose"),
     ("I'm not lactose intolerant.", "I'm lactose intolerant.", "is not lactose", "is lactose"),
