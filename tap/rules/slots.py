@@ -202,6 +202,9 @@ _STRONG_CHANGE = re.compile(
     r"|mov(?:ed|es)\b[^.!?]{0,40}?\b(?:to|from)"
     r"|(?:moved|switched|changed|migrated|went)\b[^.!?]{0,30}\bagain"
     r"|renamed|raised|lowered|increased|decreased|went up|went down|replaced|upgraded|downgraded|after all"
+    # an amount that changed: "upped my Lexapro to 30mg", "the team grew to 8", "I'm down to twice a week"
+    r"|upped|bumped|reduced|doubled|halved|tripled|(?:grew|shrank|rose|jumped|fell|dropped) to"
+    r"|(?:I'm|I’m|I am|am|is|are|we're|we’re) (?:now )?(?:down|up) to"
     r"|gave up|moved in|moved out|no more|stopped|quit|left|sold|not anymore"
     r"|change of plans?|not .{1,30} after all|update|updated|new (?:job|role|plan|date|venue|address|place|price)"
     r"|from now on|these days|nowadays)\b",

@@ -126,6 +126,8 @@ UPDATES = [
     ("My son Leo is 5.", "Leo turned 6 yesterday.", "5 years", "6 years"),
     ("I sleep about 6 hours a night.", "These days I sleep 8 hours a night.", "6 hours", "8 hours"),
     ("My rent is $1500 a month.", "My rent is $1700 a month.", "$1500", "$1700"),  # a near-duplicate, another value
+    ("I take 20mg of Lexapro daily.", "My doctor upped my Lexapro to 30mg.", "20mg", "30mg"),
+    ("My team has 5 engineers.", "My team grew to 8 engineers.", "5 engineers", "8 engineers"),
     ("I'm allergic to cats.", "Actually I'm not allergic to cats, it was the dust.", "is allergic", "not allergic"),
     ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant.", "is lactose", "not lactose"),
     ("I'm not lactose intolerant.", "I'm lactose intolerant.", "is not lactose", "is lactose"),
