@@ -84,6 +84,7 @@ _FILLER = re.compile(
     r"|no worries|no problem|you'?re welcome|any time|anytime|hope (?:you|it|that)|can'?t wait to (?:see|hear)"
     r"|keep (?:it up|going)|long time no|got it|gotcha|makes sense|will do|good to know|I see\b|I understand"
     r"|I agree|I think so|not sure|I'?m not sure|I don'?t know|I have no idea|me too|same here|fair enough"
+    r"|(?:I(?:'ve| have)?\s+)?changed my mind\s*(?:[!.,:;]|$)|change of plans?\s*(?:[!.,:;]|$)"
     r"|noted|understood|this (?:is|was|looks|seems) (?:very |really |super |so )?(?:helpful|useful|great|good|perfect"
     r"|interesting|amazing)|these (?:are|look|sound) (?:great|good|helpful|perfect)|that helps|this helps"
     r"|I (?:really )?appreciate|appreciate it|I'?m (?:back|here)|hello|hi\b|hey\b|good (?:morning|evening|night"

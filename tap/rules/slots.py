@@ -651,6 +651,8 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
         if named:
             holder = "team" if named.group("holder").lower() == "we" else f"{who}:{_norm_noun(named.group('holder'))}"
             return f"{holder}|name", "", normalise_value(named.group("value"))
+    if _PRONOUN_SUBJECT.match(sentence):  # "she lives in Paris", its referent unresolved: whose, unknown
+        return "", "", ""
     role = _role_named(sentence)
     if role is not None:  # "my manager is Priya", "Tom is my new manager": who fills the role
         return f"{who}:{role[0]}|name", "", normalise_value(role[1])
@@ -659,8 +661,9 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
         match = pattern.search(sentence)
         if match is None or _NEGATED_BEFORE.search(sentence[: match.start()]):  # "I'd never work at Meta"
             continue
-        if not (attribute == "residence" and _tool_terms(match.group("value"))):  # "moved to fly.io"
-            return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
+        if attribute == "residence" and _not_a_place(sentence, match):
+            continue
+        return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
     if holder not in (who, "team"):
         for attribute, pattern in (("job", _THIRD_PERSON_JOB), ("age", _THIRD_PERSON_AGE)):
             found = pattern.search(sentence)
@@ -698,6 +701,28 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
             attribute = "phone number"
         return f"{who}|{attribute}", "", normalise_value(" ".join(value.split()[:6]))
     return "", "", ""
+
+
+_PRONOUN_SUBJECT = re.compile(r"^\s*(?:he|she|they)(?:'s|’s|'re|’re)?\b", re.IGNORECASE)
+
+
+def _not_a_place(sentence: str, match: re.Match[str]) -> bool:
+    """Whether a residence reading names no home: a tool ("moved to fly.io"), a day or a time ("my
+    appointment got moved to Friday"), or a thing that was moved ("got moved", "was moved")."""
+    value = match.group("value")
+    first = value.split()[0].lower() if value.split() else ""
+    return (
+        bool(_tool_terms(value))
+        or first in _DATE_WORDS
+        or first[:1].isdigit()
+        or (
+            match.group(0).startswith(("moved", "relocated"))
+            and _PASSIVE_BEFORE.search(sentence[: match.start()]) is not None
+        )
+    )
+
+
+_PASSIVE_BEFORE = re.compile(r"\b(?:got|get|gets|was|were|been|be|being|is|are)\s+(?:just\s+|finally\s+)?$", re.I)
 
 
 _PHONE_WORDS = frozenset({"number", "mobile", "cell"})

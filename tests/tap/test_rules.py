@@ -624,6 +624,12 @@ def test_a_name_is_read_at_the_start_of_a_sentence_too(text: str, slot: str, val
     assert (memory.slot, memory.slot_value) == (slot, value)
 
 
+def test_a_change_of_mind_is_no_memory_of_its_own() -> None:
+    assert contents(turn("u1", "User", "Changed my mind, I'm getting a Rivian instead.")) == [
+        "The user is getting a Rivian instead"
+    ]
+
+
 def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
     """Each tool of "we use Postgres and we deploy on fly.io" can be replaced on its own."""
     memories = extract(turn("u1", "User", "We use Postgres and we deploy on fly.io."))
@@ -648,6 +654,9 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("I'm not allergic to cats, it was the dust.", "", "", ["allergic", "cats"]),
         ("I'm not sure I like the new office.", "", "", []),  # uncertainty denies nothing
         ("I'm not working today.", "", "", []),  # one word alone would take back too much
+        ("My dentist appointment got moved to Friday.", "", "", []),  # a thing moved to a day: no home
+        ("She is living in Paris now.", "", "", []),  # whose home is unknown until "she" is resolved
+        ("My son Leo is 5.", "user:son|age", "5", []),
     ],
 )
 def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:
