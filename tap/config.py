@@ -79,6 +79,7 @@ class RecallConfig(Section, frozen=True):
     min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 180.0
     overload_lexical: bool = True
+    wait_goal_ms: Annotated[int, msgspec.Meta(ge=0, le=10000)] = 30
 
 
 class StoreConfig(Section, frozen=True):

@@ -510,7 +510,12 @@ class RecallEngine:
         self._cache_hits = 0
         self._replaced: LRU[str, Memory] = LRU(REPLACED_CACHE_SIZE, ttl_s=REPLACED_TTL_S, refresh=True)
         workers = workers or _default_workers()
-        self._batcher = RecallBatcher(self._run_batch, workers=workers, lexical_fallback=config.overload_lexical)
+        self._batcher = RecallBatcher(
+            self._run_batch,
+            workers=workers,
+            lexical_fallback=config.overload_lexical,
+            wait_goal_s=config.wait_goal_ms / 1000 if config.wait_goal_ms else None,
+        )
         # a lone recall's lexical lookup runs here while its caller embeds the query (see _candidates)
         self._lexical = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tap-recall-lexical")
         self._searching = 0  # recalls between embedding and lexical lookup (see _candidates)

@@ -353,7 +353,8 @@ async def test_each_recall_of_a_batch_is_answered_as_soon_as_its_own_is_done(
             return vectors
 
     store = _store(isolated_home, embedder, "batch")
-    engine = RecallEngine(store, Noted(), parse_config("").recall, now=lambda: NOW, workers=1)
+    no_goal = parse_config("[recall]\nwait_goal_ms = 0").recall  # full recalls, however long they wait
+    engine = RecallEngine(store, Noted(), no_goal, now=lambda: NOW, workers=1)
     try:
         for text in ("Ann plays the cello", "Ann drinks green tea", "Ann lives in Porto", "Ann rides a red bike"):
             _put(engine, text)

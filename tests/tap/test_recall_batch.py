@@ -85,6 +85,29 @@ def test_over_capacity_the_oldest_become_lexical_only_before_any_is_shed(gate: G
     batcher.close()
 
 
+def test_past_the_wait_goal_the_oldest_become_lexical_only_long_before_the_deadline(gate: Gate) -> None:
+    """Full recalls queue for at most the wait goal: what waits beyond it (the oldest first) is
+    answered by BM25 alone, with memories, instead of waiting out most of the deadline."""
+    batcher = _batcher(gate, wait_goal_s=0.025)
+    batcher.cost_ms[False], batcher.cost_ms[True] = 10.0, 3.0
+    busy = batcher.submit("busy", deadline_s=0.15)
+    assert gate.entered.acquire(timeout=10)
+    waiting = [batcher.submit(f"w{n}", deadline_s=10) for n in range(4)]  # 40 ms of full recalls
+    gate.release.set()
+    assert busy.result(10) == "done busy"
+    assert [f.result(10) for f in waiting] == [f"done w{n}" for n in range(4)]
+    assert gate.kinds[1:] == [["lexical"] * 3, ["full"]]  # 3 + 3 + 3 + 10 ms ≤ 25 ms < 3 + 3 + 10 + 10
+    assert batcher.status()["shed"] == 0
+    without_goal = _batcher(Gate())
+    without_goal.cost_ms[False] = 10.0
+    for n in range(4):
+        without_goal._waiting.append(Waiting(f"x{n}", 1e9, 10))
+    without_goal._admit(0.15)
+    assert not any(w.lexical_only for w in without_goal._waiting)  # 40 ms fit the 150 ms deadline
+    without_goal.close()
+    batcher.close()
+
+
 def test_a_recall_whose_deadline_cannot_be_met_is_never_started(gate: Gate) -> None:
     now = [100.0]
     batcher = RecallBatcher(gate, workers=1, now=lambda: now[0])
