@@ -187,13 +187,19 @@ _ANNOTATION = re.compile(r"\s*\([^()]*\)")
 
 def _other_value(candidate: CandidateMemory, nearest: Memory) -> bool:
     """Whether a near-duplicate gives another value than the stored statement: another value of the
-    same slot, or other numbers ("rent is $1700 a month" after "$1500 a month": the two embed as one
-    statement). The dates tap adds in brackets do not count: a restatement on another day is still one."""
+    same slot, or other numbers in otherwise the same words, a word or two aside ("rent is $1700 a
+    month" after "$1500 a month": the two embed as one statement). The dates tap adds in brackets
+    do not count: a restatement on another day is still one."""
     if candidate.slot and candidate.slot == nearest.slot and candidate.slot_value and nearest.slot_value:
         return candidate.slot_value != nearest.slot_value
-    now = _NUMBER.findall(_ANNOTATION.sub("", candidate.content))
-    before = _NUMBER.findall(_ANNOTATION.sub("", nearest.content))
-    return bool(now) and bool(before) and sorted(now) != sorted(before)
+    new_text, old_text = _ANNOTATION.sub("", candidate.content), _ANNOTATION.sub("", nearest.content)
+    now, before = _NUMBER.findall(new_text), _NUMBER.findall(old_text)
+    if not now or not before or sorted(now) == sorted(before):
+        return False
+    # the same statement with another number, not another statement that has numbers too
+    a = {w for w in _words(new_text) if not w[:1].isdigit()}
+    b = {w for w in _words(old_text) if not w[:1].isdigit()}
+    return len(a - b) <= MAX_CHANGED_WORDS and len(b - a) <= MAX_CHANGED_WORDS
 
 
 def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:
