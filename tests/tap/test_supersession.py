@@ -133,6 +133,28 @@ UPDATES = [
     ("Our backend runs on Flask.", "We switched the backend to FastAPI from Flask.", "runs on", "FastAPI"),
     ("My dog is called Rex.", "We renamed our dog to Max.", "Rex", "Max"),
     ("My name is Katherine.", "Call me Kat, everyone does.", "Katherine", "Kat"),
+    # who fills a role, a favourite, a person under a relation and then by name, another person's job
+    # and age, a tool said without work talk, an amount, a near-duplicate with another number
+    ("My manager is Priya.", "My new manager is Tom.", "Priya", "Tom"),
+    ("Priya is my manager.", "My manager is Tom now.", "Priya", "Tom"),
+    ("I'm dating Alex.", "I'm seeing Sam now.", "Alex", "Sam"),
+    ("My favorite band is Radiohead.", "These days my favorite band is Arcade Fire.", "Radiohead", "Arcade"),
+    ("My sister Joana lives in Madrid.", "Joana moved to Paris.", "Madrid", "Paris"),
+    ("My wife Clara is a nurse.", "Clara got a new job as a teacher.", "nurse", "teacher"),
+    ("My brother Sam is a lawyer.", "Sam is now a judge.", "lawyer", "judge"),
+    ("My son Leo is 5.", "Leo turned 6 yesterday.", "5 years", "6 years"),
+    ("My phone is an iPhone 12.", "I upgraded to a Pixel 8 last week.", "iPhone", "Pixel"),
+    ("We use Postgres.", "We migrated to CockroachDB.", "uses Postgres", "CockroachDB"),
+    ("I work at Google as a designer.", "I got laid off from Google.", "works at Google", "laid off"),
+    ("I'm learning Spanish.", "I gave up on Spanish, learning Italian now.", "learning Spanish", "Italian"),
+    ("I sleep about 6 hours a night.", "These days I sleep 8 hours a night.", "6 hours", "8 hours"),
+    ("My rent is $1500 a month.", "My rent is $1700 a month.", "$1500", "$1700"),
+    ("I take 20mg of Lexapro daily.", "My doctor upped my Lexapro to 30mg.", "20mg", "30mg"),
+    ("My team has 5 engineers.", "My team grew to 8 engineers.", "5 engineers", "8 engineers"),
+    # a denial takes back what it denies, and the opposite of a denial takes the denial back
+    ("I'm allergic to cats.", "Actually I'm not allergic to cats, it was the dust.", "allergic", "not allergic"),
+    ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant.", "lactose", "not lactose"),
+    ("I'm not lactose intolerant.", "I'm lactose intolerant.", "not lactose", "lactose intolerant"),
 ]
 
 
