@@ -19,8 +19,9 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
    kept, marked, until the user settles it. A team-wide statement and one about a part of the
    work ("for the backend") are mates when the scope knows only one of them;
 4. **retraction** ("I no longer eat meat", "I left Google", "switched from vim", "we're off
-   heroku", "I'm not allergic to cats"): older memories of the same family of subjects holding every retracted word are
-   superseded by the retraction (with a slot change, alongside the slot's old value);
+   heroku", "I'm not allergic to cats"): older memories of the same family of subjects holding
+   every retracted word are superseded by the retraction (with a slot change, alongside the
+   slot's old value);
 5. **change** ("instead", "used to … but now", "switched", "these days"; a weaker "now"): the most
    similar older statement about the same subject (same opening words: "the user", "the user's
    sister", "Atlas") at cosine ≥ CHANGE_SIMILARITY (NOW_SIMILARITY for "now") is superseded;
@@ -162,7 +163,10 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
 
 
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.IGNORECASE)
-_POLARITY_WORDS = frozenset("not never no longer don't doesn't isn't aren't didn't actually turns out anymore".split())
+# as _words splits them: "doesn't" is "doesn" and "t"
+_POLARITY_WORDS = frozenset(
+    "not never no longer don doesn isn aren didn wasn weren t actually turns out anymore".split()
+)
 
 
 def _flips(candidate: CandidateMemory, nearest: Memory) -> bool:

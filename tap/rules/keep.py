@@ -239,9 +239,10 @@ def is_instruction(sentence: str) -> bool:
 
 # "don't suggest ORMs": a standing instruction whole in three words ("never give up" is no instruction)
 _NO_SUGGEST = re.compile(r"^(?:please\s+)?(?:don'?t|do not|never)\s+(?:suggest|recommend|propose)\s+\w", re.IGNORECASE)
-# "I hate ORMs", "I love sushi": a taste is whole in three words
+# "I hate ORMs", "I love sushi", "I don't like sushi": a taste is whole in three words
 _SHORT_TASTE = re.compile(
-    r"^(?:I|we)\s+(?:love|hate|like|dislike|loathe|adore|prefer|enjoy)\s+(?!(?:it|that|this|them|him|her)\b)[\w'’-]{3,}",
+    r"^(?:I|we)\s+(?:(?:don'?t|don’t|do not|no longer)\s+)?(?:love|hate|like|dislike|loathe|adore|prefer|enjoy)\s+"
+    r"(?!(?:it|that|this|them|him|her)\b)[\w'’-]{3,}",
     re.IGNORECASE,
 )
 

@@ -155,6 +155,7 @@ UPDATES = [
     ("I'm allergic to cats.", "Actually I'm not allergic to cats, it was the dust.", "allergic", "not allergic"),
     ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant.", "lactose", "not lactose"),
     ("I'm not lactose intolerant.", "I'm lactose intolerant.", "not lactose", "lactose intolerant"),
+    ("I like sushi.", "I don't like sushi.", "likes sushi", "doesn't like"),
 ]
 
 
