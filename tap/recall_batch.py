@@ -186,14 +186,14 @@ class RecallBatcher:
         """Make the waiting work fit in `budget_s` (lock held): the oldest become lexical-only,
         then the oldest are shed (see the module docstring). With a wait goal, the oldest become
         lexical-only already once the work waiting exceeds the goal."""
-        oldest_first = sorted(self._waiting, key=lambda w: w.deadline)
-        if self.lexical_fallback and self.wait_goal_s is not None:
-            for item in oldest_first:
+        if self.lexical_fallback and self.wait_goal_s is not None and self._backlog() > self.wait_goal_s:
+            for item in sorted(self._waiting, key=lambda w: w.deadline):
                 if self._backlog() <= self.wait_goal_s:
                     break
                 self._downgrade(item)
         if self._backlog() <= budget_s or len(self._waiting) <= _FLOOR_PER_WORKER * self.workers:
             return
+        oldest_first = sorted(self._waiting, key=lambda w: w.deadline)
         if self.lexical_fallback:
             for item in oldest_first:
                 if self._backlog() <= budget_s:

@@ -848,14 +848,24 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
     marker = _RETRACT.search(sentence)
     if marker is None:
         return _denied_state(sentence)
-    after = re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[marker.end() :], maxsplit=1)[0]
+    after = _clause_after(sentence, marker.end())
     if _tool_terms(after):  # "gave up on vs code": every word of the tool's name, short ones too
         return _named_words(after)[:3], after
-    words = [w for w in content_words(after) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][:3]
+    words = _taken_back_words(after)[:3]
     if words:
         return words, after
     before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
-    return [w for w in content_words(before) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][-3:], before
+    return _taken_back_words(before)[-3:], before
+
+
+def _clause_after(sentence: str, start: int) -> str:
+    """The rest of the clause from `start` (up to punctuation or a conjunction)."""
+    return re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[start:], maxsplit=1)[0]
+
+
+def _taken_back_words(span: str) -> list[str]:
+    """The content words of a span, less retraction markers and dates."""
+    return [w for w in content_words(span) if w not in _RETRACT_NOISE and w not in _DATE_WORDS]
 
 
 # "I'm not allergic to cats (it was the dust)": a state of the speaker denied, which takes back a
@@ -873,8 +883,8 @@ def _denied_state(sentence: str) -> tuple[list[str], str]:
     denied = _DENIED_STATE.search(sentence)
     if denied is None:
         return [], ""
-    after = re.split(r"[,;.!?]|\band\b|\bbut\b|\bso\b|\bbecause\b", sentence[denied.end() :], maxsplit=1)[0]
-    words = [w for w in content_words(after) if w not in _RETRACT_NOISE and w not in _DATE_WORDS][:3]
+    after = _clause_after(sentence, denied.end())
+    words = _taken_back_words(after)[:3]
     return (words, after) if len(words) >= 2 else ([], "")
 
 
