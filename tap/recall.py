@@ -513,6 +513,7 @@ class RecallEngine:
         self._batcher = RecallBatcher(
             self._run_batch,
             workers=workers,
+            max_batch=1,  # one at a time: a recall in a taken batch waited where the wait goal could not see it
             lexical_fallback=config.overload_lexical,
             wait_goal_s=config.wait_goal_ms / 1000 if config.wait_goal_ms else None,
         )

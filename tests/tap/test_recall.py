@@ -325,11 +325,11 @@ async def test_concurrent_recalls_each_get_their_own_block(engine: RecallEngine)
     assert all(r.memories[0].memory.id == tea for r in results[1::2])
 
 
-async def test_each_recall_of_a_batch_is_answered_as_soon_as_its_own_is_done(
+async def test_waiting_recalls_are_taken_one_at_a_time_each_answered_when_done(
     isolated_home: Path, embedder: Any
 ) -> None:
-    """One worker, four recalls waiting together (one batch): the first caller has its block
-    before the last query is embedded, instead of waiting for the whole batch."""
+    """One worker, four recalls waiting together: the worker takes them one at a time, so the
+    first caller has its block before the last query is embedded, instead of waiting for all four."""
     import time
 
     embedded: dict[str, float] = {}
@@ -373,10 +373,9 @@ async def test_each_recall_of_a_batch_is_answered_as_soon_as_its_own_is_done(
         busy.set()
         results = await asyncio.gather(*waiting)
         await blocker
-        # the worker counts a batch once it is done with all of it
-        await until(lambda: engine.status()["served"] == 5, what="both batches counted")
+        await until(lambda: engine.status()["served"] == 5, what="all five counted")
         assert all(r.memories for r in results)
-        assert engine.status()["batches"] == 2  # the blocker, then the four together
+        assert engine.status()["batches"] == 5  # one recall at a time (tap.recall_batch)
         assert min(answered) < max(embedded[q] for q in questions)
     finally:
         engine.close()
