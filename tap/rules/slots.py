@@ -8,8 +8,9 @@ speaker)` reads a first-person sentence (before it is rewritten) and returns:
 - `slot`: "<holder>|<attribute>" and the value, for single-valued attributes of a person, a pet,
   a team or a project: where someone lives, where they work, their job or role (another person's
   too: "my wife Clara is a nurse"), their name, a pet's or a relative's name, who fills one of the
-  speaker's roles ("my manager is Priya": "user:manager|name"), a favourite ("my favorite band is
-  …": "user|favorite band"), relationship status, age, diet, and for tools: the database,
+  speaker's roles ("my manager is Priya": "user:manager|name"; a break-up empties the partner role:
+  "Alex and I broke up" fills it with "no one"), a favourite ("my favorite band is …": "user|favorite
+  band"), relationship status, age, school and school year, diet, and for tools: the database,
   programming language, backend / frontend / mobile framework, editor, hosting or deploy target, CI,
   test framework, operating system, phone, browser, chat tool, package manager, queue, ORM,
   monitoring or cloud storage in use. The holder is the speaker ("I"), the team ("we", "our" in
@@ -238,6 +239,16 @@ _THIRD_PERSON_AGE = re.compile(
     r"(?:\s+years old|(?=\s*(?:[.!,;]|$|\s+(?:yesterday|today|last|this|on|in|and|but|now|already)\b)))",
     re.IGNORECASE,
 )
+# a school by its name: the name ends in what kind of school it is ("Lincoln Elementary")
+_SCHOOL_NAME = (
+    r"(?P<value>(?:[A-Z][\w'’.&-]*\s+){0,3}(?:School|Elementary|Academy|High School|High|Middle School|College"
+    r"|University|Prep|Primary|Montessori|Kindergarten))\b"
+)
+_GRADE = (
+    r"(?P<value>\d{1,2}(?:st|nd|rd|th)\s+grade|(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth"
+    r"|tenth|eleventh|twelfth)\s+grade|year\s+\d{1,2}|kindergarten|pre-?k|preschool"
+    r"|(?:freshman|sophomore|junior|senior)\s+year)\b"
+)
 _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
@@ -259,6 +270,29 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(rf"\b(?:rent|rents|renting|own|owns)\s+(?:an?\s+|the\s+)?[\w\s-]{{0,25}}?\s+in\s+{_VALUE}"),
     ),
     ("residence", re.compile(rf"\b(?:live|lives|living|based|settled)\s+in\s+{_LOWER_VALUE}", re.IGNORECASE)),
+    (
+        "school",  # "my daughter goes to Lincoln Elementary", "I transferred to Westfield College"
+        re.compile(
+            r"\b(?:(?:goes|go|going|transferred|switched) to|attends|attend|attending|enrolled (?:at|in)|started at"
+            rf"|starting at|starts at|is at|are at|am at)\s+(?:the\s+)?{_SCHOOL_NAME}"
+        ),
+    ),
+    (
+        "school",  # "she started middle school at Jefferson": the school, not the stage
+        re.compile(
+            r"\b(?:started|starts|starting|began|begins|entered|is in|in)\s+(?:(?:middle|high|elementary|primary"
+            r"|secondary|grad|graduate|law|medical|nursing|art|boarding)\s+)?school\s+at\s+"
+            r"(?P<value>[A-Z][\w'’.&-]*(?:\s+[A-Z][\w'’.&-]*){0,3})"
+        ),
+    ),
+    (
+        "grade",  # "my son is in 3rd grade", later "he just started 4th grade"
+        re.compile(
+            r"\b(?:is|am|are|I'm|I’m|['’]s|started|starts|starting|entered|entering|going into|moved up to)\s+"
+            rf"(?:now\s+|just\s+)?(?:in\s+)?(?:the\s+)?{_GRADE}",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "residence",  # "toronto rent is eating me alive": the rent one pays is where one lives
         re.compile(
@@ -493,6 +527,8 @@ _ATTRIBUTE_WORDS = {
     "age": "age years old",
     "diet": "diet eats food",
     "work mode": "remote office hybrid works from home",
+    "school": "school goes attends",
+    "grade": "grade school year",
 }
 
 
@@ -700,6 +736,8 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
                 return "", "", ""
             attribute = "phone number"
         return f"{who}|{attribute}", "", normalise_value(" ".join(value.split()[:6]))
+    if _partner_ended(sentence):  # last: "after we broke up I moved to Berlin" is about where they live
+        return f"{who}:partner|name", "", NO_PARTNER
     return "", "", ""
 
 
@@ -741,8 +779,8 @@ _ROLE_NAMED = (
     ),
     re.compile(rf"^{_ROLE_VALUE}\s+is\s+(?:now\s+)?(?:my|our)\s+(?:(?:new|current)\s+)?{_ROLE}\b"),
     re.compile(  # "I'm dating Alex": the speaker's partner
-        r"\bI(?:'m|’m| am)\s+(?:now\s+)?(?:also\s+)?(?P<role>dating|seeing)\s+"
-        rf"{_ROLE_VALUE}(?=\s*(?:[,.!;:)]|$|\s+(?:now|and|but|who|since|from|these days|nowadays)\b))"
+        r"\bI(?:'m|’m| am|'ve been|’ve been| have been)\s+(?:now\s+)?(?:also\s+)?(?P<role>dating|seeing)\s+"
+        rf"{_ROLE_VALUE}(?=\s*(?:[,.!;:)]|$|\s+(?:now|and|but|who|since|from|for|these days|nowadays)\b))"
     ),
 )
 # one partner at a time, however they are called ("my girlfriend is Maya", "I'm dating Alex")
@@ -750,6 +788,22 @@ _PARTNER_ROLES = frozenset(
     "partner girlfriend boyfriend wife husband fiancé fiancée fiance fiancee spouse dating seeing".split()
 )
 _NOT_A_ROLE_VALUE = frozenset("ok okay great fine awesome amazing away back out off here there not so very".split())
+
+
+# "Alex and I broke up", "I broke up with Alex", "she dumped me": the speaker's partner role is
+# empty now, another value of it ("no one"), so the slot rule retires whoever filled it
+_PARTNER_ENDED = re.compile(
+    r"\b(?:I|we)\s+(?:just\s+|finally\s+|recently\s+|officially\s+)?(?:broke up|split up|called it quits)\b"
+    r"|\bbroke up with me\b|\bdumped me\b|\bI (?:got|was) dumped\b"
+    r"|\bI\s+(?:just\s+|finally\s+)?(?:dumped|left)\s+my\s+(?:girlfriend|boyfriend|partner|fianc[ée]e?)\b"
+)
+NO_PARTNER = "no one"
+
+
+def _partner_ended(sentence: str) -> bool:
+    """Whether the sentence says the speaker's relationship ended (see _PARTNER_ENDED)."""
+    match = _PARTNER_ENDED.search(sentence)
+    return match is not None and not _NEGATED_BEFORE.search(sentence[: match.start()])
 
 
 def _role_named(sentence: str) -> tuple[str, str] | None:
@@ -762,6 +816,8 @@ def _role_named(sentence: str) -> tuple[str, str] | None:
         if first in _NOT_A_NAME or first in _NOT_A_ROLE_VALUE or _NEGATED_BEFORE.search(sentence[: match.start()]):
             return None
         role = match.group("role").lower()
+        if role in ("dating", "seeing") and first.startswith("dr"):  # "I'm seeing Dr. Patel": a doctor
+            return None
         return "partner" if role in _PARTNER_ROLES else role, match.group("value")
     return None
 

@@ -657,6 +657,15 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("My dentist appointment got moved to Friday.", "", "", []),  # a thing moved to a day: no home
         ("She is living in Paris now.", "", "", []),  # whose home is unknown until "she" is resolved
         ("My son Leo is 5.", "user:son|age", "5", []),
+        ("I broke up with Alex.", "user:partner|name", "no one", []),
+        ("My parents split up when I was 5.", "", "", []),  # not the speaker's relationship
+        ("We never broke up.", "", "", []),
+        ("After we broke up I moved to Berlin.", "user|residence", "berlin", []),  # the move is the news
+        ("I'm seeing Dr. Patel on Monday.", "", "", []),  # a doctor's appointment, not a partner
+        ("My son goes to Westfield High School now.", "user:son|school", "westfield high school", []),
+        ("I met her at Lincoln Elementary.", "", "", []),  # a place met, not a school attended
+        ("My son is in 3rd grade.", "user:son|grade", "3rd grade", []),
+        ("I teach 3rd grade.", "", "", []),  # a job's class, not the speaker's school year
     ],
 )
 def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:

@@ -156,6 +156,11 @@ UPDATES = [
     ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant.", "lactose", "not lactose"),
     ("I'm not lactose intolerant.", "I'm lactose intolerant.", "not lactose", "lactose intolerant"),
     ("I like sushi.", "I don't like sushi.", "likes sushi", "doesn't like"),
+    # a relationship that ended empties the partner role; a school and a school year move on
+    ("I've been dating Alex for about a year now.", "Alex and I broke up last week.", "dating Alex", "broke up"),
+    ("My girlfriend is Maya.", "Maya broke up with me last night.", "girlfriend is Maya", "broke up"),
+    ("My daughter goes to Lincoln Elementary.", "My daughter started school at Jefferson.", "Lincoln", "Jefferson"),
+    ("My son is in 3rd grade.", "My son just started 4th grade.", "3rd grade", "4th grade"),
 ]
 
 
