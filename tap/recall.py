@@ -697,7 +697,7 @@ class RecallEngine:
     ) -> RecallResult:
         if skip is not None:
             ranked = [(m, s) for m, s in ranked if not skip(m)]
-        ranked = with_partners(ranked, self.store.get)
+        ranked = with_partners(ranked, self.store.get_active)  # partners count only while active
         result = self._pack(ranked, budget, query)
         self._note_access([r.memory.id for r in result.memories])
         result.elapsed_ms = (time.perf_counter() - started) * 1000
