@@ -98,14 +98,17 @@ def test_past_the_wait_goal_the_oldest_become_lexical_only_long_before_the_deadl
     assert [f.result(10) for f in waiting] == [f"done w{n}" for n in range(4)]
     assert gate.kinds[1:] == [["lexical"] * 3, ["full"]]  # 3 + 3 + 3 + 10 ms ≤ 25 ms < 3 + 3 + 10 + 10
     assert batcher.status()["shed"] == 0
-    without_goal = _batcher(Gate())
-    without_goal.cost_ms[False] = 10.0
-    for n in range(4):
-        without_goal._waiting.append(Waiting(f"x{n}", 1e9, 10))
-    without_goal._admit(0.15)
-    assert not any(w.lexical_only for w in without_goal._waiting)  # 40 ms fit the 150 ms deadline
-    without_goal.close()
     batcher.close()
+    held = Gate()
+    without_goal = _batcher(held)
+    without_goal.cost_ms[False] = 10.0
+    busy = without_goal.submit("busy", deadline_s=0.15)
+    assert held.entered.acquire(timeout=10)
+    waiting = [without_goal.submit(f"x{n}", deadline_s=10) for n in range(4)]
+    held.release.set()
+    assert [f.result(10) for f in (busy, *waiting)] == ["done busy", *(f"done x{n}" for n in range(4))]
+    assert held.kinds[1:] == [["full"] * 4]  # 40 ms fit the deadline: without a goal, all full
+    without_goal.close()
 
 
 def test_a_recall_whose_deadline_cannot_be_met_is_never_started(gate: Gate) -> None:
