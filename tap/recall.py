@@ -464,14 +464,17 @@ def _finished(future: Future[RecallResult]) -> bool:
 
 
 def _default_workers() -> int:
-    """One recall batch per core (2-4): more threads only queue for the cores and the GIL.
+    """Recall threads: one core is left to the event loop that relays the streams (1 on two
+    cores, at most 4): recall is mostly Python holding the GIL (only the query embedding runs
+    without it), so a second worker mostly waits for the GIL the loop and the first one hold.
 
-    Measured with bench/load.py against the earlier code (a 4-thread pool) in the same run, on the
-    shared 2-core host: 2 workers with batches of up to 8 carried memories on 46 % of requests at
-    64 streams (earlier code 15 %) and 13 % at 128 (6 %), but 84 % at 32 (100 %); 4 workers with
-    batches of 8 did worse at 32 and 64, and 4 workers one recall at a time matched the earlier
-    code (bench/results/load*.json). The host's load differed between those runs."""
-    return max(2, min(4, os.cpu_count() or 2))
+    Measured with bench/load.py on the shared 2-core host, same-run pairs, one recall at a time:
+    at 64 streams the added time to first byte p99 was 45-66 ms with one worker against 58-100 ms
+    with two (4 of 4 runs), at 128 streams 282 against 485 ms (memories on 91 % and 94 % of
+    requests), and 64 streams at once carried memories on 35-41 % against 24-29 %. Earlier, 4
+    workers did worse than 2 at 32 and 64 streams (bench/results/load*.json). Hosts with more
+    cores were not measured: there the rule gives cores - 1, up to 4."""
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
 @dataclass(frozen=True)

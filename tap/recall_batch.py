@@ -5,8 +5,9 @@ Every proxied request asks for a recall with a hard deadline (150 ms). One at a 
 GIL, each took longer than the deadline, and work went on for requests that had already been
 forwarded without memories (the thread kept running after the caller's timeout). Here:
 
-- a request joins the waiting room with its deadline; `workers` threads (one per core) each take
-  the waiting recalls as one batch (at most `max_batch`, no more than can finish before the
+- a request joins the waiting room with its deadline; `workers` threads (tap.recall: a core
+  each, one core left to the event loop) each take the waiting recalls as one batch (at most
+  `max_batch`, no more than can finish before the
   earliest deadline of it), which the engine runs one recall after another, earliest deadline
   first, answering each caller as soon as its recall is done (tap.recall: a query embedding
   does not batch, so a batch saves no work; it is the unit admission plans with). RecallEngine
