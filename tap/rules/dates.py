@@ -53,6 +53,8 @@ _PAST = re.compile(
     r"|woke|wore|brought|caught|fought|built|became|grew|drew|shook|struck|hung|dug|stuck)\b",
     re.IGNORECASE,
 )
+# "a dog named Rex", "my sister is called Ana": a name given, not something done (but "I named")
+_NAMING = re.compile(r"(?<!\bI )(?<!\bwe )(?<!\bWe )(?<!\bthey )(?<!\bhe )(?<!\bshe )\b(?:named|called)(?=\s+[A-Z])")
 _NOT_PAST = frozenset("need interested excited tired married scared bored worried used red bed".split())
 _FUTURE = re.compile(
     rf"\b(?:will|'ll|’ll|{FUTURE_GOING_TO}|gonna|plan|planning|next|upcoming|soon|can't wait|looking forward"
@@ -65,7 +67,7 @@ def sentence_tense(text: str) -> int:
     """+1 when the sentence speaks of the future, -1 of the past, 0 when it does not say."""
     if _FUTURE.search(text):
         return 1
-    past = (word.lower() for word in _PAST.findall(text))
+    past = (word.lower() for word in _PAST.findall(_NAMING.sub("", text)))
     return -1 if any(word not in _NOT_PAST for word in past) else 0
 
 

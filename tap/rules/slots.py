@@ -205,6 +205,7 @@ _STRONG_CHANGE = re.compile(
     r"|renamed|raised|lowered|increased|decreased|went up|went down|replaced|upgraded|downgraded|after all"
     # an amount that changed: "upped my Lexapro to 30mg", "the team grew to 8", "I'm down to twice a week"
     r"|upped|bumped|reduced|doubled|halved|tripled|(?:grew|shrank|rose|jumped|fell|dropped) to"
+    r"|(?:cut|cutting|scaled|scaling) (?:back|down)(?: on [\w'’ ]{1,25}?)? to"
     r"|(?:I'm|I’m|I am|am|is|are|we're|we’re) (?:now )?(?:down|up) to"
     r"|gave up|moved in|moved out|no more|stopped|quit|left|sold|not anymore"
     r"|change of plans?|not .{1,30} after all|update|updated|new (?:job|role|plan|date|venue|address|place|price)"
@@ -724,7 +725,9 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
     apposed = _APPOSED_NAME.match(sentence.strip())
     if apposed:
         return f"{who}:{apposed.group('holder')}|name", "", normalise_value(apposed.group("value"))
-    favourite = _FAVOURITE.search(sentence)
+    favourite = _FAVOURITE.search(sentence) or _FAVOURITE_FIRST.search(sentence.strip())
+    if favourite is not None and favourite.group("value").lower().split()[0] in _NOT_A_FAVOURITE:
+        favourite = None  # "this is my favorite band": which one, the sentence does not say
     if favourite is not None and favourite.group("what").lower().split()[-1] not in _VAGUE_FAVOURITES:
         what = " ".join(favourite.group("what").lower().split())
         return f"{who}|favorite {what}", "", normalise_value(" ".join(favourite.group("value").split()[:6]))
@@ -780,6 +783,7 @@ _ROLE_NAMED = (
     re.compile(rf"^{_ROLE_VALUE}\s+is\s+(?:now\s+)?(?:my|our)\s+(?:(?:new|current)\s+)?{_ROLE}\b"),
     re.compile(  # "I'm dating Alex": the speaker's partner
         r"\bI(?:'m|’m| am|'ve been|’ve been| have been)\s+(?:now\s+)?(?:also\s+)?(?P<role>dating|seeing)\s+"
+        r"(?:(?:someone|a (?:guy|girl|man|woman)) (?:named|called) )?"
         rf"{_ROLE_VALUE}(?=\s*(?:[,.!;:)]|$|\s+(?:now|and|but|who|since|from|for|these days|nowadays)\b))"
     ),
 )
@@ -829,6 +833,15 @@ _FAVOURITE = re.compile(
     r"(?P<value>[^,;.!?]+?)(?=\s+(?:because|since|so|but|and I|for)\b|[,;.!?]|$)",
     re.IGNORECASE,
 )
+# "Green is my favorite color these days": the same said the other way round (a short value)
+_FAVOURITE_FIRST = re.compile(
+    r"^(?P<value>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:my|our)\s+"
+    r"(?:(?:all[- ]time|absolute|current|new)\s+)?favou?rite\s+"
+    r"(?P<what>[a-z]+(?:\s+(?!(?:now|these|nowadays|lately|again|because|since|but|and)\b)[a-z]+)?)"
+    r"(?=\s*(?:[,;.!?]|$|\s+(?:now|these days|nowadays|lately|again|because|since|but|and)\b))",
+    re.IGNORECASE,
+)
+_NOT_A_FAVOURITE = frozenset("this that it these those which what here there one".split())
 # what is favourite only in the moment ("my favorite part is when …")
 _VAGUE_FAVOURITES = frozenset("part thing bit moment way one memory line quote scene kind sort type".split())
 # What a person has one value of at a time, named with "my": their topic, budget, salary, commute…

@@ -666,6 +666,9 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("I met her at Lincoln Elementary.", "", "", []),  # a place met, not a school attended
         ("My son is in 3rd grade.", "user:son|grade", "3rd grade", []),
         ("I teach 3rd grade.", "", "", []),  # a job's class, not the speaker's school year
+        ("The Office is my favorite show now.", "user|favorite show", "office", []),
+        ("This is my favorite band!", "", "", []),  # which band, the sentence does not say
+        ("I've been seeing someone named Chris.", "user:partner|name", "chris", []),
     ],
 )
 def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:
@@ -822,3 +825,16 @@ def test_you_know_is_only_dropped_as_a_tag() -> None:
     assert contents(turn("u1", "User", "just so you know, I moved to Porto last week")) == [
         "The user moved to Porto (the week before 8 May 2023)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("I have a golden retriever named Max.", "fact"),  # a name given is not something done
+        ("My sister is called Ana and she lives in Porto.", "fact"),
+        ("I met a climber named Tom at the gym.", "event"),  # meeting him is
+    ],
+)
+def test_a_name_given_is_not_a_past_event(text: str, kind: str) -> None:
+    [memory] = extract(turn("u1", "User", text))
+    assert memory.kind == kind

@@ -161,6 +161,9 @@ UPDATES = [
     ("My girlfriend is Maya.", "Maya broke up with me last night.", "girlfriend is Maya", "broke up"),
     ("My daughter goes to Lincoln Elementary.", "My daughter started school at Jefferson.", "Lincoln", "Jefferson"),
     ("My son is in 3rd grade.", "My son just started 4th grade.", "3rd grade", "4th grade"),
+    ("I run 3 times a week.", "I've cut back to running twice a week.", "3 times", "twice"),
+    ("I drink 4 coffees a day.", "I cut back on coffee to 1 a day.", "4 coffees", "1 a day"),
+    ("My favorite color is blue.", "Green is my favorite color these days.", "blue", "Green"),
 ]
 
 
