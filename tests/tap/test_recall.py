@@ -329,22 +329,21 @@ async def test_waiting_recalls_are_taken_one_at_a_time_each_answered_when_done(
     isolated_home: Path, embedder: Any
 ) -> None:
     """One worker, four recalls waiting together: the worker takes them one at a time, so the
-    first caller has its block before the last query is embedded, instead of waiting for all four."""
-    import time
+    first caller has its block while the worker is still held inside the second's embedding,
+    instead of waiting for all four."""
+    embedded: list[str] = []
+    held: dict[str, threading.Event] = {"blocker cello": threading.Event(), "what tea?": threading.Event()}
 
-    embedded: dict[str, float] = {}
-    busy = threading.Event()
-
-    class Noted:
-        """The real embedder, each query embedding's start noted; the "blocker" query waits until
-        the test lets it go, so the recalls submitted meanwhile wait together."""
+    class Held:
+        """The real embedder, each query noted as its embedding starts; the queries in `held`
+        wait there until the test lets them go."""
 
         model_id, dimensions = embedder.model_id, embedder.dimensions
 
         def embed_query(self, text: str) -> list[float]:
-            embedded[text] = time.monotonic()
-            if "blocker" in text:
-                busy.wait(10)
+            embedded.append(text)
+            if text in held:
+                assert held[text].wait(10)
             vector: list[float] = embedder.embed_query(text)
             return vector
 
@@ -354,30 +353,28 @@ async def test_waiting_recalls_are_taken_one_at_a_time_each_answered_when_done(
 
     store = _store(isolated_home, embedder, "batch")
     no_goal = parse_config("[recall]\nwait_goal_ms = 0").recall  # full recalls, however long they wait
-    engine = RecallEngine(store, Noted(), no_goal, now=lambda: NOW, workers=1)
+    engine = RecallEngine(store, Held(), no_goal, now=lambda: NOW, workers=1)
     try:
         for text in ("Ann plays the cello", "Ann drinks green tea", "Ann lives in Porto", "Ann rides a red bike"):
             _put(engine, text)
-        answered: list[float] = []
-
-        async def one(question: str) -> RecallResult:
-            result = await engine.recall_async(question, scope="ann", deadline_ms=10_000)
-            answered.append(time.monotonic())
-            return result
-
         blocker = asyncio.ensure_future(engine.recall_async("blocker cello", scope="ann", deadline_ms=10_000))
         await until(lambda: embedded, what="the one worker inside the blocker's embedding", poll=0.005)
         questions = ("who plays the cello?", "what tea?", "where does Ann live?", "which bike?")
-        waiting = [asyncio.ensure_future(one(q)) for q in questions]
+        waiting = [asyncio.ensure_future(engine.recall_async(q, scope="ann", deadline_ms=10_000)) for q in questions]
         await until(lambda: engine.status()["waiting"] == 4, what="all four waiting", poll=0.005)
-        busy.set()
+        held["blocker cello"].set()
+        first = await asyncio.wait_for(waiting[0], 10)  # answered while the worker is held in "what tea?"
+        assert first.memories and not waiting[1].done()  # the second cannot be done: it is held
+        held["what tea?"].set()
         results = await asyncio.gather(*waiting)
         await blocker
         await until(lambda: engine.status()["served"] == 5, what="all five counted")
         assert all(r.memories for r in results)
+        assert embedded == ["blocker cello", *questions]  # earliest deadline (here: first asked) first
         assert engine.status()["batches"] == 5  # one recall at a time (tap.recall_batch)
-        assert min(answered) < max(embedded[q] for q in questions)
     finally:
+        for event in held.values():
+            event.set()
         engine.close()
         store.close()
 
