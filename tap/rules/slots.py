@@ -275,7 +275,7 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "school",  # "my daughter goes to Lincoln Elementary", "I transferred to Westfield College"
         re.compile(
             r"\b(?:(?:goes|go|going|transferred|switched) to|attends|attend|attending|enrolled (?:at|in)|started at"
-            rf"|starting at|starts at|is at|are at|am at)\s+(?:the\s+)?{_SCHOOL_NAME}"
+            rf"|starting at|starts at)\s+(?:the\s+)?{_SCHOOL_NAME}"
         ),
     ),
     (

@@ -664,6 +664,7 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("I'm seeing Dr. Patel on Monday.", "", "", []),  # a doctor's appointment, not a partner
         ("My son goes to Westfield High School now.", "user:son|school", "westfield high school", []),
         ("I met her at Lincoln Elementary.", "", "", []),  # a place met, not a school attended
+        ("I'm at Stanford University this week for a talk.", "", "", []),  # a visit
         ("My son is in 3rd grade.", "user:son|grade", "3rd grade", []),
         ("I teach 3rd grade.", "", "", []),  # a job's class, not the speaker's school year
         ("The Office is my favorite show now.", "user|favorite show", "office", []),
