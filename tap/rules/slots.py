@@ -249,6 +249,8 @@ _GRADE = (
     r"(?P<value>\d{1,2}(?:st|nd|rd|th)\s+grade|(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth"
     r"|tenth|eleventh|twelfth)\s+grade|year\s+\d{1,2}|kindergarten|pre-?k|preschool"
     r"|(?:freshman|sophomore|junior|senior)\s+year)\b"
+    # the stage ends the clause ("3rd grade level stuff" is a level, not someone's year)
+    r"(?=\s*(?:[,.!?;:)]|$|\s+(?:at|in|this|last|now|and|but|since|already|again|so|with|of)\b))"
 )
 _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (

@@ -667,6 +667,7 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("I'm at Stanford University this week for a talk.", "", "", []),  # a visit
         ("My son is in 3rd grade.", "user:son|grade", "3rd grade", []),
         ("I teach 3rd grade.", "", "", []),  # a job's class, not the speaker's school year
+        ("This is 3rd grade level stuff.", "", "", []),  # a level, not anyone's school year
         ("The Office is my favorite show now.", "user|favorite show", "office", []),
         ("This is my favorite band!", "", "", []),  # which band, the sentence does not say
         ("I've been seeing someone named Chris.", "user:partner|name", "chris", []),
