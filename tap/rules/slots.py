@@ -10,8 +10,8 @@ speaker)` reads a first-person sentence (before it is rewritten) and returns:
   too: "my wife Clara is a nurse"), their name, a pet's or a relative's name, who fills one of the
   speaker's roles ("my manager is Priya": "user:manager|name"; a break-up empties the partner role:
   "Alex and I broke up" fills it with "no one"), a favourite ("my favorite band is …": "user|favorite
-  band"), relationship status, age, school and school year, diet, and for tools: the database,
-  programming language, backend / frontend / mobile framework, editor, hosting or deploy target, CI,
+  band"), relationship status, age, school and school year, the way to work, diet, and for tools:
+  the database, programming language, backend / frontend / mobile framework, editor, hosting or deploy target, CI,
   test framework, operating system, phone, browser, chat tool, package manager, queue, ORM,
   monitoring or cloud storage in use. The holder is the speaker ("I"), the team ("we", "our" in
   work talk), a qualified part of it ("our backend", "… for the mobile app") or a possession
@@ -252,6 +252,7 @@ _GRADE = (
     # the stage ends the clause ("3rd grade level stuff" is a level, not someone's year)
     r"(?=\s*(?:[,.!?;:)]|$|\s+(?:at|in|this|last|now|and|but|since|already|again|so|with|of)\b))"
 )
+_COMMUTE_WAYS = {"bike": "bike", "biki": "bike", "cycl": "bike", "walk": "walk", "driv": "drive", "carp": "carpool"}
 _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
@@ -400,6 +401,24 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "commute mode",  # "I usually take the bus to work", later "now I bike to work"
+        re.compile(
+            r"\b(?:take|takes|taking|ride|rides|riding)\s+(?:the\s+|a\s+)?"
+            r"(?P<value>bus|train|subway|metro|tube|tram|ferry|shuttle)\s+(?:to|into)\s+(?:work|the office)\b"
+            r"(?!.*\b(?:today|tonight|this morning|yesterday)\b)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "commute mode",
+        re.compile(
+            r"\b(?P<value>bike|bikes|biking|cycle|cycles|cycling|walk|walks|walking|drive|drives|driving|carpool"
+            r"|carpools|carpooling)\s+(?:to|into)\s+(?:work|the office)\b"
+            r"(?!.*\b(?:today|tonight|this morning|yesterday)\b)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         "diet",
         re.compile(
             r"\b(?:I'm|I’m|I am|I've been|I have been|I became|I went|I'm now|went)\s+(?:a\s+)?(?:fully\s+|now\s+)?"
@@ -532,6 +551,7 @@ _ATTRIBUTE_WORDS = {
     "work mode": "remote office hybrid works from home",
     "school": "school goes attends",
     "grade": "grade school year",
+    "commute mode": "commute work bus train bike drive",
 }
 
 
@@ -702,7 +722,10 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
             continue
         if attribute == "residence" and _not_a_place(sentence, match):
             continue
-        return f"{holder}|{attribute}", "", normalise_value(match.group("value"))
+        value = normalise_value(match.group("value"))
+        if attribute == "commute mode":  # "cycling" and "I bike" are one way to work
+            value = _COMMUTE_WAYS.get(value[:4], value)
+        return f"{holder}|{attribute}", "", value
     if holder not in (who, "team"):
         for attribute, pattern in (("job", _THIRD_PERSON_JOB), ("age", _THIRD_PERSON_AGE)):
             found = pattern.search(sentence)

@@ -668,6 +668,9 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("My son is in 3rd grade.", "user:son|grade", "3rd grade", []),
         ("I teach 3rd grade.", "", "", []),  # a job's class, not the speaker's school year
         ("This is 3rd grade level stuff.", "", "", []),  # a level, not anyone's school year
+        ("My wife drives to work.", "user:wife|commute mode", "drive", []),
+        ("I've been cycling to work.", "user|commute mode", "bike", []),  # one way, however said
+        ("I took the bus to work today.", "", "", []),  # one day's way, not the usual one
         ("The Office is my favorite show now.", "user|favorite show", "office", []),
         ("This is my favorite band!", "", "", []),  # which band, the sentence does not say
         ("I've been seeing someone named Chris.", "user:partner|name", "chris", []),

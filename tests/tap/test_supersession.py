@@ -164,6 +164,7 @@ UPDATES = [
     ("I run 3 times a week.", "I've cut back to running twice a week.", "3 times", "twice"),
     ("I drink 4 coffees a day.", "I cut back on coffee to 1 a day.", "4 coffees", "1 a day"),
     ("My favorite color is blue.", "Green is my favorite color these days.", "blue", "Green"),
+    ("I usually take the bus to work.", "I bought a bike, so now I cycle to work.", "bus", "cycle"),
 ]
 
 
