@@ -11,11 +11,11 @@ speaker)` reads a first-person sentence (before it is rewritten) and returns:
   speaker's roles ("my manager is Priya": "user:manager|name"; a break-up empties the partner role:
   "Alex and I broke up" fills it with "no one"), a favourite ("my favorite band is …": "user|favorite
   band"), relationship status, age, school and school year, the way to work, diet, and for tools:
-  the database, programming language, backend / frontend / mobile framework, editor, hosting or deploy target, CI,
-  test framework, operating system, phone, browser, chat tool, package manager, queue, ORM,
-  monitoring or cloud storage in use. The holder is the speaker ("I"), the team ("we", "our" in
-  work talk), a qualified part of it ("our backend", "… for the mobile app") or a possession
-  ("my dog", "my sister");
+  the database, programming language, backend / frontend / mobile framework, editor, hosting or
+  deploy target, CI, test framework, operating system, phone, browser, chat tool, package manager,
+  queue, ORM, monitoring or cloud storage in use. The holder is the speaker ("I"), the team ("we",
+  "our" in work talk), a qualified part of it ("our backend", "… for the mobile app") or a
+  possession ("my dog", "my sister");
 - `retracts`: the words of what a statement takes back: "I no longer eat meat" → ["eat", "meat"],
   "switched from vim to helix" → ["vim"], "I left Google" → ["google"], "I'm not allergic to cats"
   → ["allergic", "cats"] (a denied state, of two words or more);
@@ -765,7 +765,7 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
             attribute = "phone number"
         return f"{who}|{attribute}", "", normalise_value(" ".join(value.split()[:6]))
     if _partner_ended(sentence):  # last: "after we broke up I moved to Berlin" is about where they live
-        return f"{who}:partner|name", "", NO_PARTNER
+        return f"{who}:partner|name", "", _NO_PARTNER
     return "", "", ""
 
 
@@ -826,7 +826,7 @@ _PARTNER_ENDED = re.compile(
     r"|\bbroke up with me\b|\bdumped me\b|\bI (?:got|was) dumped\b"
     r"|\bI\s+(?:just\s+|finally\s+)?(?:dumped|left)\s+my\s+(?:girlfriend|boyfriend|partner|fianc[ée]e?)\b"
 )
-NO_PARTNER = "no one"
+_NO_PARTNER = "no one"
 
 
 def _partner_ended(sentence: str) -> bool:
