@@ -180,8 +180,13 @@ def _flips(candidate: CandidateMemory, nearest: Memory) -> bool:
         return False
     if holder_family(candidate.holder, candidate.content) != holder_family(nearest.holder, nearest.content):
         return False
-    a = set(_words(candidate.content)) - _POLARITY_WORDS
-    b = set(_words(nearest.content)) - _POLARITY_WORDS
+    return _few_words_apart(
+        set(_words(candidate.content)) - _POLARITY_WORDS, set(_words(nearest.content)) - _POLARITY_WORDS
+    )
+
+
+def _few_words_apart(a: set[str], b: set[str]) -> bool:
+    """Whether two statements' words differ by at most MAX_CHANGED_WORDS each way."""
     return len(a - b) <= MAX_CHANGED_WORDS and len(b - a) <= MAX_CHANGED_WORDS
 
 
@@ -201,9 +206,9 @@ def _other_value(candidate: CandidateMemory, nearest: Memory) -> bool:
     if not now or not before or sorted(now) == sorted(before):
         return False
     # the same statement with another number, not another statement that has numbers too
-    a = {w for w in _words(new_text) if not w[:1].isdigit()}
-    b = {w for w in _words(old_text) if not w[:1].isdigit()}
-    return len(a - b) <= MAX_CHANGED_WORDS and len(b - a) <= MAX_CHANGED_WORDS
+    return _few_words_apart(
+        {w for w in _words(new_text) if not w[:1].isdigit()}, {w for w in _words(old_text) if not w[:1].isdigit()}
+    )
 
 
 def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:
