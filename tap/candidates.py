@@ -13,7 +13,10 @@ import msgspec
 
 from tap.records import Kind
 
-__all__ = ["CandidateMemory", "merge_duplicates"]
+__all__ = ["NO_PARTNER", "CandidateMemory", "merge_duplicates"]
+
+NO_PARTNER = "no one"
+"""The partner role's value when it is empty ("Alex and I broke up": tap.rules.slots, tap.slot_links)."""
 
 
 class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,7 +27,9 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     it updates; `retracts`: words of what it takes back
     ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana";
     `holder`: whom it is about (tap.rules.slots.statement_holder: "user", "team", "user:sister",
-    "lucas"; "" when the extractor does not say).
+    "lucas"; "" when the extractor does not say); `deceased`: [name, noun] of the one whose death it
+    reports ("Luna passed away" → ["luna", ""], "my dad died" → ["", "dad"]; tap.deaths); `fulfils`:
+    the head noun of the goal it reports reached ("we bought a house" → "home"; tap.goals).
     """
 
     content: str
@@ -40,6 +45,8 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     correction: list[str] = msgspec.field(default_factory=list)
     context: str = ""
     holder: str = ""
+    deceased: list[str] = msgspec.field(default_factory=list)
+    fulfils: str = ""
 
 
 def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemory]:

@@ -34,8 +34,10 @@ from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk, render_chunk
 from tap.config import ExtractConfig
 from tap.conflicts import link
+from tap.deaths import words_for
 from tap.errors import TapError
 from tap.gate import heuristic_gate
+from tap.goals import words_for_goal
 from tap.holder_alias import aliased_mates
 from tap.ledger import CostLedger, next_utc_midnight
 from tap.llm import ProviderCallError, Usage, cost_usd
@@ -44,6 +46,7 @@ from tap.reconcile import Evidence, Plan, decide, holds_words, plan_from_decisio
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 from tap.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.rules.text import content_words
+from tap.slot_links import linked_mates
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
@@ -263,13 +266,22 @@ class Extraction:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
             if not family:  # "my sister Ana lives in Madrid", then "Ana moved to Paris"
                 family = aliased_mates(self.store, scope, candidate)
-            evidence.mates = slot_mates(candidate, family)
+            evidence.mates = slot_mates(candidate, family) + linked_mates(self.store, scope, candidate)
         if candidate.retracts:
             hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
             evidence.retracted = [
                 h.memory
                 for h in hits
                 if h.memory.kind != "episode" and holds_words(h.memory.content, candidate.retracts)
+            ]
+        ended = [*words_for(candidate.deceased), *(words_for_goal(candidate.fulfils) if candidate.fulfils else [])]
+        for word in ended:  # "Luna passed away", "we bought a house": what it ends (tap.deaths, tap.goals)
+            known = {m.id for m in evidence.ended}
+            hits = self.store.text_search(word, scope=scope, k=RETRACT_LOOKUP_K)
+            evidence.ended += [
+                h.memory
+                for h in hits
+                if h.memory.kind != "episode" and h.memory.id not in known and holds_words(h.memory.content, [word])
             ]
         if candidate.correction:
             wrong = candidate.correction[0]
@@ -402,8 +414,8 @@ class Extraction:
 
 def _shown(evidence: Evidence) -> list[Memory]:
     """The memories an LLM reconcile call is shown for one candidate: nearest first, then the slot
-    mates and retracted memories it might not rank among them (each once)."""
+    mates and the retracted or ended memories it might not rank among them (each once)."""
     shown: dict[str, Memory] = {h.memory.id: h.memory for h in evidence.similar}
-    for memory in [*evidence.mates, *evidence.retracted]:
+    for memory in [*evidence.mates, *evidence.retracted, *evidence.ended]:
         shown.setdefault(memory.id, memory)
     return list(shown.values())

@@ -21,7 +21,8 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
 4. **retraction** ("I no longer eat meat", "I left Google", "switched from vim", "we're off
    heroku", "I'm not allergic to cats"): older memories of the same family of subjects holding
    every retracted word are superseded by the retraction (with a slot change, alongside the
-   slot's old value);
+   slot's old value); a death ("Luna passed away") supersedes what is said of the one who died as
+   they are now (tap.deaths), a goal reached ("we bought a house") the goal (tap.goals);
 5. **change** ("instead", "used to … but now", "switched", "these days"; a weaker "now"): the most
    similar older statement about the same subject (same opening words: "the user", "the user's
    sister", "Atlas") at cosine ≥ CHANGE_SIMILARITY (NOW_SIMILARITY for "now") is superseded;
@@ -44,7 +45,9 @@ import msgspec
 from tap.candidates import CandidateMemory
 from tap.config import ExtractConfig
 from tap.conflicts import ambiguous_change
+from tap.deaths import retired_by_death
 from tap.errors import ProviderError
+from tap.goals import GOAL_KINDS, goal_object
 from tap.records import Hit, Kind, Memory
 
 Action = str
@@ -72,12 +75,14 @@ class Plan(msgspec.Struct, kw_only=True):
 
 
 class Evidence(msgspec.Struct, kw_only=True):
-    """What the store says about one candidate: nearest memories, slot mates, retracted and
+    """What the store says about one candidate: nearest memories, slot mates, retracted, ended and
     corrected memories (each list: active, non-episode, same scope)."""
 
     similar: list[Hit] = msgspec.field(default_factory=list)
     mates: list[Memory] = msgspec.field(default_factory=list)
     retracted: list[Memory] = msgspec.field(default_factory=list)
+    ended: list[Memory] = msgspec.field(default_factory=list)
+    """Memories that name whom a death or what a reached goal is about (tap.deaths, tap.goals)."""
     corrected: Memory | None = None
     conversation: str = ""
     """The conversation the candidate was said in ('' unknown): its earlier turns were extracted first."""
@@ -139,6 +144,7 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
         )
     similar = evidence.similar
     older = _retracted_before(candidate, evidence.retracted)
+    older += [m for m in _ended_before(candidate, evidence.ended) if m not in older]
     taken_back = {m.id for m in older}
     # "I'm not allergic to cats" embeds next to "the user is allergic to cats": what a statement
     # takes back is never its duplicate
@@ -222,6 +228,26 @@ def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -
         if m.valid_from <= candidate.valid_from
         and holder_family(m.holder, m.content) == family
         and not own & set(m.sources)
+    ]
+
+
+def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[Memory]:
+    """What a death or a reached goal ends: what is said of the one who died as they are now
+    (tap.deaths), the older goals of the same person that the goal reached (tap.goals)."""
+    if candidate.deceased:
+        return retired_by_death(candidate, ended)
+    if not candidate.fulfils:
+        return []
+    family = holder_family(candidate.holder, candidate.content)
+    own = set(candidate.turn_ids)
+    return [
+        m
+        for m in ended
+        if m.kind in GOAL_KINDS
+        and m.valid_from <= candidate.valid_from
+        and not own & set(m.sources)
+        and holder_family(m.holder, m.content) == family
+        and goal_object(m.content) == candidate.fulfils
     ]
 
 

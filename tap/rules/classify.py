@@ -38,7 +38,7 @@ _EVENT = re.compile(
     r"|finished|completed|visited|joined|moved|attended|adopted|signed|graduated|married|travel+ed|painted|tried"
     r"|learned|learnt|launched|shipped|passed|spent|celebrated|volunteered|submitted|received|returned|booked"
     r"|ordered|sold|quit|broke|fixed|hired|fired|bumped|turned|had|did|baked|cooked|watched|played|climbed|hiked"
-    r"|published|released|migrated|switched|upgraded|replaced|renamed|named|lost|earned|raised|ran)\b",
+    r"|published|released|migrated|switched|upgraded|replaced|renamed|named|lost|earned|raised|ran|died)\b",
     re.IGNORECASE,
 )
 _BASE: dict[Kind, int] = {

@@ -33,7 +33,9 @@ from tap.chunker import Chunk, Turn
 from tap.gate import WEEKDAYS
 from tap.rules.classify import classify, importance
 from tap.rules.dates import resolve_dates, tidy
+from tap.rules.fulfilment import read_fulfilment
 from tap.rules.keep import is_filler, is_fragment, is_instruction, judge
+from tap.rules.losses import read_death
 from tap.rules.person import (
     COMMON_VERBS,
     capitalise,
@@ -195,6 +197,8 @@ class RulesExtractor:
             correction=list(reading.correction),
             context=slot_words(slot),
             holder=statement_holder(statement, turn.speaker, work=is_work_talk(statement)),
+            deceased=list(read_death(statement)) if any(read_death(statement)) else [],
+            fulfils=read_fulfilment(statement),
         )
 
 

@@ -43,6 +43,7 @@ from functools import lru_cache
 
 import msgspec
 
+from tap.candidates import NO_PARTNER
 from tap.rules.text import content_words, is_stopword
 
 __all__ = [
@@ -765,7 +766,7 @@ def _slot(sentence: str, who: str, work: bool) -> tuple[str, str, str]:
             attribute = "phone number"
         return f"{who}|{attribute}", "", normalise_value(" ".join(value.split()[:6]))
     if _partner_ended(sentence):  # last: "after we broke up I moved to Berlin" is about where they live
-        return f"{who}:partner|name", "", _NO_PARTNER
+        return f"{who}:partner|name", "", NO_PARTNER
     return "", "", ""
 
 
@@ -826,7 +827,6 @@ _PARTNER_ENDED = re.compile(
     r"|\bbroke up with me\b|\bdumped me\b|\bI (?:got|was) dumped\b"
     r"|\bI\s+(?:just\s+|finally\s+)?(?:dumped|left)\s+my\s+(?:girlfriend|boyfriend|partner|fianc[ée]e?)\b"
 )
-_NO_PARTNER = "no one"
 
 
 def _partner_ended(sentence: str) -> bool:

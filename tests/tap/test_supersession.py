@@ -165,6 +165,20 @@ UPDATES = [
     ("I drink 4 coffees a day.", "I cut back on coffee to 1 a day.", "4 coffees", "1 a day"),
     ("My favorite color is blue.", "Green is my favorite color these days.", "blue", "Green"),
     ("I usually take the bus to work.", "I bought a bike, so now I cycle to work.", "bus", "cycle"),
+    # a death retires what was said of the one who died as they were (tap.deaths)
+    ("I have a cat named Luna, she's 4.", "Luna passed away last week, I'm heartbroken.", "named Luna", "passed"),
+    ("My father lives in Leeds.", "My dad passed away in March.", "Leeds", "passed away"),
+    ("We have a dog called Max who loves the beach.", "We had to put Max down yesterday.", "beach", "put Max"),
+    ("My grandma makes the best lasagna.", "I lost my grandma last year.", "lasagna", "lost"),
+    # a goal reached retires the goal (tap.goals)
+    ("I'm saving up for a house.", "We finally bought a house in Leeds!", "saving", "bought"),
+    ("I'm looking for a new job.", "I got a job at Stripe!", "looking", "Stripe"),
+    ("I'm training for the Berlin marathon.", "I ran the Berlin marathon on Sunday!", "training", "ran"),
+    ("We want to adopt a dog.", "We adopted a dog named Pepper last week.", "wants", "Pepper"),
+    ("I'm house-hunting in Leeds.", "We finally found a flat near the park!", "hunting", "found"),
+    # a status without a partner and a named partner answer for each other (tap.slot_links)
+    ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
+    ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
 ]
 
 
@@ -222,6 +236,18 @@ def test_a_move_does_not_take_a_relatives_home_said_in_the_same_sentence(rt: Run
     assert not any(m.active for m in porto) and all(m.active for m in braga + lisbon)
 
 
+def test_a_death_keeps_the_history_of_the_one_who_died(rt: Runtime) -> None:
+    tell(rt, "c1", "I adopted Luna from a shelter in 2019.", JAN)
+    tell(rt, "c2", "I have a cat named Luna, she loves tuna.", JAN + 60)
+    tell(rt, "c3", "Luna passed away last week.", JUN)
+    memories = statements(rt)
+    adopted, has, died = (holding(memories, word) for word in ("adopted", "named Luna", "passed away"))
+    assert adopted and has and died, [m.content for m in memories]
+    assert all(m.active for m in adopted + died) and not any(m.active for m in has), [
+        (m.content, m.kind, m.active) for m in memories
+    ]
+
+
 NEAR_MISSES = [
     ("I live in Berlin.", "My brother moved to Lisbon last month."),
     ("Our mobile app uses SQLite.", "The billing service runs on Postgres."),
@@ -239,6 +265,19 @@ NEAR_MISSES = [
     ("I live in Leeds.", "My new boss lives in York, she drives in every day."),
     ("I got promoted to staff engineer.", "Ola got promoted to mid-level the same week, proud mentor moment."),
     ("I got promoted to staff engineer.", "Emily got promoted to head nurse, so proud of her."),
+    # deaths of no one the user has, or that did not happen
+    ("My favourite character is Dumbledore.", "Dumbledore died in book 6, so sad."),
+    ("I have a cat named Luna.", "My phone died on the train."),
+    ("My sister has a dog named Biscuit.", "My friend's dog died last week."),
+    ("My dad lives in Ohio.", "My dad almost died in surgery last week."),
+    ("My cat Luna sleeps all day.", "What would I do if Luna died?"),
+    ("My cat Miso sleeps on my desk all day.", "My cat Luna passed away last night."),
+    ("I'm married.", "I'm dating Chris."),
+    # goals not reached: by someone else, not at all, or another thing
+    ("I'm saving up for a house.", "My sister bought a house in York."),
+    ("I'm looking for a new job.", "I didn't get the job at Stripe."),
+    ("I'm looking for a new laptop.", "I bought a laptop bag yesterday."),
+    ("I love our house, it has a big garden.", "We bought a new house in Leeds."),
 ]
 
 

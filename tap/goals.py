@@ -1,0 +1,90 @@
+"""A goal reached: "we finally bought a house" retires "the user is saving up for a house".
+
+What someone is working towards (saving for, looking for, training for, applying for, planning or
+wanting to buy / get / adopt / run …) is a present-tense statement that stops being true when it is
+reached. An extractor marks a statement that reports reaching one with `CandidateMemory.fulfils`,
+the head noun of what was reached ("bought a house in Leeds" → "house", "got a job at Stripe" →
+"job"; tap.rules.fulfilment reads it offline). Reconcile then supersedes, by that statement, the
+older goal statements of the same person whose object has the same head noun (`goal_object`):
+"looking for a new laptop" is not reached by "bought a laptop bag" (a bag), nor "saving for a
+house" by "the house needs a new roof" (no goal reached).
+
+Invariants: pure; head nouns are lower-cased and singular ("programs" is "program"), and the nouns
+of one goal are folded into one ("house", "flat" → "home"; "position" → "job").
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["GOAL_KINDS", "goal_object", "head_noun", "words_for_goal"]
+
+GOAL_KINDS = frozenset({"fact", "preference", "plan", "decision"})
+"""The kinds a goal statement is stored as (an event is what happened, never a goal)."""
+
+_GOAL = re.compile(
+    r"\b(?:saving(?:\s+up)?(?:\s+money)?\s+for|looking\s+for|searching\s+for|shopping\s+for|hunting\s+for"
+    r"|training\s+for|applying\s+(?:for|to)"
+    r"|(?:planning|plans?|wants?|wanting|hoping|hopes?|trying|tries|dreaming\s+of|aiming)\s+to\s+"
+    r"(?:buy|get|find|adopt|run|finish|complete|land|purchase|open|launch|publish)"
+    r"|dreaming\s+of\s+(?:buying|getting|owning|opening))\s+(?P<what>[^,.;!?]{1,60})"
+    r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b",
+    re.IGNORECASE,
+)
+# where an object's noun phrase ends: a preposition, a conjunction, a name-giver, a time word
+_PHRASE_END = re.compile(
+    r"\s+(?:in|at|on|for|from|to|with|near|by|of|named|called|and|but|so|because|which|that|who|when|before|after"
+    r"|last|this|next|yesterday|today|tomorrow|soon|now|finally|already|since|until|around|about|like|as)\b.*$",
+    re.IGNORECASE,
+)
+_DETERMINERS = frozenset(
+    "a an the my our their his her some new first own dream perfect bigger smaller better proper real".split()
+)
+_NOT_HEADS = frozenset("one it them something anything everything thing stuff place way".split())
+# nouns that name the same goal: a home is reached by a flat as by a house, a job by a position
+_SAME_GOAL = {
+    "house": "home",
+    "flat": "home",
+    "apartment": "home",
+    "condo": "home",
+    "position": "job",
+    "role": "job",
+}
+
+
+def head_noun(phrase: str) -> str:
+    """The head noun of a noun phrase, lower-cased and singular ("a house in Leeds" → "house",
+    "PhD programs" → "program"); '' when the phrase names nothing ("a new one")."""
+    words = [w for w in re.findall(r"[\w'’-]+", _PHRASE_END.sub("", phrase.strip())) if w]
+    words = [w for w in words if w.lower() not in _DETERMINERS]
+    if not words:
+        return ""
+    head = words[-1].lower().strip("'’-")
+    if head in _NOT_HEADS or not head.isalpha():
+        return ""
+    return _singular(head)
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    return _SAME_GOAL.get(word, word)
+
+
+def words_for_goal(head: str) -> list[str]:
+    """The words a store is searched with for the goals a head noun reaches ("home": home, house,
+    flat, apartment, condo)."""
+    return [head, *(word for word, same in _SAME_GOAL.items() if same == head)]
+
+
+def goal_object(content: str) -> str:
+    """The head noun of what a statement says someone is working towards ("the user is saving up
+    for a house" → "house"); '' for a statement that states no goal."""
+    match = _GOAL.search(content)
+    if match is None:
+        return ""
+    if match.group("hunted"):
+        return _singular(match.group("hunted").lower())
+    return head_noun(match.group("what"))

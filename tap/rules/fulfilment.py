@@ -1,0 +1,50 @@
+"""A goal reached, read off a first-person sentence: what the speaker got ("bought a house").
+
+`read_fulfilment(sentence)` returns the head noun of what the speaker (or their household: "we")
+bought, found, landed, adopted, finished, ran or got into ("we finally bought a house in Leeds!" →
+"house", "I got a job at Stripe" → "job", "I got into a PhD program" → "program"), for tap.goals to
+retire the goal it reaches; '' when the sentence reports no such thing. Not reached: a negation
+("didn't get the job"), a question, a condition or a plan ("if we buy a house", "we'll buy one"),
+and what someone else got ("my sister bought a house").
+
+Invariants: pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from tap.goals import head_noun
+
+__all__ = ["read_fulfilment"]
+
+_REACHED = re.compile(
+    r"\b(?:I|we)(?:'ve|’ve)?\s+(?:(?:just|finally|officially|actually|already|recently|have|'ve|’ve|also)\s+)*"
+    r"(?:bought|purchased|found|landed|adopted|finished|completed|ran|got\s+into|got\s+accepted\s+(?:in)?to"
+    r"|closed\s+on|got|signed\s+(?:for|on))\s+(?P<what>[^,.;!?]{1,60})",
+    re.IGNORECASE,
+)
+_NOT_REACHED = re.compile(
+    r"\b(?:not|never|didn'?t|didn’t|haven'?t|haven’t|hasn'?t|if|unless|when\s+we|once\s+we|will|'ll|’ll|might"
+    r"|could|would|should|hope|hoping|want|wanted|almost|nearly)\b|\?",
+    re.IGNORECASE,
+)
+# "got" reaches only a thing one works for, not a state or a happening ("got sick", "got home")
+_NOT_GOT = frozenset(
+    "sick ill home back up lost stuck married engaged divorced promoted fired laid dumped better worse used bored "
+    "tired hurt caught told asked called paid lucky ready done".split()
+)
+
+
+@lru_cache(maxsize=4096)
+def read_fulfilment(sentence: str) -> str:
+    """The head noun of the goal the sentence reports reached ('' for none; see the module docstring)."""
+    match = _REACHED.search(sentence)
+    if match is None or _NOT_REACHED.search(sentence[: match.start("what")]):
+        return ""
+    what = match.group("what")
+    first = what.split()[0].lower() if what.split() else ""
+    if re.search(r"\bgot\s+$", sentence[: match.start("what")], re.IGNORECASE) and first in _NOT_GOT:
+        return ""
+    return head_noun(what)

@@ -1,0 +1,54 @@
+"""Goals and reaching them: what a stored statement works towards (tap.goals) and what a sentence
+says was reached (tap.rules.fulfilment), compared by head noun."""
+
+from __future__ import annotations
+
+import pytest
+
+from tap.goals import goal_object, head_noun
+from tap.rules.fulfilment import read_fulfilment
+
+GOALS = [
+    ("The user is saving up for a house", "home"),
+    ("The user is looking for a new job", "job"),
+    ("The user is training for the Berlin marathon", "marathon"),
+    ("The user wants to adopt a dog", "dog"),
+    ("The user is house-hunting in Leeds", "home"),
+    ("The user is applying for PhD programs", "program"),
+    ("The user plans to buy a car next year", "car"),
+    ("The user loves their house", ""),
+    ("The user bought a house in Leeds", ""),
+]
+REACHED = [
+    ("We finally bought a house in Leeds!", "home"),
+    ("We've bought our first home", "home"),
+    ("I finally found a flat near the park", "home"),
+    ("I got a job at Stripe!", "job"),
+    ("I ran the Berlin marathon on Sunday!", "marathon"),
+    ("We adopted a dog named Pepper last week.", "dog"),
+    ("I got into a PhD program at Edinburgh.", "program"),
+    ("I bought a laptop bag yesterday.", "bag"),
+    ("I didn't get the job", ""),
+    ("If we buy a house we will need a car", ""),
+    ("I got sick last week", ""),
+    ("I got home late", ""),
+    ("My sister bought a house", ""),
+    ("Did you find a flat?", ""),
+    ("I got a new one", ""),
+]
+
+
+@pytest.mark.parametrize(("content", "head"), GOALS)
+def test_a_goal_names_what_it_works_towards(content: str, head: str) -> None:
+    assert goal_object(content) == head
+
+
+@pytest.mark.parametrize(("sentence", "head"), REACHED)
+def test_a_reached_goal_names_what_was_reached(sentence: str, head: str) -> None:
+    assert read_fulfilment(sentence) == head
+
+
+def test_the_head_noun_ends_before_a_preposition_or_a_name() -> None:
+    assert head_noun("a dog named Pepper") == "dog"
+    assert head_noun("a laptop bag from the shop") == "bag"
+    assert head_noun("a new one") == ""
