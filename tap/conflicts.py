@@ -36,11 +36,12 @@ CHANGE_TAGS = ("update", "now")
 SAME_MOMENT_S = 1.0
 _TAKES_UP = re.compile(
     r"\b(?:joined|join|joining|started (?:at|with|working)|starts (?:at|with)|hired|signed with|accepted"
-    r"|new (?:job|role|employer|company|position)|moved to|switched to|went to work)\b",
+    r"|new (?:job|role|employer|company|position)|moved to|switched to|went to work"
+    r"|(?:got|took|landed) (?:the|a|an) (?:[\w'’.&-]+ )?(?:job|offer|position|role))\b",
     re.IGNORECASE,
 )
-"""Words that say a new value was taken up ("joined Stripe", "started at Stripe"): a change, not a
-second value."""
+"""Words that say a new value was taken up ("joined Stripe", "started at Stripe", "got the Klarna
+job"): a change, not a second value."""
 
 
 class Conflict(msgspec.Struct, kw_only=True):

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from tap.candidates import CandidateMemory
 from tap.records import Memory
 
-__all__ = ["KIN_AND_PETS", "PEOPLE", "PETS", "PRESENT_KINDS", "retired_by_death", "words_for"]
+__all__ = ["KIN_AND_PETS", "PEOPLE", "PETS", "PRESENT_KINDS", "retired_by_death", "words_for_deceased"]
 
 PRESENT_KINDS = frozenset({"fact", "preference", "plan"})
 PEOPLE = frozenset(
@@ -64,7 +64,7 @@ _SAME_KIN = {
 _INTRODUCER = r"(?:named|called|" + "|".join(sorted(KIN_AND_PETS, key=len, reverse=True)) + ")"
 
 
-def words_for(deceased: Sequence[str]) -> list[str]:
+def words_for_deceased(deceased: Sequence[str]) -> list[str]:
     """The words a store is searched with for what is said of the one who died: the name, else the
     noun with every kin word that means the same ("dad": dad, father, papa); [] for no death."""
     name, noun = (list(deceased) + ["", ""])[:2]

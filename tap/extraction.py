@@ -34,7 +34,7 @@ from tap.candidates import CandidateMemory, merge_duplicates
 from tap.chunker import Chunk, render_chunk
 from tap.config import ExtractConfig
 from tap.conflicts import link
-from tap.deaths import words_for
+from tap.deaths import words_for_deceased
 from tap.errors import TapError
 from tap.gate import heuristic_gate
 from tap.goals import words_for_goal
@@ -274,7 +274,7 @@ class Extraction:
                 for h in hits
                 if h.memory.kind != "episode" and holds_words(h.memory.content, candidate.retracts)
             ]
-        ended = [*words_for(candidate.deceased), *(words_for_goal(candidate.fulfils) if candidate.fulfils else [])]
+        ended = [*words_for_deceased(candidate.deceased), *words_for_goal(candidate.fulfils)]
         for word in ended:  # "Luna passed away", "we bought a house": what it ends (tap.deaths, tap.goals)
             known = {m.id for m in evidence.ended}
             hits = self.store.text_search(word, scope=scope, k=RETRACT_LOOKUP_K)

@@ -75,7 +75,9 @@ def _singular(word: str) -> str:
 
 def words_for_goal(head: str) -> list[str]:
     """The words a store is searched with for the goals a head noun reaches ("home": home, house,
-    flat, apartment, condo)."""
+    flat, apartment, condo); [] for no head."""
+    if not head:
+        return []
     return [head, *(word for word, same in _SAME_GOAL.items() if same == head)]
 
 

@@ -205,7 +205,10 @@ class RulesExtractor:
 _OWN_SUBJECT = re.compile(
     r"^(?:(?:and|but|so|plus|also)\s+)?(?:I|I'm|I’m|I've|I’ve|I'd|I'll|we|we're|we’re|we've|my|our"
     r"|[A-Z][\w’'-]+\s+(?:is|was|has"
-    r"|runs|uses|stays|moved|started|works|lives|[a-z]+(?:s|ed)))\b"
+    r"|runs|uses|stays|moved|started|works|lives|[a-z]+(?:s|ed))"
+    # a part of the work named as the subject: "…, frontend is SvelteKit", "the api runs on Go"
+    r"|(?i:(?:the\s+)?(?:backend|frontend|front-end|back-end|api|database|db|mobile app|web app|website|infra"
+    r"|infrastructure|ci)\s+(?:is|are|uses|runs)(?:\s+on)?))\b"
 )
 
 

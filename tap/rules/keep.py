@@ -135,7 +135,11 @@ _TOOL_USE = re.compile(
 )
 # a name and its verb: regular, or one of the irregular pasts life news comes in ("Clara got a new job")
 _NAMED_SUBJECT = re.compile(
-    r"^(?:[A-Z][\w’'-]+)(?:\s+[A-Z][\w’'-]+)?\s+(?:is|was|has|had|'s|’s|got|became|left|began|[a-z]+(?:s|ed))\b"
+    r"^(?:[A-Z][\w’'-]+)(?:\s+[A-Z][\w’'-]+)?\s+(?:is|was|has|had|'s|’s|got|became|left|began|[a-z]+(?:s|ed)"
+    # the past of the common irregular verbs: "Leo broke his arm", "Maya took her first steps"
+    r"|broke|took|fell|went|won|lost|came|ran|hurt|made|found|gave|wrote|bought|sold|flew|drove|met|grew|kept|sent"
+    r"|spent|built|caught|forgot|paid|felt|threw|swam|sang|drew|rode|stole|wore|woke|beat|bit|chose|froze|hid"
+    r"|shook|spoke|stood|struck|taught|told|thought|brought|fought|sat|slept|split|tore|understood|won)\b"
 )
 _PERSONAL_FACT = re.compile(
     r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"

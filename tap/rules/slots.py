@@ -332,6 +332,13 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\s+(?:job\s+)?offer\b(?!\s+(?:for|of|on)\b)"
         ),
     ),
+    (  # "I got the Klarna job!!": a job got, named by its employer (not "got the Jenkins job running")
+        "employer",
+        re.compile(
+            r"\b(?:got|accepted|took|landed)\s+the\s+(?P<value>[A-Z][\w'’.&-]*(?:\s+[A-Z][\w'’.&-]*)*)"
+            r"\s+(?:job|position|role)\b(?!\s+(?:done|running|working|to|passing|fixed|back|again|green|failing)\b)"
+        ),
+    ),
     (  # "I'm at N26 now as an analytics engineer": being at a named place *as* a role is working there
         "employer",
         re.compile(
@@ -958,8 +965,15 @@ def _clause_after(sentence: str, start: int) -> str:
 
 
 def _taken_back_words(span: str) -> list[str]:
-    """The content words of a span, less retraction markers and dates."""
-    return [w for w in content_words(span) if w not in _RETRACT_NOISE and w not in _DATE_WORDS]
+    """The content words of a span, less retraction markers and dates, and less a light verb when
+    something more is named ("don't need the sumatriptan anymore" takes back the sumatriptan, which
+    "my doctor put me on sumatriptan" never said it needed)."""
+    words = [w for w in content_words(span) if w not in _RETRACT_NOISE and w not in _DATE_WORDS]
+    named = [w for w in words if w not in _LIGHT_VERBS]
+    return named or words
+
+
+_LIGHT_VERBS = frozenset("need needs needed have has take takes taking use uses using want wants get gets".split())
 
 
 # "I'm not allergic to cats (it was the dust)": a state of the speaker denied, which takes back a

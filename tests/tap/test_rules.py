@@ -843,3 +843,14 @@ def test_you_know_is_only_dropped_as_a_tag() -> None:
 def test_a_name_given_is_not_a_past_event(text: str, kind: str) -> None:
     [memory] = extract(turn("u1", "User", text))
     assert memory.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Leo broke his arm at school, so no swimming lessons for 6 weeks", "Leo broke his arm at school"),
+        ("Maya took her first steps today!", "Maya took her first steps"),
+    ],
+)
+def test_what_a_named_person_did_is_kept_with_an_irregular_verb_too(text: str, kept: str) -> None:
+    assert any(kept in content for content in contents(turn("u1", "User", text)))

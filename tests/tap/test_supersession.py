@@ -165,11 +165,13 @@ UPDATES = [
     ("I drink 4 coffees a day.", "I cut back on coffee to 1 a day.", "4 coffees", "1 a day"),
     ("My favorite color is blue.", "Green is my favorite color these days.", "blue", "Green"),
     ("I usually take the bus to work.", "I bought a bike, so now I cycle to work.", "bus", "cycle"),
+    ("My doctor put me on sumatriptan for the migraines.", "I don't need the sumatriptan anymore.", "put", "anymore"),
     # a death retires what was said of the one who died as they were (tap.deaths)
     ("I have a cat named Luna, she's 4.", "Luna passed away last week, I'm heartbroken.", "named Luna", "passed"),
     ("My father lives in Leeds.", "My dad passed away in March.", "Leeds", "passed away"),
     ("We have a dog called Max who loves the beach.", "We had to put Max down yesterday.", "beach", "put Max"),
     ("My grandma makes the best lasagna.", "I lost my grandma last year.", "lasagna", "lost"),
+    ("I work at Shopify as a backend dev.", "ok update: I got the Klarna job!!", "Shopify", "Klarna"),
     # a goal reached retires the goal (tap.goals)
     ("I'm saving up for a house.", "We finally bought a house in Leeds!", "saving", "bought"),
     ("I'm looking for a new job.", "I got a job at Stripe!", "looking", "Stripe"),
@@ -245,6 +247,20 @@ def test_a_death_keeps_the_history_of_the_one_who_died(rt: Runtime) -> None:
     assert adopted and has and died, [m.content for m in memories]
     assert all(m.active for m in adopted + died) and not any(m.active for m in has), [
         (m.content, m.kind, m.active) for m in memories
+    ]
+
+
+def test_dropping_one_part_of_the_stack_does_not_take_the_other_parts_said_in_the_same_sentence(rt: Runtime) -> None:
+    tell(rt, "c1", "Backend is FastAPI with Postgres, frontend is SvelteKit.", JAN)
+    tell(rt, "c2", "we decided to drop SvelteKit and rewrite the frontend in plain React", JUN)
+    memories = statements(rt)
+    fastapi, sveltekit = (
+        holding(memories, "FastAPI"),
+        [m for m in holding(memories, "SvelteKit") if m.sources == ("c1:0",)],
+    )
+    assert fastapi and sveltekit, [m.content for m in memories]
+    assert all(m.active for m in fastapi) and not any(m.active for m in sveltekit), [
+        (m.content, m.active) for m in memories
     ]
 
 
