@@ -4,8 +4,10 @@ What someone is working towards (saving for, looking for, training for, applying
 wanting to buy / get / adopt / run …) is a present-tense statement that stops being true when it is
 reached. An extractor marks a statement that reports reaching one with `CandidateMemory.fulfils`,
 the head noun of what was reached ("bought a house in Leeds" → "house", "got a job at Stripe" →
-"job"; tap.rules.fulfilment reads it offline). Reconcile then supersedes, by that statement, the
-older goal statements of the same person whose object has the same head noun (`goal_object`):
+"job"; "we're back from Japan" → "japan", the place of a trip that is over; tap.rules.fulfilment
+reads it offline). Reconcile then supersedes, by that statement, the
+older goal statements of the same person whose object has the same head noun, or the trip to that
+place ("going to Japan in April"; `goal_object`):
 "looking for a new laptop" is not reached by "bought a laptop bag" (a bag), nor "saving for a
 house" by "the house needs a new roof" (no goal reached).
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GOAL_KINDS", "goal_object", "head_noun", "words_for_goal"]
+__all__ = ["GOAL_KINDS", "goal_object", "head_noun", "place_word", "words_for_goal"]
 
 GOAL_KINDS = frozenset({"fact", "preference", "plan", "decision"})
 """The kinds a goal statement is stored as (an event is what happened, never a goal)."""
@@ -25,11 +27,17 @@ GOAL_KINDS = frozenset({"fact", "preference", "plan", "decision"})
 _GOAL = re.compile(
     r"\b(?:saving(?:\s+up)?(?:\s+money)?\s+for|looking\s+for|searching\s+for|shopping\s+for|hunting\s+for"
     r"|training\s+for|applying\s+(?:for|to)"
-    r"|(?:planning|plans?|wants?|wanting|hoping|hopes?|trying|tries|dreaming\s+of|aiming)\s+to\s+"
+    r"|(?:planning|plans?|wants?|wanting|hoping|hopes?|trying|tries|going|aiming)\s+to\s+"
     r"(?:buy|get|find|adopt|run|finish|complete|land|purchase|open|launch|publish)"
     r"|dreaming\s+of\s+(?:buying|getting|owning|opening))\s+(?P<what>[^,.;!?]{1,60})"
     r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b",
     re.IGNORECASE,
+)
+# a trip ahead: "going to Japan in April", "flying to New York on Friday", "our trip to Kyoto"
+_PLACE = r"(?:[A-Z][\w'’-]+\s+){0,2}[A-Z][\w'’-]+"
+_TRIP = re.compile(
+    rf"\b(?:going|heading|flying|travel+ing|driving|off)\s+to\s+(?P<place>{_PLACE})"
+    rf"|\b(?:trip|holiday|vacation|visit)\s+to\s+(?P<place2>{_PLACE})"
 )
 # where an object's noun phrase ends: a preposition, a conjunction, a name-giver, a time word
 _PHRASE_END = re.compile(
@@ -73,6 +81,11 @@ def _singular(word: str) -> str:
     return _SAME_GOAL.get(word, word)
 
 
+def place_word(place: str) -> str:
+    """How a trip's place is compared: its last word, lower-cased ("New York" → "york")."""
+    return place.split()[-1].lower().strip("'’-") if place.split() else ""
+
+
 def words_for_goal(head: str) -> list[str]:
     """The words a store is searched with for the goals a head noun reaches ("home": home, house,
     flat, apartment, condo); [] for no head."""
@@ -83,10 +96,12 @@ def words_for_goal(head: str) -> list[str]:
 
 def goal_object(content: str) -> str:
     """The head noun of what a statement says someone is working towards ("the user is saving up
-    for a house" → "house"); '' for a statement that states no goal."""
+    for a house" → "home"), or the place of a trip they are going on ("going to Japan in April" →
+    "japan"); '' for a statement that states no goal."""
     match = _GOAL.search(content)
     if match is None:
-        return ""
+        trip = _TRIP.search(content)
+        return place_word(trip.group("place") or trip.group("place2")) if trip else ""
     if match.group("hunted"):
         return _singular(match.group("hunted").lower())
     return head_noun(match.group("what"))

@@ -58,7 +58,7 @@ _NAMING = re.compile(r"(?<!\bI )(?<!\bwe )(?<!\bWe )(?<!\bthey )(?<!\bhe )(?<!\b
 _NOT_PAST = frozenset("need interested excited tired married scared bored worried used red bed".split())
 _FUTURE = re.compile(
     rf"\b(?:will|'ll|’ll|{FUTURE_GOING_TO}|gonna|plan|planning|next|upcoming|soon|can't wait|looking forward"
-    r"|hope to|want to|tomorrow|coming)\b",
+    r"|hope to|want to|tomorrow|coming|(?<!was )(?<!were )(?:expecting|due))\b",
     re.IGNORECASE,
 )
 
@@ -150,8 +150,10 @@ def _named_month(which: str, month: int, ref: date, tense: int) -> tuple[str, st
         year -= 1
     elif direction > 0 and (month < ref.month or (which and month == ref.month)):
         year += 1
-    elif direction == 0 and not which and abs(month - ref.month) > 6:
-        year += 1 if month < ref.month else -1
+    elif direction == 0 and not which and month < ref.month and ref.month - month >= 6:
+        year += 1  # half a year either way: the coming one ("the baby is due in June", said in December)
+    elif direction == 0 and not which and month > ref.month and month - ref.month > 6:
+        year -= 1
     label = _month_name(year, month)
     return label, f"in {label}"
 

@@ -205,10 +205,14 @@ class RulesExtractor:
 _OWN_SUBJECT = re.compile(
     r"^(?:(?:and|but|so|plus|also)\s+)?(?:I|I'm|I’m|I've|I’ve|I'd|I'll|we|we're|we’re|we've|my|our"
     r"|[A-Z][\w’'-]+\s+(?:is|was|has"
-    r"|runs|uses|stays|moved|started|works|lives|[a-z]+(?:s|ed))"
-    # a part of the work named as the subject: "…, frontend is SvelteKit", "the api runs on Go"
-    r"|(?i:(?:the\s+)?(?:backend|frontend|front-end|back-end|api|database|db|mobile app|web app|website|infra"
-    r"|infrastructure|ci)\s+(?:is|are|uses|runs)(?:\s+on)?))\b"
+    r"|runs|uses|stays|moved|started|works|lives|[a-z]+(?:s|ed)))\b"
+)
+# a part of the work named as the subject: "…, frontend is SvelteKit", "the api runs on Go"; a
+# statement of its own only when it is kept alone (else it stays with the clause before it)
+_PART_SUBJECT = re.compile(
+    r"^(?:(?:and|but|so|plus|also)\s+)?(?:the\s+)?(?:backend|frontend|front-end|back-end|api|database|db|mobile app"
+    r"|web app|website|infra|infrastructure|ci)\s+(?:is|are|uses|runs)\b",
+    re.IGNORECASE,
 )
 
 
@@ -237,7 +241,7 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
         if groups and _elaborates(clause):
             if judge(restore_subject(strip_lead(", ".join(groups[-1]), names))) in ("", "too-short"):
                 groups[-1].append(clause)  # a reason or feeling goes with what it is about, or not at all
-        elif groups and (not _OWN_SUBJECT.match(clause) or _too_short_alone(clause, names)):
+        elif groups and not _starts_statement(clause, names):
             groups[-1].append(clause)  # "I don't run anymore, I swim now": "I swim now" says too little alone
         else:
             groups.append([clause])
@@ -247,13 +251,20 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
     return [part for statement in statements for part in _split_compound(statement)]
 
 
-def _too_short_alone(clause: str, names: Sequence[str]) -> bool:
-    """Whether a clause with a subject of its own would be dropped as too short on its own (it then
-    stays with the clause before it instead of being lost)."""
+def _starts_statement(clause: str, names: Sequence[str]) -> bool:
+    """Whether a clause after the first starts a statement of its own: it has a subject of its own
+    and is not too short alone, or names a part of the work and is kept alone."""
+    if _PART_SUBJECT.match(clause):
+        return _verdict_alone(clause, names) == ""
+    return bool(_OWN_SUBJECT.match(clause)) and _verdict_alone(clause, names) != "too-short"
+
+
+def _verdict_alone(clause: str, names: Sequence[str]) -> str:
+    """What keep.judge says of a clause standing alone ('' when it is kept)."""
     alone = restore_subject(strip_lead(clause, names))
     reading = read_slot(alone, "user")
     slotted = bool(reading.slot or reading.retracts or tool_category_in(alone))
-    return judge(alone, states_slot=slotted) == "too-short"
+    return judge(alone, states_slot=slotted)
 
 
 _CHANGED_THING = re.compile(

@@ -2,10 +2,11 @@
 
 `read_fulfilment(sentence)` returns the head noun of what the speaker (or their household: "we")
 bought, found, landed, adopted, finished, ran or got into ("we finally bought a house in Leeds!" →
-"house", "I got a job at Stripe" → "job", "I got into a PhD program" → "program"), for tap.goals to
-retire the goal it reaches; '' when the sentence reports no such thing. Not reached: a negation
-("didn't get the job"), a question, a condition or a plan ("if we buy a house", "we'll buy one"),
-and what someone else got ("my sister bought a house").
+"home", "I got a job at Stripe" → "job", "I got into a PhD program" → "program"), or the place a
+trip that is over was to ("back from Japan!" → "japan"), for tap.goals to retire the goal it
+reaches; '' when the sentence reports no such thing. Not reached: a negation ("didn't get the
+job"), a question, a condition or a plan ("if we buy a house", "when we get back from Japan"), and
+what someone else got ("my sister bought a house").
 
 Invariants: pure and deterministic.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from tap.goals import head_noun
+from tap.goals import head_noun, place_word
 
 __all__ = ["read_fulfilment"]
 
@@ -37,9 +38,22 @@ _NOT_GOT = frozenset(
 )
 
 
+# a trip that is over: "back from Japan!", "we just got back from our trip to New York"
+_BACK_FROM = re.compile(
+    r"(?:^|\b(?:I'm|I’m|I am|we're|we’re|we are|I|we|just|finally|got|am|are|arrived)\s+)(?:just\s+|finally\s+)?"
+    r"(?:got\s+)?(?:back|home|returned)\s+(?:home\s+)?from\s+"
+    r"(?:(?:our|my|the|a)\s+(?:\w+\s+)?(?:trip|holiday|vacation|week|weekend|visit)\s+(?:to|in)\s+)?"
+    r"(?P<place>(?:[A-Z][\w'’-]+\s+){0,2}[A-Z][\w'’-]+)"
+)
+
+
 @lru_cache(maxsize=4096)
 def read_fulfilment(sentence: str) -> str:
-    """The head noun of the goal the sentence reports reached ('' for none; see the module docstring)."""
+    """The head noun of the goal the sentence reports reached, or the place of a trip that is over
+    ('' for none; see the module docstring)."""
+    back = _BACK_FROM.search(sentence)
+    if back is not None and not _NOT_REACHED.search(sentence[: back.start("place")]):
+        return place_word(back.group("place"))
     match = _REACHED.search(sentence)
     if match is None or _NOT_REACHED.search(sentence[: match.start("what")]):
         return ""

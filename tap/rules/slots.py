@@ -626,7 +626,9 @@ _OWN_THINGS = re.compile(  # "my new job is at Stripe": the speaker's own (but "
 
 _NOT_A_NAME = frozenset(
     "the a an this that these those it its there here my our your his her their some all every each no one "
-    "both any another other most many much few everything nothing someone everyone and but so also just".split()
+    "both any another other most many much few everything nothing someone everyone and but so also just "
+    # a part of the work opening a statement ("Backend is FastAPI with Postgres"): the team's, not a person's
+    "backend frontend front-end back-end api database db infra infrastructure ci website".split()
 )
 _OPENING_NAME = re.compile(r"^([A-Z][\w’'-]+)\b")
 

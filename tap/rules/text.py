@@ -77,6 +77,7 @@ _SPENT_YEARS = re.compile(
     re.IGNORECASE,
 )
 _DROPPED_NEGATION = re.compile(r"^not\s+(?:\w+ing)\b", re.IGNORECASE)
+_DROPPED_BACK = re.compile(r"^(?i:back|home)\s+from\s+[A-Z]")
 _DROPPED_SUBJECT = re.compile(
     r"^(?:gonna|going|planning|hoping|thinking|trying|working|heading|been|went|got|had|started|finished|loved"
     r"|just|lost|moved|bought|made|took|tried|visited|signed|joined|can't wait|can’t wait|sold|left|quit|switched"
@@ -354,6 +355,8 @@ def restore_subject(sentence: str) -> str:
         return f"{verbless.group('np')} {verb}{sentence[verbless.end('np') :]}"
     if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
         return "I'm " + sentence
+    if _DROPPED_BACK.match(sentence):  # 'back from Japan!' → "I'm back from Japan!"
+        return "I'm " + sentence[0].lower() + sentence[1:]
     if _SPENT_YEARS.match(sentence):  # '5 years at an agency in Lisbon' → "I've spent 5 years at…"
         return "I've spent " + sentence
     match = _DROPPED_SUBJECT.match(sentence)

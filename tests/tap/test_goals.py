@@ -16,6 +16,9 @@ GOALS = [
     ("The user is house-hunting in Leeds", "home"),
     ("The user is applying for PhD programs", "program"),
     ("The user plans to buy a car next year", "car"),
+    ("The user is going to buy a house", "home"),
+    ("The user is going to Japan for two weeks, Tokyo then Kyoto (in April 2024)", "japan"),
+    ("The user is flying to New York on Friday", "york"),
     ("The user loves their house", ""),
     ("The user bought a house in Leeds", ""),
 ]
@@ -35,6 +38,10 @@ REACHED = [
     ("My sister bought a house", ""),
     ("Did you find a flat?", ""),
     ("I got a new one", ""),
+    ("back from Japan! Kyoto was the highlight", "japan"),
+    ("We just got back from our trip to New York", "york"),
+    ("when we get back from Japan I'll call you", ""),
+    ("I'm back from lunch", ""),
 ]
 
 

@@ -41,3 +41,10 @@ def test_hashes_and_blobs_are_not_embedded() -> None:
 
 def test_an_empty_turn_is_empty() -> None:
     assert reduce_query(" \n ").empty
+
+
+def test_a_group_named_in_a_short_question_brings_its_members_words_to_the_lexical_side() -> None:
+    query = reduce_query("do I have kids?")
+    assert query.text == "do I have kids?"
+    assert query.lexical.split()[-2:] == ["son", "daughter"]
+    assert reduce_query("what is the capital of France?").lexical == "what is the capital of France?"

@@ -104,6 +104,12 @@ def test_lexical_side_finds_rare_words(engine: RecallEngine) -> None:
     assert engine.search("zorblax", scope="ann")[0][0].id == target
 
 
+def test_a_question_about_a_group_finds_its_members(engine: RecallEngine) -> None:
+    _put(engine, "The user's daughter Asha was born on June 3rd")
+    _put(engine, "The user switched from running to cycling because of their knee")
+    assert "Asha" in engine.recall("do I have kids?", scope="ann").block
+
+
 def test_recall_asked_for_bm25_alone_finds_by_words_and_says_so(engine: RecallEngine) -> None:
     """recall(lexical_only=True), the fallback under overload as the benchmarks measure it: what
     shares a word with the question is found, what only means the same is not, and the result

@@ -854,3 +854,18 @@ def test_a_name_given_is_not_a_past_event(text: str, kind: str) -> None:
 )
 def test_what_a_named_person_did_is_kept_with_an_irregular_verb_too(text: str, kept: str) -> None:
     assert any(kept in content for content in contents(turn("u1", "User", text)))
+
+
+@pytest.mark.parametrize(
+    ("text", "dates"),
+    [
+        ("We're expecting our first baby in June!", ["in June 2024"]),
+        ("The baby is due in June", ["in June 2024"]),
+        ("My birthday is in June", ["in June 2024"]),  # half a year either way: the coming one
+        ("We met in June", ["in June 2023"]),
+        ("I was expecting more from the June release", []),
+    ],
+)
+def test_a_month_half_a_year_away_or_expected_is_the_coming_one(text: str, dates: list[str]) -> None:
+    december_5 = datetime(2023, 12, 5, 12, 0, tzinfo=UTC).timestamp()
+    assert resolve_dates(text, december_5)[1] == dates

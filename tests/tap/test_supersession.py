@@ -178,6 +178,7 @@ UPDATES = [
     ("I'm training for the Berlin marathon.", "I ran the Berlin marathon on Sunday!", "training", "ran"),
     ("We want to adopt a dog.", "We adopted a dog named Pepper last week.", "wants", "Pepper"),
     ("I'm house-hunting in Leeds.", "We finally found a flat near the park!", "hunting", "found"),
+    ("We're going to Japan in April for two weeks.", "back from Japan! Kyoto was the highlight.", "going", "back from"),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
