@@ -36,6 +36,7 @@ from tap.config import ExtractConfig
 from tap.conflicts import link
 from tap.deaths import words_for_deceased
 from tap.errors import TapError
+from tap.forget_requests import forget_request, names_all
 from tap.gate import heuristic_gate
 from tap.goals import words_for_goal
 from tap.holder_alias import aliased_mates
@@ -78,6 +79,16 @@ def memory_id(chunk: Chunk, candidate: CandidateMemory) -> str:
     return ("e_" if candidate.kind == "episode" else "m_") + digest
 
 
+class _ForgetAsk(msgspec.Struct, frozen=True):
+    """A user's request, in a chunk, to forget something (tap.forget_requests)."""
+
+    scope: str
+    conversation: str
+    turn_id: str
+    at: float
+    words: tuple[str, ...]
+
+
 class Extraction:
     """Processes chunks into memories; thread-safe for one worker at a time."""
 
@@ -99,6 +110,10 @@ class Extraction:
         self.gate_provider = gate_provider
         self.extract_provider = extract_provider
         self.rules = RulesExtractor()
+        self.forget: Callable[[str], Sequence[str]] | None = None
+        """Forgets one memory as `tap memories forget` does (tap.memories: its versions, the excerpts of
+        its turns and the turns themselves); the wiring sets it, for what users ask to forget."""
+        self._forget_asks: list[_ForgetAsk] = []  # shared by the worker's copies (copy.copy)
         self._now = now
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
@@ -130,6 +145,7 @@ class Extraction:
             existing = {m.id for m in self.store.get(excerpt_ids)} if excerpt_ids else set()
             stored = self._add_excerpts(chunk, excerpts, excerpt_ids, existing)
             self.counters["episode"] += stored
+            self._note_forget_asks(chunk)
             return skipped + (f"; excerpts {stored}" if stored else "")
         self.counters["extracted"] += 1
         prefetched = self._prefetched.pop(chunk.id, None)
@@ -140,9 +156,42 @@ class Extraction:
         actions = self._reconcile(chunk, candidates, ids, existing)
         actions["episode"] += self._add_excerpts(chunk, excerpts, excerpt_ids, existing)
         self._mark_outdated()
+        self._note_forget_asks(chunk)
         for action, n in actions.items():
             self.counters[action] += n
         return ", ".join(f"{a} {n}" for a, n in sorted(actions.items())) or "nothing to remember"
+
+    def _note_forget_asks(self, chunk: Chunk) -> None:
+        """Note what a user turn of the chunk asks to be forgotten ("please forget my address":
+        tap.forget_requests), for `forget_asked` once the chunk's own writes are in the store."""
+        for turn in chunk.turns:
+            words = forget_request(turn.text) if turn.role == "user" else ()
+            if words:
+                self._forget_asks.append(_ForgetAsk(chunk.scope, chunk.conversation, turn.id, turn.timestamp, words))
+
+    def forget_asked(self) -> int:
+        """Forget what users asked to be forgotten in the chunks processed since the last call:
+        every memory of the scope stated before the request that holds all its words, statements
+        and excerpts, as `tap memories forget` does; returns how many memories went. The worker
+        calls it after a batch's writes and before the batch's chunks are done, so a request is
+        carried out again if tap stops in between."""
+        if self.forget is None:
+            self._forget_asks.clear()
+            return 0
+        gone = 0
+        while self._forget_asks:
+            ask = self._forget_asks[0]
+            hits = self.store.text_search(" ".join(ask.words), scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
+            for hit in hits:
+                memory = hit.memory
+                if ask.turn_id in memory.sources or memory.valid_from > ask.at:
+                    continue  # the request itself, or what was said after it
+                if names_all(memory.content, ask.words):
+                    gone += len(self.forget(memory.id))
+            self._forget_asks.pop(0)
+            log.info("forgot what a user asked to forget in conversation %s", ask.conversation)
+        self.counters["forgot"] += gone
+        return gone
 
     def _gate(self, chunk: Chunk) -> str:
         """'' when the chunk goes on to extraction, else why it does not. The free heuristic gate

@@ -205,11 +205,12 @@ class MemoryService:
         self.store.update_metadata([old])
         return new
 
-    def forget(self, memory_id: str) -> list[str]:
-        """Delete the memory and every version of it, and its source turns; returns the ids removed."""
-        return self.forget_memory(memory_id).deleted
+    def forget(self, memory_id: str, *, from_worker: bool = False) -> list[str]:
+        """Delete the memory and every version of it, and its source turns; returns the ids removed.
+        `from_worker`: the extraction worker asks, and the chunks it is extracting lose the turns too."""
+        return self.forget_memory(memory_id, from_worker=from_worker).deleted
 
-    def forget_memory(self, memory_id: str) -> Forgotten:
+    def forget_memory(self, memory_id: str, *, from_worker: bool = False) -> Forgotten:
         """`forget`, saying also which excerpts and how many source-turn rows went with it.
 
         The source turns are the turn ids in the versions' `sources` (of their conversation) and the
@@ -256,7 +257,7 @@ class MemoryService:
                 count = self.turn_log.forget_turns(scope, conversation, set(ids))
                 report.source_turns[self.turn_log.name] = report.source_turns.get(self.turn_log.name, 0) + count
             if self.queue is not None:
-                count = self.queue.forget_turns(scope, conversation, set(ids))
+                count = self.queue.forget_turns(scope, conversation, set(ids), include_running=from_worker)
                 report.source_turns["queue"] = report.source_turns.get("queue", 0) + count
         return report
 

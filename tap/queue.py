@@ -307,10 +307,12 @@ class ChunkQueue:
         self._truncate_wal()
         return windows + chunks + running
 
-    def forget_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> int:
+    def forget_turns(self, scope: str, conversation: str, turn_ids: set[str], *, include_running: bool = False) -> int:
         """Remove these turns from the conversation's open window and from its chunks (a chunk left
         without turns is deleted); returns how many turns were removed. A chunk the worker is
-        extracting right now is left alone (its memories can be forgotten once it is done)."""
+        extracting right now is left alone (its memories can be forgotten once it is done), unless
+        the worker itself asks (`include_running`: a user asked, in a chunk it is extracting, to
+        forget what an earlier turn of that chunk said)."""
         if not turn_ids or not conversation:
             return 0
         removed = 0
@@ -329,9 +331,8 @@ class ChunkQueue:
                         (msgspec.json.encode(kept), covered, scope, conversation),
                     )
             chunks = db.execute(
-                "SELECT id, payload FROM chunks WHERE scope = ? AND conversation = ? AND state NOT IN ('running', "
-                "'dropped')",
-                (scope, conversation),
+                "SELECT id, payload FROM chunks WHERE scope = ? AND conversation = ? AND state NOT IN (?, 'dropped')",
+                (scope, conversation, "" if include_running else "running"),
             ).fetchall()
             for chunk_id, payload in chunks:
                 chunk = msgspec.json.decode(payload, type=Chunk)

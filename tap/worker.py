@@ -180,12 +180,21 @@ class ExtractionWorker:
             return len(claimed)
         if finished and outage is None:
             self._store_back()
+            self._forget_asked()
         for item, outcome in finished:
             self.processed += 1
             self.queue.done(item.chunk.id, outcome)
         if not relaying():  # a batch's temporaries, freed across threads' arenas (tap.allocator)
             release_free_memory()
         return len(claimed)
+
+    def _forget_asked(self) -> None:
+        """Carry out what users asked, in the batch's chunks, to be forgotten (Extraction.forget_asked);
+        a failure is logged, and the request is carried out after the next batch."""
+        try:
+            self.extraction.forget_asked()
+        except Exception as exc:
+            self._log.failed("forget", "forgetting what a user asked to forget failed; retrying later", exc=exc)
 
     def _reachable(self) -> bool:
         """Whether the store and the embedder answer right now (a cheap read and one short embed)."""

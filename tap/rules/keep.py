@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from tap.forget_requests import forget_request
 from tap.rules.slots import tool_category, tool_category_in
 from tap.rules.text import MIN_WORDS, content_words
 from tap.scrub import REDACTED
@@ -286,7 +287,7 @@ def judge(sentence: str, *, states_slot: bool = False) -> str:
         return ""
     if sentence.rstrip().endswith("?") or _QUESTION.match(sentence):
         return "question"
-    if _REQUEST.match(sentence):
+    if _REQUEST.match(sentence) or forget_request(sentence):  # "please forget my address": done, not kept
         return "request"
     if _FILLER.match(sentence) or _TRY_ADVICE.match(sentence) or _PASSING.match(sentence):
         return "filler"

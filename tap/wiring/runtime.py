@@ -161,6 +161,7 @@ def open_runtime(
         consolidator=consolidator,
         now=now,
     )
+    extraction.forget = functools.partial(memories.forget, from_worker=True)  # what users ask, in the chat, to forget
     return Runtime(
         loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log, consolidator
     )

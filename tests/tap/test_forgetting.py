@@ -115,6 +115,30 @@ def test_forgetting_a_memory_takes_its_turns_out_of_the_queue_before_extraction(
     assert not any("Porto" in m.content for m in rt.memories.list_memories(scope=SCOPE, limit=100, all_versions=True))
 
 
+def test_asking_in_the_chat_to_forget_something_removes_it_from_every_file(rt: Runtime, isolated_home: Path) -> None:
+    capture(rt, exchange("c4", "My address is 12 Rua Augusta, Lisbon.", "Noted.", n=1))
+    capture(rt, exchange("c4", "I work as a nurse at Santa Maria.", "A demanding job.", n=2))
+    rt.worker.drain()
+    assert any("Augusta" in m.content for m in rt.memories.list_memories(scope=SCOPE, limit=100, excerpts=True))
+
+    capture(rt, exchange("c4", "please forget my address, I don't want you storing that", "Done.", n=3))
+    rt.worker.drain()
+
+    left = rt.memories.list_memories(scope=SCOPE, limit=100, excerpts=True, all_versions=True)
+    assert not any("Augusta" in m.content for m in left), [m.content for m in left]
+    assert any("nurse" in m.content for m in left)  # what was not asked about stays
+    assert not any("forget" in m.content.lower() for m in left if m.kind != "episode")  # the request is no fact
+    for name in ("turnlog.db", "queue.db", "lexical-"):
+        assert b"Augusta" not in file_bytes(isolated_home, name), name
+
+
+def test_a_sentence_that_only_sounds_like_forgetting_forgets_nothing(rt: Runtime) -> None:
+    capture(rt, exchange("c5", "My keys are always in the blue bowl by the door.", "Good habit.", n=1))
+    capture(rt, exchange("c5", "I always forget my keys anyway, and delete my branch before I push.", "Ha.", n=2))
+    rt.worker.drain()
+    assert any("blue bowl" in m.content for m in rt.memories.list_memories(scope=SCOPE, limit=100, excerpts=True))
+
+
 def test_forgetting_a_scope_empties_every_file(rt: Runtime, isolated_home: Path) -> None:
     marker = "Zanzibarian"
     capture(rt, exchange("c3", f"My cat is called {marker}.", "Cute name.", n=1))
