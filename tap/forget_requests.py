@@ -1,5 +1,6 @@
 """A user asking, in the chat, that something be forgotten: "please forget my address", "don't
-remember my phone number", "forget what I said about my ex", "delete my address from your memory".
+remember my phone number", "forget what I said about my ex", "forget I said that about Monzo",
+"delete my address from your memory".
 
 `forget_request(text)` returns the words of what is to be forgotten (("address",), ("phone",
 "number")), or () when the text asks nothing of the kind. Extraction (tap.extraction) then forgets,
@@ -7,7 +8,8 @@ as `tap memories forget` does, every memory of the scope stated before the reque
 of those words: the statement with its versions, the verbatim excerpts of its turns, and the turns
 themselves in the turn log and the queue. A request is only read where it is one: said to the
 assistant, at the start of a sentence or after "please" / "can you" / "I want you to", about
-something of the speaker's ("my …", "our …"). "I always forget my keys", "don't forget my birthday
+something of the speaker's ("my …", "our …") or about something named ("forget what I said
+about Monzo"). "I always forget my keys", "don't forget my birthday
 is on Friday", "did you forget my order?" and "delete my branch" (work on code, not on memory) are
 no requests; "delete my address from your memory" is.
 
@@ -34,6 +36,13 @@ _FORGET = re.compile(
     + _WHAT_ENDS,
     re.IGNORECASE,
 )
+# "forget (that) I said that about Monzo", "forget what I told you about Dana": about anything named
+_SAID_ABOUT = re.compile(
+    _OPENING + r"(?:please\s+)?(?:forget|disregard)\s+(?:that\s+|what\s+|everything\s+)?I\s+"
+    r"(?:said|told you|mentioned|wrote)\s+(?:that\s+|this\s+|anything\s+)?about\s+"
+    r"(?P<what>(?:my\s+|our\s+|the\s+)?[^,.;:!?()]{1,40}?)" + _WHAT_ENDS,
+    re.IGNORECASE,
+)
 _FROM_MEMORY = re.compile(
     _OPENING
     + r"(?:please\s+)?(?:delete|remove|erase|wipe|drop|clear)\s+"
@@ -50,7 +59,7 @@ _NOT_CONTENT = frozenset(
 
 def forget_request(text: str) -> tuple[str, ...]:
     """The words of what the text asks to be forgotten, or () (see the module docstring)."""
-    for pattern in (_FROM_MEMORY, _FORGET):
+    for pattern in (_FROM_MEMORY, _SAID_ABOUT, _FORGET):
         for match in pattern.finditer(text):
             if text[match.end() :].lstrip().startswith("?") and not _POLITE.search(match.group(0)):
                 continue  # a question about remembering ("did you forget my order?"), not a request

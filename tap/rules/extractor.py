@@ -247,8 +247,22 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
             groups.append([clause])
     stripped = (strip_lead(", ".join(g), names) for g in groups)
     # filler is judged before a dropped "I" is restored: "have fun, …" is not "I have fun, …"
-    statements = [s for s in (restore_subject(g) for g in stripped if not is_filler(g)) if s]
+    statements = [s for s in (_tool_now(restore_subject(g)) for g in stripped if not is_filler(g)) if s]
     return [part for statement in statements for part in _split_compound(statement)]
+
+
+# "GitHub Actions for everything now", "Postgres these days": a tool named as what is used now, verbless
+_TOOL_NOW = re.compile(
+    r"^(?P<tool>[\w.+#-]+(?:\s+[\w.+#-]+)?)\s+(?:for\s+[\w\s]{1,30}?\s+)?(?:now|these days|from now on)\s*[.!…]*$",
+    re.IGNORECASE,
+)
+
+
+def _tool_now(statement: str) -> str:
+    """'GitHub Actions for everything now' → 'we use GitHub Actions for everything now' (the team's
+    tool, as chat says it without a verb); any other statement as it is."""
+    match = _TOOL_NOW.match(statement)
+    return f"we use {statement}" if match and tool_category_in(match.group("tool")) else statement
 
 
 def _starts_statement(clause: str, names: Sequence[str]) -> bool:
@@ -504,7 +518,8 @@ def _kept_part(statement: str) -> str:
     reading = read_slot(statement, "user")
     if reading.correction:
         return statement  # "it's Dana, not Diana": reconcile finds what it corrects
-    verdict = judge(statement, states_slot=bool(reading.slot))
+    # what fills a slot or takes something back is worth keeping however short ("I quit smoking")
+    verdict = judge(statement, states_slot=bool(reading.slot or reading.retracts))
     if verdict == "filler" and "," in statement:
         rest = statement.split(",", 1)[1].strip()
         return rest if rest and not judge(rest) else ""

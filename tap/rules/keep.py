@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from tap.forget_requests import forget_request
-from tap.rules.slots import tool_category, tool_category_in
+from tap.rules.slots import read_slot, tool_category, tool_category_in
 from tap.rules.text import MIN_WORDS, content_words
 from tap.scrub import REDACTED
 
@@ -344,6 +344,8 @@ def _third_party_fact(sentence: str) -> bool:
     if (_WORK.search(sentence) and _CONCRETE.search(sentence)) or _setup_statement(sentence):
         return True
     if tool_category_in(sentence):
+        if read_slot(sentence, "user").retracts:
+            return True  # a tool dropped: "Jenkins is gone", "heroku is gone for good"
         first = sentence.split()[0].strip(",.:;!?").lower() if sentence.split() else ""
         return not tool_category(first) and bool(_TOOL_USE.search(sentence))
     if _RESCHEDULED.match(sentence) or _NAMED_IS_CALLED.match(sentence) or _ROLE_IS_NAMED.match(sentence):

@@ -44,6 +44,7 @@ from functools import lru_cache
 import msgspec
 
 from tap.candidates import NO_PARTNER
+from tap.deaths import KIN_AND_PETS
 from tap.rules.text import content_words, is_stopword
 
 __all__ = [
@@ -154,12 +155,13 @@ _RETRACT = re.compile(
     r"\b(?:no longer|not any ?more|anymore|any more|stopped|quit|gave up|left|dropped|ditched|got rid of"
     r"|(?<!was )(?<!were )(?<!is )(?<!are )(?<!been )sold(?!\s+out\b)"
     r"|no more|not doing .{1,40} after all|cancel+ed|called off|laid off|(?:got|was|been|were) (?:fired|let go)"
+    r"|(?:is|are|'s|’s)\s+(?:now\s+|finally\s+|completely\s+)?gone(?!\s+(?:for|to|on|in|by|until|till)\b)"
     r"|don'?t (?:\w+ )?(?:use|eat|drink|live|work|play|do|have|like|own)\b.*\bnow)\b",
     re.IGNORECASE,
 )
 _RETRACT_NOISE = frozenset(
     "longer anymore stopped quit gave left dropped ditched got rid don't doesn't didn't not now since sold more out "
-    "doing after cancelled canceled called off "
+    "gone doing after cancelled canceled called off "
     "ago months years weeks days recently finally".split()
 )
 _DATE_WORDS = frozenset(
@@ -654,7 +656,9 @@ def _opening_name(sentence: str) -> str:
     if opening is None or opening.group(1).isupper():
         return ""
     name = opening.group(1).lower()
-    return "" if name in _NOT_A_NAME or name in _NOT_A_NAME_OPENING else name
+    if name in _NOT_A_NAME or name in _NOT_A_NAME_OPENING or tool_category(name):
+        return ""  # a tool opening a statement ("Jenkins is gone") is the team's, not a person's
+    return name
 
 
 # what a sentence with a dropped "I" opens with ("Got promoted today!", "Moved to Lisbon", "Finally
@@ -958,7 +962,18 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
     if words:
         return words, after
     before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
+    if marker.group(0).endswith("gone") and not _gone_is_dropped(before):
+        return [], ""
     return _taken_back_words(before)[-3:], before
+
+
+def _gone_is_dropped(subject: str) -> bool:
+    """Whether "<subject> is gone" says a thing was dropped ("Jenkins is gone", "the pain is gone"),
+    not that someone left or died ("my dad is gone", "Luna is gone": tap.deaths reads deaths)."""
+    words = re.findall(r"[\w'’-]+", subject)
+    if any(w.lower() in KIN_AND_PETS for w in words):
+        return False
+    return bool(_tool_terms(subject)) or not any(w[:1].isupper() and w.lower() not in _NOT_A_NAME for w in words)
 
 
 def _clause_after(sentence: str, start: int) -> str:

@@ -15,6 +15,8 @@ REQUESTS = [
     ("Please don't store my medical details", ("medical",)),
     ("ok forget my ex, tell me about Rome", ("ex",)),
     ("Could you forget my phone number please?", ("phone", "number")),
+    ("forget I said that about Monzo, I'd rather not have my old employer stored", ("monzo",)),
+    ("forget what I told you about Dana", ("dana",)),
 ]
 NOT_REQUESTS = [
     "I always forget my keys",
@@ -24,6 +26,7 @@ NOT_REQUESTS = [
     "delete my branch and push again",
     "remove my debug prints from the script",
     "forget it, let's move on",
+    "I forget what I said about it",
 ]
 
 

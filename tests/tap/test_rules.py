@@ -869,3 +869,34 @@ def test_what_a_named_person_did_is_kept_with_an_irregular_verb_too(text: str, k
 def test_a_month_half_a_year_away_or_expected_is_the_coming_one(text: str, dates: list[str]) -> None:
     december_5 = datetime(2023, 12, 5, 12, 0, tzinfo=UTC).timestamp()
     assert resolve_dates(text, december_5)[1] == dates
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "retracts"),
+    [
+        ("I quit smoking.", "The user quit smoking", ["smoking"]),
+        ("I left Google.", "The user left Google", ["google"]),
+        ("Jenkins is gone.", "Jenkins is gone", ["jenkins"]),
+    ],
+)
+def test_a_short_retraction_is_kept(text: str, content: str, retracts: list[str]) -> None:
+    [memory] = extract(turn("u1", "User", text))
+    assert (memory.content, memory.retracts) == (content, retracts)
+
+
+def test_a_tool_said_without_a_verb_is_the_tool_in_use() -> None:
+    [memory] = extract(turn("u1", "User", "GitHub Actions for everything now."))
+    assert (memory.slot, memory.slot_value) == ("team|ci", "github-actions")
+
+
+@pytest.mark.parametrize(
+    ("text", "retracts"),
+    [
+        ("Jenkins is gone", ("jenkins",)),
+        ("My headaches are finally gone", ("headaches",)),
+        ("my dad is gone", ()),  # someone who left or died is no dropped thing
+        ("Luna is gone", ()),
+    ],
+)
+def test_what_is_gone_is_taken_back_unless_it_is_someone(text: str, retracts: tuple[str, ...]) -> None:
+    assert read_slot(text, "user").retracts == retracts

@@ -166,6 +166,15 @@ UPDATES = [
     ("My favorite color is blue.", "Green is my favorite color these days.", "blue", "Green"),
     ("I usually take the bus to work.", "I bought a bike, so now I cycle to work.", "bus", "cycle"),
     ("My doctor put me on sumatriptan for the migraines.", "I don't need the sumatriptan anymore.", "put", "anymore"),
+    # a retraction however short, and a tool said without a verb
+    ("I smoke about a pack a day.", "I quit smoking.", "pack", "quit"),
+    ("I work at Google on the Maps team.", "I left Google.", "Maps", "left"),
+    (
+        "We're migrating from Jenkins to GitHub Actions this quarter.",
+        "Migration done, Jenkins is gone. GitHub Actions for everything now.",
+        "migrating",
+        "Jenkins is gone",
+    ),
     # a death retires what was said of the one who died as they were (tap.deaths)
     ("I have a cat named Luna, she's 4.", "Luna passed away last week, I'm heartbroken.", "named Luna", "passed"),
     ("My father lives in Leeds.", "My dad passed away in March.", "Leeds", "passed away"),
