@@ -22,9 +22,11 @@ import re
 
 __all__ = ["forget_request", "names_all"]
 
+# where a request starts: the text's or a sentence's start, or a word that asks ("ok, forget …");
+# not any comma ("I can relax, forget my troubles, and get lost in a book" asks nothing)
 _OPENING = (
-    r"(?:^|[.!?;]\s+|,\s*|\b(?:please|pls|plz|can you|could you|would you|will you|I want you to|I'd like you to"
-    r"|I’d like you to|kindly|just|ok|okay|also|and|oh and|actually)\s+)"
+    r"(?:^|[.!?;]\s+|\b(?:please|pls|plz|can you|could you|would you|will you|I want you to|I'd like you to"
+    r"|I’d like you to|kindly|ok|okay|oh and|hey|so|also please|and please),?\s+)"
 )
 _WHAT = r"(?P<what>(?:my|our)\s+[^,.;:!?()]{1,40}?)"
 _WHAT_ENDS = r"(?=\s*(?:[,.;:!?()]|$|\b(?:please|for good|permanently|from|and|or|I|it|thanks|thank you)\b))"
@@ -50,10 +52,14 @@ _FROM_MEMORY = re.compile(
     + r"\s+from\s+(?:your\s+|the\s+)?(?:memory|memories|notes|records)\b",
     re.IGNORECASE,
 )
+# "forget my last message": a turn of this chat, which the model is told to disregard, not a memory
+_CHAT_TURN = frozenset("message messages question questions prompt request reply answer comment typo".split())
 _POLITE = re.compile(r"\b(?:can|could|would|will)\s+you\b", re.IGNORECASE)
 _NOT_CONTENT = frozenset(
     "my our the a an of about all any every that this these those me us you your what which is are was were "
-    "info information details stuff things thing".split()
+    "info information details stuff things thing "
+    # what narrows the thing but may not be written beside it ("my old address": "the user's address is …")
+    "old new current previous former latest real full exact whole entire".split()
 )
 
 
@@ -65,7 +71,7 @@ def forget_request(text: str) -> tuple[str, ...]:
                 continue  # a question about remembering ("did you forget my order?"), not a request
             words = [w.lower() for w in re.findall(r"[\w'’-]+", match.group("what"))]
             content = [w for w in words if w not in _NOT_CONTENT]
-            if content:
+            if content and not _CHAT_TURN.intersection(content):
                 return tuple(content[:4])
     return ()
 

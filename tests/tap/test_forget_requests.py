@@ -14,6 +14,8 @@ REQUESTS = [
     ("don't remember my salary, it's private", ("salary",)),
     ("Please don't store my medical details", ("medical",)),
     ("ok forget my ex, tell me about Rome", ("ex",)),
+    ("Oh and forget my old address please", ("address",)),
+    ("ok, forget my ex", ("ex",)),
     ("Could you forget my phone number please?", ("phone", "number")),
     ("forget I said that about Monzo, I'd rather not have my old employer stored", ("monzo",)),
     ("forget what I told you about Dana", ("dana",)),
@@ -27,6 +29,10 @@ NOT_REQUESTS = [
     "remove my debug prints from the script",
     "forget it, let's move on",
     "I forget what I said about it",
+    "I just forget my keys all the time",
+    "I tried and forget my password every time",
+    "forget my last message, I sent it too early",
+    "I can relax, forget my troubles, and get lost in another world.",
 ]
 
 
