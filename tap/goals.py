@@ -1,15 +1,15 @@
 """A goal reached: "we finally bought a house" retires "the user is saving up for a house".
 
 What someone is working towards (saving for, looking for, training for, applying for, planning or
-wanting to buy / get / adopt / run …) is a present-tense statement that stops being true when it is
-reached. An extractor marks a statement that reports reaching one with `CandidateMemory.fulfils`,
-the head noun of what was reached ("bought a house in Leeds" → "house", "got a job at Stripe" →
-"job"; "we're back from Japan" → "japan", the place of a trip that is over; tap.rules.fulfilment
-reads it offline). Reconcile then supersedes, by that statement, the
+wanting to buy / get / adopt / run …, or a trip ahead) is a present-tense statement that stops
+being true when it is reached. An extractor marks a statement that reports reaching one with
+`CandidateMemory.fulfils`: the head noun of what was reached ("bought a house in Leeds" → "home",
+"got a job at Stripe" → "job"), or the place of a trip that is over ("we're back from Japan" →
+"japan"); tap.rules.fulfilment reads it offline. Reconcile then supersedes, by that statement, the
 older goal statements of the same person whose object has the same head noun, or the trip to that
-place ("going to Japan in April"; `goal_object`):
-"looking for a new laptop" is not reached by "bought a laptop bag" (a bag), nor "saving for a
-house" by "the house needs a new roof" (no goal reached).
+place ("going to Japan in April"; `goal_object`). "Looking for a new laptop" is not reached by
+"bought a laptop bag" (a bag), nor "saving for a house" by "the house needs a new roof" (no goal
+reached).
 
 Invariants: pure; head nouns are lower-cased and singular ("programs" is "program"), and the nouns
 of one goal are folded into one ("house", "flat" → "home"; "position" → "job").

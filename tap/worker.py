@@ -189,8 +189,10 @@ class ExtractionWorker:
         return len(claimed)
 
     def _forget_asked(self) -> None:
-        """Carry out what users asked, in the batch's chunks, to be forgotten (Extraction.forget_asked);
-        a failure is logged, and the request is carried out after the next batch."""
+        """Carry out what users asked, in the batch's chunks, to be forgotten (Extraction.forget_asked).
+        A failure (the store failing mid-way) is logged and the request is tried again after the next
+        batch; it is kept in memory only, so a stop before then leaves it undone (`tap memories
+        forget` still does it)."""
         try:
             self.extraction.forget_asked()
         except Exception as exc:
