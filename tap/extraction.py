@@ -79,6 +79,11 @@ def memory_id(chunk: Chunk, candidate: CandidateMemory) -> str:
     return ("e_" if candidate.kind == "episode" else "m_") + digest
 
 
+def asks_to_forget(chunk: Chunk) -> bool:
+    """Whether a user turn of the chunk asks that something be forgotten (tap.forget_requests)."""
+    return any(turn.role == "user" and forget_request(turn.text) for turn in chunk.turns)
+
+
 class _ForgetAsk(msgspec.Struct, frozen=True):
     """A user's request, in a chunk, to forget something (tap.forget_requests)."""
 
@@ -169,12 +174,16 @@ class Extraction:
             if words:
                 self._forget_asks.append(_ForgetAsk(chunk.scope, chunk.conversation, turn.id, turn.timestamp, words))
 
+    def drop_forget_asks(self) -> None:
+        """Drop the requests not carried out (their chunks are redone, and ask again)."""
+        self._forget_asks.clear()
+
     def forget_asked(self) -> int:
         """Forget what users asked to be forgotten in the chunks processed since the last call:
         every memory of the scope stated before the request that holds all its words, statements
         and excerpts, as `tap memories forget` does; returns how many memories went. The worker
         calls it after a batch's writes and before the batch's chunks are done, so a request is
-        carried out again if tap stops in between."""
+        carried out again if tap stops in between, or if this fails (the chunk is redone)."""
         if self.forget is None:
             self._forget_asks.clear()
             return 0

@@ -56,7 +56,7 @@ from tap.allocator import release_free_memory
 from tap.batching import VectorCache, WriteBuffer
 from tap.config import ExtractConfig
 from tap.errors import EmbedderError, ProviderError, StoreError
-from tap.extraction import BudgetExhausted, Extraction
+from tap.extraction import BudgetExhausted, Extraction, asks_to_forget
 from tap.plural import plural
 from tap.priority import lower_thread_priority, quiet_for, relaying, wait_for_gap
 from tap.queue import ChunkQueue, QueuedChunk
@@ -178,25 +178,31 @@ class ExtractionWorker:
                 for item, _ in finished:
                     self._failed(item.chunk.id, item.attempts, exc, True, None)
             return len(claimed)
+        forget_failed: Exception | None = None
         if finished and outage is None:
             self._store_back()
-            self._forget_asked()
+            forget_failed = self._forget_asked()
         for item, outcome in finished:
+            if forget_failed is not None and asks_to_forget(item.chunk):
+                self._failed(item.chunk.id, item.attempts, forget_failed, True, None)  # asked again on the redo
+                continue
             self.processed += 1
             self.queue.done(item.chunk.id, outcome)
         if not relaying():  # a batch's temporaries, freed across threads' arenas (tap.allocator)
             release_free_memory()
         return len(claimed)
 
-    def _forget_asked(self) -> None:
-        """Carry out what users asked, in the batch's chunks, to be forgotten (Extraction.forget_asked).
-        A failure (the store failing mid-way) is logged and the request is tried again after the next
-        batch; it is kept in memory only, so a stop before then leaves it undone (`tap memories
-        forget` still does it)."""
+    def _forget_asked(self) -> Exception | None:
+        """Carry out what users asked, in the batch's chunks, to be forgotten (Extraction.forget_asked);
+        the error when that failed (the store failing mid-way): the chunks that asked then go back to
+        the queue instead of being done, and their redo asks again (nothing is lost if tap stops)."""
         try:
             self.extraction.forget_asked()
         except Exception as exc:
-            self._log.failed("forget", "forgetting what a user asked to forget failed; retrying later", exc=exc)
+            self.extraction.drop_forget_asks()
+            self._log.failed("forget", "forgetting what a user asked to forget failed; its chunk is redone", exc=exc)
+            return exc
+        return None
 
     def _reachable(self) -> bool:
         """Whether the store and the embedder answer right now (a cheap read and one short embed)."""

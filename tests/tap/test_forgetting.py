@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from tap.capture import Exchange, TurnLog
 from tap.chunker import Turn
 from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
+from tap.errors import StoreError
 from tap.records import IngestEvent, Message
 from tap.retention import prune
 from tap.wiring.runtime import Runtime, open_runtime
@@ -130,6 +131,32 @@ def test_asking_in_the_chat_to_forget_something_removes_it_from_every_file(rt: R
     assert not any("forget" in m.content.lower() for m in left if m.kind != "episode")  # the request is no fact
     for name in ("turnlog.db", "queue.db", "lexical-"):
         assert b"Augusta" not in file_bytes(isolated_home, name), name
+
+
+def test_a_request_to_forget_that_fails_is_carried_out_when_its_chunk_is_redone(isolated_home: Path) -> None:
+    loaded = LoadedConfig(config=parse_config("[extract]\nbackoff_s = 0"), path=None, data_dir=isolated_home)
+    rt = open_runtime(loaded, adapters=fake_adapters)
+    try:
+        capture(rt, exchange("c6", "My address is 12 Rua Augusta, Lisbon.", "Noted.", n=1))
+        rt.worker.drain()
+        forget = rt.worker.extraction.forget
+        calls: list[str] = []
+
+        def store_down_once(memory_id: str) -> Sequence[str]:
+            calls.append(memory_id)
+            if len(calls) == 1:
+                raise StoreError("the store is down")
+            assert forget is not None
+            return forget(memory_id)
+
+        rt.worker.extraction.forget = store_down_once
+        capture(rt, exchange("c6", "please forget my address", "Done.", n=2))
+        rt.worker.drain()
+        assert len(calls) > 1  # the chunk was redone and asked again
+        left = rt.memories.list_memories(scope=SCOPE, limit=100, excerpts=True, all_versions=True)
+        assert not any("Augusta" in m.content for m in left), [m.content for m in left]
+    finally:
+        rt.close()
 
 
 def test_a_sentence_that_only_sounds_like_forgetting_forgets_nothing(rt: Runtime) -> None:
