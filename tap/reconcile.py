@@ -238,16 +238,10 @@ def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[M
         return retired_by_death(candidate, ended)
     if not candidate.fulfils:
         return []
-    family = holder_family(candidate.holder, candidate.content)
-    own = set(candidate.turn_ids)
     return [
         m
-        for m in ended
-        if m.kind in GOAL_KINDS
-        and m.valid_from <= candidate.valid_from
-        and not own & set(m.sources)
-        and holder_family(m.holder, m.content) == family
-        and goal_object(m.content) == candidate.fulfils
+        for m in _retracted_before(candidate, ended)  # older, the same person's, not its own turns
+        if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils
     ]
 
 
