@@ -1,13 +1,14 @@
 """A goal reached: "we finally bought a house" retires "the user is saving up for a house".
 
 What someone is working towards (saving for, looking for, training for, applying for, planning or
-wanting to buy / get / adopt / run …, or a trip ahead) is a present-tense statement that stops
-being true when it is reached. An extractor marks a statement that reports reaching one with
-`CandidateMemory.fulfils`: the head noun of what was reached ("bought a house in Leeds" → "home",
-"got a job at Stripe" → "job"), or the place of a trip that is over ("we're back from Japan" →
-"japan"); tap.rules.fulfilment reads it offline. Reconcile then supersedes, by that statement, the
-older goal statements of the same person whose object has the same head noun, or the trip to that
-place ("going to Japan in April"; `goal_object`). "Looking for a new laptop" is not reached by
+wanting to buy / get / adopt / run …, a trip ahead, a baby they are expecting) is a present-tense
+statement that stops being true when it is reached. An extractor marks a statement that reports
+reaching one with `CandidateMemory.fulfils`: the head noun of what was reached ("bought a house in
+Leeds" → "home", "got a job at Stripe" → "job", "our son was born" → "baby"), or the place of a
+trip that is over ("we're back from Japan" → "japan"); tap.rules.fulfilment reads it offline.
+Reconcile then supersedes, by that statement, the older goal statements of the same person whose
+object has the same head noun, or the trip to that place ("going to Japan in April";
+`goal_object`). "Looking for a new laptop" is not reached by
 "bought a laptop bag" (a bag), nor "saving for a house" by "the house needs a new roof" (no goal
 reached).
 
@@ -29,8 +30,9 @@ _GOAL = re.compile(
     r"|training\s+for|applying\s+(?:for|to)"
     r"|(?:planning|plans?|wants?|wanting|hoping|hopes?|trying|tries|going|aiming)\s+to\s+"
     r"(?:buy|get|find|adopt|run|finish|complete|land|purchase|open|launch|publish)"
-    r"|dreaming\s+of\s+(?:buying|getting|owning|opening))\s+(?P<what>[^,.;!?]{1,60})"
-    r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b",
+    r"|dreaming\s+of\s+(?:buying|getting|owning|opening)|expecting)\s+(?P<what>[^,.;!?(]{1,60})"
+    r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b"
+    r"|\b(?:is|are|am|'m|’m|'re|’re)\s+(?:\w+\s+)?(?P<pregnant>pregnant)\b",
     re.IGNORECASE,
 )
 # a trip ahead: "going to Japan in April", "flying to New York on Friday", "our trip to Kyoto"
@@ -57,6 +59,12 @@ _SAME_GOAL = {
     "condo": "home",
     "position": "job",
     "role": "job",
+    "child": "baby",  # a child on the way: "expecting our first baby", "expecting twins", "pregnant"
+    "kid": "baby",
+    "twin": "baby",
+    "girl": "baby",
+    "boy": "baby",
+    "pregnant": "baby",
 }
 
 
@@ -102,6 +110,6 @@ def goal_object(content: str) -> str:
     if match is None:
         trip = _TRIP.search(content)
         return place_word(trip.group("place") or trip.group("place2")) if trip else ""
-    if match.group("hunted"):
-        return _singular(match.group("hunted").lower())
+    if match.group("hunted") or match.group("pregnant"):
+        return _singular((match.group("hunted") or match.group("pregnant")).lower())
     return head_noun(match.group("what"))

@@ -2,7 +2,8 @@
 
 `read_fulfilment(sentence)` returns the head noun of what the speaker (or their household: "we")
 bought, found, landed, adopted, finished, ran or got into ("we finally bought a house in Leeds!" →
-"home", "I got a job at Stripe" → "job", "I got into a PhD program" → "program"), or the place a
+"home", "I got a job at Stripe" → "job", "I got into a PhD program" → "program"), "baby" for a
+child born to them ("our daughter Maya was born"), or the place a
 trip that is over was to ("back from Japan!" → "japan"), for tap.goals to retire the goal it
 reaches; '' when the sentence reports no such thing. Not reached: a negation ("didn't get the
 job"), a question, a condition or a plan ("if we buy a house", "when we get back from Japan"), and
@@ -38,6 +39,18 @@ _NOT_GOT = frozenset(
 )
 
 
+# a child born to the speaker: "our daughter Maya was born last week", "we had the baby", "I gave birth"
+_KID = r"(?:baby|son|daughter|girl|boy|twins|child|kid|little\s+one)"
+_BORN = re.compile(
+    rf"\b(?:my|our)\s+(?:(?:baby|little|newborn|first|second|third|new)\s+)*{_KID}(?:\s+[A-Z][\w'’-]+)?"
+    r"\s+(?:was|were|has\s+been|have\s+been)\s+(?:finally\s+|just\s+)?born\b"
+    r"|\b(?:I|we)(?:'ve|’ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:had|welcomed)\s+(?:(?:the|our|a)\s+)?"
+    rf"(?:(?:baby|little|newborn|first|second|third|new|healthy)\s+)*{_KID}\b"
+    r"|\bI\s+(?:just\s+|finally\s+)?gave\s+birth\b",
+    re.IGNORECASE,
+)
+_NOT_BORN = re.compile(r"\b(?:when|once|after|before|until|till|by\s+the\s+time)\b", re.IGNORECASE)
+
 # a trip that is over: "back from Japan!", "we just got back from our trip to New York"
 _BACK_FROM = re.compile(
     r"(?:^|\b(?:I'm|I’m|I am|we're|we’re|we are|I|we|just|finally|got|am|are|arrived)\s+)(?:just\s+|finally\s+)?"
@@ -51,6 +64,10 @@ _BACK_FROM = re.compile(
 def read_fulfilment(sentence: str) -> str:
     """The head noun of the goal the sentence reports reached, or the place of a trip that is over
     ('' for none; see the module docstring)."""
+    born = _BORN.search(sentence)
+    before_birth = sentence[: born.start()] if born is not None else ""
+    if born is not None and not (_NOT_REACHED.search(before_birth) or _NOT_BORN.search(before_birth)):
+        return "baby"
     back = _BACK_FROM.search(sentence)
     if back is not None and not _NOT_REACHED.search(sentence[: back.start("place")]):
         return place_word(back.group("place"))

@@ -19,6 +19,10 @@ GOALS = [
     ("The user is going to buy a house", "home"),
     ("The user is going to Japan for two weeks, Tokyo then Kyoto (in April 2024)", "japan"),
     ("The user is flying to New York on Friday", "york"),
+    ("The user is expecting their first baby (in March 2024)", "baby"),
+    ("The user is expecting twins in May", "baby"),
+    ("The user is pregnant", "baby"),
+    ("The user is expecting a call from their landlord", "call"),
     ("The user loves their house", ""),
     ("The user bought a house in Leeds", ""),
 ]
@@ -42,6 +46,14 @@ REACHED = [
     ("We just got back from our trip to New York", "york"),
     ("when we get back from Japan I'll call you", ""),
     ("I'm back from lunch", ""),
+    ("Our daughter Maya was born last week!", "baby"),
+    ("We had the baby!", "baby"),
+    ("We welcomed our second child on Friday", "baby"),
+    ("I gave birth to a boy on Monday", "baby"),
+    ("My sister's baby was born", ""),
+    ("I was born in 1990", ""),
+    ("when our baby is born we will move", ""),
+    ("We had a great weekend", ""),
 ]
 
 

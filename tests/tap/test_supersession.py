@@ -188,6 +188,8 @@ UPDATES = [
     ("We want to adopt a dog.", "We adopted a dog named Pepper last week.", "wants", "Pepper"),
     ("I'm house-hunting in Leeds.", "We finally found a flat near the park!", "hunting", "found"),
     ("We're going to Japan in April for two weeks.", "back from Japan! Kyoto was the highlight.", "going", "back from"),
+    ("We're expecting our first baby in March.", "Our daughter Maya was born last week!", "expecting", "Maya"),
+    ("I'm pregnant with twins!", "We had the twins on Monday, both healthy.", "pregnant", "had the twins"),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
@@ -304,6 +306,8 @@ NEAR_MISSES = [
     ("I'm looking for a new job.", "I didn't get the job at Stripe."),
     ("I'm looking for a new laptop.", "I bought a laptop bag yesterday."),
     ("I love our house, it has a big garden.", "We bought a new house in Leeds."),
+    ("We're expecting our first baby in March.", "My sister's baby was born last week."),
+    ("I'm expecting a call from my landlord.", "Our son Leo was born on Tuesday."),
 ]
 
 
