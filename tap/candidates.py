@@ -29,7 +29,9 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     `holder`: whom it is about (tap.rules.slots.statement_holder: "user", "team", "user:sister",
     "lucas"; "" when the extractor does not say); `deceased`: [name, noun] of the one whose death it
     reports ("Luna passed away" → ["luna", ""], "my dad died" → ["", "dad"]; tap.deaths); `fulfils`:
-    the head noun of the goal it reports reached ("we bought a house" → "home"; tap.goals).
+    the head noun of the goal it reports reached ("we bought a house" → "home"; tap.goals);
+    `new_value`: the head noun of a thing it moves to another date or sets to another amount ("we
+    moved the wedding to May" → "wedding"; tap.new_values).
     """
 
     content: str
@@ -47,6 +49,7 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     holder: str = ""
     deceased: list[str] = msgspec.field(default_factory=list)
     fulfils: str = ""
+    new_value: str = ""
 
 
 def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemory]:

@@ -333,7 +333,9 @@ class Extraction:
                 if h.memory.kind != "episode" and holds_words(h.memory.content, candidate.retracts)
             ]
         ended = [*words_for_deceased(candidate.deceased), *words_for_goal(candidate.fulfils)]
-        for word in ended:  # "Luna passed away", "we bought a house": what it ends (tap.deaths, tap.goals)
+        ended += [candidate.new_value] if candidate.new_value else []
+        for word in ended:  # "Luna passed away", "we bought a house", "moved the wedding to May": what it
+            # ends (tap.deaths, tap.goals, tap.new_values)
             known = {m.id for m in evidence.ended}
             hits = self.store.text_search(word, scope=scope, k=RETRACT_LOOKUP_K)
             evidence.ended += [

@@ -30,9 +30,8 @@ _GOAL = re.compile(
     r"|training\s+for|applying\s+(?:for|to)"
     r"|(?:planning|plans?|wants?|wanting|hoping|hopes?|trying|tries|going|aiming)\s+to\s+"
     r"(?:buy|get|find|adopt|run|finish|complete|land|purchase|open|launch|publish)"
-    r"|dreaming\s+of\s+(?:buying|getting|owning|opening)|expecting)\s+(?P<what>[^,.;!?(]{1,60})"
-    r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b"
-    r"|\b(?:is|are|am|'m|’m|'re|’re)\s+(?:\w+\s+)?(?P<pregnant>pregnant)\b",
+    r"|dreaming\s+of\s+(?:buying|getting|owning|opening))\s+(?P<what>[^,.;!?(]{1,60})"
+    r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b",
     re.IGNORECASE,
 )
 # a trip ahead: "going to Japan in April", "flying to New York on Friday", "our trip to Kyoto"
@@ -59,13 +58,14 @@ _SAME_GOAL = {
     "condo": "home",
     "position": "job",
     "role": "job",
-    "child": "baby",  # a child on the way: "expecting our first baby", "expecting twins", "pregnant"
-    "kid": "baby",
-    "twin": "baby",
-    "girl": "baby",
-    "boy": "baby",
-    "pregnant": "baby",
 }
+# a child on the way: "expecting our first baby", "expecting twins", "pregnant with a girl"
+_EXPECTING = re.compile(
+    r"\bexpecting\s+(?:(?:a|our|their|my|his|her|the|first|second|third|little|baby)\s+)*"
+    r"(?:baby|babies|child|kid|twins|girl|boy)\b"
+    r"|\b(?:is|are|am|'m|’m|'re|’re)\s+(?:\w+\s+)?pregnant\b",
+    re.IGNORECASE,
+)
 
 
 def head_noun(phrase: str) -> str:
@@ -99,6 +99,8 @@ def words_for_goal(head: str) -> list[str]:
     flat, apartment, condo); [] for no head."""
     if not head:
         return []
+    if head == "baby":  # a child on the way is said with these words, whatever the child is called
+        return ["expecting", "pregnant"]
     return [head, *(word for word, same in _SAME_GOAL.items() if same == head)]
 
 
@@ -106,10 +108,12 @@ def goal_object(content: str) -> str:
     """The head noun of what a statement says someone is working towards ("the user is saving up
     for a house" → "home"), or the place of a trip they are going on ("going to Japan in April" →
     "japan"); '' for a statement that states no goal."""
+    if _EXPECTING.search(content):
+        return "baby"
     match = _GOAL.search(content)
     if match is None:
         trip = _TRIP.search(content)
         return place_word(trip.group("place") or trip.group("place2")) if trip else ""
-    if match.group("hunted") or match.group("pregnant"):
-        return _singular((match.group("hunted") or match.group("pregnant")).lower())
+    if match.group("hunted"):
+        return _singular(match.group("hunted").lower())
     return head_noun(match.group("what"))

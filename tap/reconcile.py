@@ -22,7 +22,8 @@ Rules (no LLM; docs/architecture.md, Extraction), in this order, against the sco
    heroku", "I'm not allergic to cats"): older memories of the same family of subjects holding
    every retracted word are superseded by the retraction (with a slot change, alongside the
    slot's old value); a death ("Luna passed away") supersedes what is said of the one who died as
-   they are now (tap.deaths), a goal reached ("we bought a house") the goal (tap.goals);
+   they are now (tap.deaths), a goal reached ("we bought a house") the goal (tap.goals), a new
+   date or amount ("we moved the wedding to May") the old one (tap.new_values);
 5. **change** ("instead", "used to … but now", "switched", "these days"; a weaker "now"): the most
    similar older statement about the same subject (same opening words: "the user", "the user's
    sister", "Atlas") at cosine ≥ CHANGE_SIMILARITY (NOW_SIMILARITY for "now") is superseded;
@@ -48,6 +49,7 @@ from tap.conflicts import ambiguous_change
 from tap.deaths import retired_by_death
 from tap.errors import ProviderError
 from tap.goals import GOAL_KINDS, goal_object
+from tap.new_values import VALUE_KINDS, states_a_value
 from tap.records import Hit, Kind, Memory
 
 Action = str
@@ -232,17 +234,25 @@ def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -
 
 
 def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[Memory]:
-    """What a death or a reached goal ends: what is said of the one who died as they are now
-    (tap.deaths), the older goals of the same person that the goal reached (tap.goals)."""
+    """What a death, a reached goal or a new value ends: what is said of the one who died as they
+    are now (tap.deaths), the older goals of the same person that the goal reached (tap.goals), the
+    older statements of the same person giving the thing's old date or amount (tap.new_values)."""
     if candidate.deceased:
         return retired_by_death(candidate, ended)
-    if not candidate.fulfils:
-        return []
-    return [
-        m
-        for m in _retracted_before(candidate, ended)  # older, the same person's, not its own turns
-        if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils
-    ]
+    older = _retracted_before(candidate, ended)  # older, the same person's, not its own turns
+    retired = []
+    if candidate.fulfils:
+        retired += [m for m in older if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils]
+    if candidate.new_value:
+        retired += [
+            m
+            for m in older
+            if m.kind in VALUE_KINDS
+            and m not in retired
+            and holds_words(m.content, [candidate.new_value])
+            and states_a_value(m.content)
+        ]
+    return retired
 
 
 def holder_family(holder: str, content: str) -> str:

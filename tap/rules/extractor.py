@@ -36,6 +36,7 @@ from tap.rules.dates import resolve_dates, tidy
 from tap.rules.fulfilment import read_fulfilment
 from tap.rules.keep import is_filler, is_fragment, is_instruction, judge
 from tap.rules.losses import read_death
+from tap.rules.new_values import read_new_value
 from tap.rules.person import (
     COMMON_VERBS,
     capitalise,
@@ -199,6 +200,7 @@ class RulesExtractor:
             holder=statement_holder(statement, turn.speaker, work=is_work_talk(statement)),
             deceased=list(read_death(statement)) if any(read_death(statement)) else [],
             fulfils=read_fulfilment(statement),
+            new_value=read_new_value(statement),
         )
 
 

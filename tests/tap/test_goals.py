@@ -22,7 +22,7 @@ GOALS = [
     ("The user is expecting their first baby (in March 2024)", "baby"),
     ("The user is expecting twins in May", "baby"),
     ("The user is pregnant", "baby"),
-    ("The user is expecting a call from their landlord", "call"),
+    ("The user is expecting a call from their landlord", ""),
     ("The user loves their house", ""),
     ("The user bought a house in Leeds", ""),
 ]

@@ -190,6 +190,10 @@ UPDATES = [
     ("We're going to Japan in April for two weeks.", "back from Japan! Kyoto was the highlight.", "going", "back from"),
     ("We're expecting our first baby in March.", "Our daughter Maya was born last week!", "expecting", "Maya"),
     ("I'm pregnant with twins!", "We had the twins on Monday, both healthy.", "pregnant", "had the twins"),
+    # a new date or amount retires the old one (tap.new_values)
+    ("Our wedding is on June 12 in Lisbon.", "We moved the wedding to September 3, same venue.", "June", "September"),
+    ("I take 20mg of citalopram every morning.", "My doctor upped my citalopram to 40mg.", "20mg", "40mg"),
+    ("My rent is 1200 a month.", "My rent was raised to 1500 a month.", "1200", "1500"),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
@@ -308,6 +312,11 @@ NEAR_MISSES = [
     ("I love our house, it has a big garden.", "We bought a new house in Leeds."),
     ("We're expecting our first baby in March.", "My sister's baby was born last week."),
     ("I'm expecting a call from my landlord.", "Our son Leo was born on Tuesday."),
+    # a new date or amount: of another thing, someone else's, or a statement without a value
+    ("My sister is the maid of honour at our wedding.", "We moved the wedding to September 3."),
+    ("Our wedding is on June 12 in Lisbon.", "My brother moved his wedding to August 9."),
+    ("I take 20mg of citalopram every morning.", "My doctor upped my vitamin D to 2000 IU."),
+    ("Our wedding is on June 12 in Lisbon.", "Should we move the wedding to September?"),
 ]
 
 

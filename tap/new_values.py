@@ -1,0 +1,35 @@
+"""A new value for a thing: "we moved the wedding to September 3" retires "the wedding is on June 12".
+
+Some updates name neither a slot tap knows nor words they take back: they say that a named thing
+now has another date or another amount ("we pushed the launch to May", "my doctor upped my
+citalopram to 40mg", "they cut my hours to 20 a week"). An extractor marks such a statement with
+`CandidateMemory.new_value`: the head noun of the thing (tap.rules.new_values reads it offline).
+Reconcile then supersedes, by that statement, the older statements of the same person that name
+the thing and state a value for it (a number, a month or a weekday): "the wedding is on June 12 in
+Lisbon", "takes 20mg of citalopram every morning". A statement about the thing that states no
+value ("my sister is the maid of honour at the wedding") stays, and so does an event ("we booked
+the venue for the wedding on May 2"): what happened is history.
+
+Invariants: pure; the noun is lower-cased and singular.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["VALUE_KINDS", "states_a_value"]
+
+VALUE_KINDS = frozenset({"fact", "preference", "plan", "decision"})
+"""The kinds a statement of a thing's current value is stored as (an event is history)."""
+
+_VALUE = re.compile(
+    r"\d"
+    r"|\b(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)\b"
+    r"|\b(?i:noon|midnight|tomorrow|spring|summer|autumn|winter)\b"
+)
+
+
+def states_a_value(content: str) -> bool:
+    """Whether a statement gives a date, a time or an amount (a digit, a month, a weekday)."""
+    return _VALUE.search(content) is not None
