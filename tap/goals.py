@@ -1,16 +1,16 @@
 """A goal reached: "we finally bought a house" retires "the user is saving up for a house".
 
 What someone is working towards (saving for, looking for, training for, applying for, planning or
-wanting to buy / get / adopt / run …, a trip ahead, a baby they are expecting) is a present-tense
-statement that stops being true when it is reached. An extractor marks a statement that reports
-reaching one with `CandidateMemory.fulfils`: the head noun of what was reached ("bought a house in
-Leeds" → "home", "got a job at Stripe" → "job", "our son was born" → "baby"), or the place of a
-trip that is over ("we're back from Japan" → "japan"); tap.rules.fulfilment reads it offline.
+wanting to buy / get / adopt / run …), something under way that ends when it is finished (reading
+Dune, building a deck), a trip ahead or a baby they are expecting is a present-tense statement that
+stops being true when it is reached. An extractor marks a statement that reports reaching one with
+`CandidateMemory.fulfils`: the head noun of what was reached ("bought a house in Leeds" → "home",
+"got a job at Stripe" → "job", "finished Dune" → "dune", "our son was born" → "baby"), or the place
+of a trip that is over ("we're back from Japan" → "japan"); tap.rules.fulfilment reads it offline.
 Reconcile then supersedes, by that statement, the older goal statements of the same person whose
 object has the same head noun, or the trip to that place ("going to Japan in April";
-`goal_object`). "Looking for a new laptop" is not reached by
-"bought a laptop bag" (a bag), nor "saving for a house" by "the house needs a new roof" (no goal
-reached).
+`goal_object`). "Looking for a new laptop" is not reached by "bought a laptop bag" (a bag), nor
+"saving for a house" by "the house needs a new roof" (no goal reached).
 
 Invariants: pure; head nouns are lower-cased and singular ("programs" is "program"), and the nouns
 of one goal are folded into one ("house", "flat" → "home"; "position" → "job").
@@ -30,7 +30,11 @@ _GOAL = re.compile(
     r"|training\s+for|applying\s+(?:for|to)"
     r"|(?:planning|plans?|wants?|wanting|hoping|hopes?|trying|tries|going|aiming)\s+to\s+"
     r"(?:buy|get|find|adopt|run|finish|complete|land|purchase|open|launch|publish)"
-    r"|dreaming\s+of\s+(?:buying|getting|owning|opening))\s+(?P<what>[^,.;!?(]{1,60})"
+    r"|dreaming\s+of\s+(?:buying|getting|owning|opening)"
+    # something under way that ends when it is finished: "reading Dune", "building a deck"
+    r"|(?:is|are|am|'m|’m|'re|’re)\s+(?:currently\s+|still\s+|now\s+)?(?:reading|re-?reading|watching|re-?watching"
+    r"|playing|building|writing|knitting|sewing|renovating|restoring|halfway\s+through|working\s+(?:on|through)))"
+    r"\s+(?P<what>[^,.;!?(]{1,60})"
     r"|\b(?P<hunted>house|flat|apartment|job|home)[- ]hunting\b",
     re.IGNORECASE,
 )
@@ -43,6 +47,7 @@ _TRIP = re.compile(
 # where an object's noun phrase ends: a preposition, a conjunction, a name-giver, a time word
 _PHRASE_END = re.compile(
     r"\s+(?:in|at|on|for|from|to|with|near|by|of|named|called|and|but|so|because|which|that|who|when|before|after"
+    r"|right(?=\s+now)|every|again"
     r"|last|this|next|yesterday|today|tomorrow|soon|now|finally|already|since|until|around|about|like|as)\b.*$",
     re.IGNORECASE,
 )

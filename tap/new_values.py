@@ -2,7 +2,8 @@
 
 Some updates name neither a slot tap knows nor words they take back: they say that a named thing
 now has another date or another amount ("we pushed the launch to May", "my doctor upped my
-citalopram to 40mg", "they cut my hours to 20 a week"). An extractor marks such a statement with
+citalopram to 40mg", "they cut my hours to 20 a week"), or none ("the landlord cancelled Friday's
+meeting"). An extractor marks such a statement with
 `CandidateMemory.new_value`: the head noun of the thing (tap.rules.new_values reads it offline).
 Reconcile then supersedes, by that statement, the older statements of the same person that name
 the thing and state a value for it (a number, a month or a weekday): "the wedding is on June 12 in

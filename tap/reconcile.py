@@ -219,10 +219,13 @@ def _other_value(candidate: CandidateMemory, nearest: Memory) -> bool:
     )
 
 
-def _retracted_before(candidate: CandidateMemory, retracted: Sequence[Memory]) -> list[Memory]:
+def _retracted_before(
+    candidate: CandidateMemory, retracted: Sequence[Memory], *, family: str | None = None
+) -> list[Memory]:
     """The retracted memories a statement takes back: older, about the same family of subjects (the
-    user and their team are one; "Lucas" is another), and not from the statement's own turns."""
-    family = holder_family(candidate.holder, candidate.content)
+    user and their team are one; "Lucas" is another; `family` when given), and not from the
+    statement's own turns."""
+    family = family or holder_family(candidate.holder, candidate.content)
     own = set(candidate.turn_ids)
     return [
         m
@@ -244,9 +247,12 @@ def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[M
     if candidate.fulfils:
         retired += [m for m in older if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils]
     if candidate.new_value:
+        family = holder_family(candidate.holder, candidate.content)
+        if family == candidate.new_value:  # the thing is the subject ("standup moved to 10am"): the user's
+            family = "self"
         retired += [
             m
-            for m in older
+            for m in _retracted_before(candidate, ended, family=family)
             if m.kind in VALUE_KINDS
             and m not in retired
             and holds_words(m.content, [candidate.new_value])

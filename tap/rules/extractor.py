@@ -307,8 +307,9 @@ def _join_new_values(sentences: list[str]) -> list[str]:
     for sentence in sentences:
         sentence = _RENAMED_NOW.sub(r"\g<verb> \g<thing> \g<value>", sentence)
         keyed = _KEY_VALUE.match(sentence)
-        if keyed is not None and keyed.group("key").lower() not in _NOT_KEYS:  # "date: june 12 next year"
-            sentence = f"my {keyed.group('key')} is {keyed.group('value')}"
+        if keyed is not None and keyed.group("key").lower() not in _NOT_KEYS:  # "date: june 12 next year",
+            # "New number: 555-9876, the old one is dead"
+            sentence = f"my {keyed.group('key').lower()} is {keyed.group('value')}{keyed.group('rest') or ''}"
         changed = _CHANGED_THING.match(joined[-1]) if joined else None
         now = _NOW_ITS.match(sentence) if changed else None
         if changed and now and len(now.group("value").split()) >= 1:
@@ -328,8 +329,8 @@ _ENDS_WITH_THING = re.compile(r"\b(?:a|an|my|our|the)\s+(?:[a-z][\w'’-]+\s+){0
 
 
 _KEY_VALUE = re.compile(
-    r"^(?:(?:ok|okay|so|and|also)\s+)?(?P<key>[a-z]{3,}(?:\s+[a-z]{3,})?):\s+"
-    r"(?P<value>(?![^:;?]*\b(?:is|are|was|were|has|have|had)\b)[^:;?,]*\d[^:;?,]{0,30}?)\s*[.!]*$"
+    r"^(?:(?:ok|okay|so|and|also)\s+)?(?P<key>[A-Za-z][a-z]{2,}(?:\s+[a-z]{3,})?):\s+"
+    r"(?P<value>(?![^:;?,]*\b(?:is|are|was|were|has|have|had)\b)[^:;?,]*\d[^:;?,]{0,30}?)\s*(?P<rest>,[^:;?]*)?[.!]*$"
 )
 _NOT_KEYS = frozenset(
     "note edit update question answer context example error output input step tldr summary reminder warning tip "

@@ -1,11 +1,12 @@
 """A goal reached, read off a first-person sentence: what the speaker got ("bought a house").
 
-`read_fulfilment(sentence)` returns the head noun of what the speaker (or their household: "we")
-bought, found, landed, adopted, finished, ran or got into ("we finally bought a house in Leeds!" →
-"home", "I got a job at Stripe" → "job", "I got into a PhD program" → "program"), "baby" for a
-child born to them ("our daughter Maya was born"), or the place a
-trip that is over was to ("back from Japan!" → "japan"), for tap.goals to retire the goal it
-reaches; '' when the sentence reports no such thing. Not reached: a negation ("didn't get the
+`read_fulfilment(sentence)` returns the head noun of what the speaker (or their household: "we",
+or no subject at all: "finished Dune last night") bought, found, landed, adopted, finished, ran or
+got into ("we finally bought a house in Leeds!" → "home", "I got a job at Stripe" → "job", "I got
+into a PhD program" → "program"), or gave up on ("I pulled out of the half marathon" → "marathon":
+the goal ends either way); "baby" for a child born to them ("our daughter Maya was born"); or the
+place a trip that is over was to ("back from Japan!" → "japan"), for tap.goals to retire the goal
+it reaches; '' when the sentence reports no such thing. Not reached: a negation ("didn't get the
 job"), a question, a condition or a plan ("if we buy a house", "when we get back from Japan"), and
 what someone else got ("my sister bought a house").
 
@@ -22,9 +23,16 @@ from tap.goals import head_noun, place_word
 __all__ = ["read_fulfilment"]
 
 _REACHED = re.compile(
-    r"\b(?:I|we)(?:'ve|’ve)?\s+(?:(?:just|finally|officially|actually|already|recently|have|'ve|’ve|also)\s+)*"
+    r"(?:\b(?:I|we)(?:'ve|’ve)?\s+|^\s*)(?:(?:just|finally|officially|actually|already|recently|have|'ve|’ve|also)\s+)*"
     r"(?:bought|purchased|found|landed|adopted|finished|completed|ran|got\s+into|got\s+accepted\s+(?:in)?to"
     r"|closed\s+on|got|signed\s+(?:for|on))\s+(?P<what>[^,.;!?]{1,60})",
+    re.IGNORECASE,
+)
+# a goal given up ends it as well: "I pulled out of the half marathon", "we backed out of the house"
+_GIVEN_UP = re.compile(
+    r"(?:\b(?:I|we)(?:'ve|’ve|\s+have|\s+had\s+to)?\s+|^\s*)(?:(?:just|finally|officially|actually|already)\s+)*"
+    r"(?:pulled\s+out\s+of|dropped\s+out\s+of|withdrew\s+from|backed\s+out\s+of|bailed\s+on|gave\s+up\s+on)"
+    r"\s+(?P<what>[^,.;!?]{1,60})",
     re.IGNORECASE,
 )
 _NOT_REACHED = re.compile(
@@ -71,7 +79,7 @@ def read_fulfilment(sentence: str) -> str:
     back = _BACK_FROM.search(sentence)
     if back is not None and not _NOT_REACHED.search(sentence[: back.start("place")]):
         return place_word(back.group("place"))
-    match = _REACHED.search(sentence)
+    match = _REACHED.search(sentence) or _GIVEN_UP.search(sentence)
     if match is None or _NOT_REACHED.search(sentence[: match.start("what")]):
         return ""
     what = match.group("what")

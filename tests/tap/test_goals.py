@@ -23,6 +23,9 @@ GOALS = [
     ("The user is expecting twins in May", "baby"),
     ("The user is pregnant", "baby"),
     ("The user is expecting a call from their landlord", ""),
+    ("The user is reading Dune right now, loving it", "dune"),
+    ("The user is building a deck in the backyard", "deck"),
+    ("The user loves reading", ""),
     ("The user loves their house", ""),
     ("The user bought a house in Leeds", ""),
 ]
@@ -54,6 +57,11 @@ REACHED = [
     ("I was born in 1990", ""),
     ("when our baby is born we will move", ""),
     ("We had a great weekend", ""),
+    ("Finished Dune last night, starting Foundation next.", "dune"),
+    ("We finished the deck!", "deck"),
+    ("Finished?", ""),
+    ("I hurt my knee, so I pulled out of the half marathon.", "marathon"),
+    ("I didn't pull out of the race", ""),
 ]
 
 

@@ -14,10 +14,15 @@ CHANGES = [
     ("Our flight was moved to Friday morning", "flight"),
     ("I moved my dentist appointment to next Tuesday", "appointment"),
     ("I moved the meeting to 3pm tomorrow", "meeting"),
+    ("Standup moved to 10am starting next week.", "standup"),
     ("My doctor upped my citalopram to 40mg.", "citalopram"),
     ("They cut my hours to 20 a week.", "hour"),
     ("My rent was raised to 1500 a month", "rent"),
     ("they increased my salary to 80k", "salary"),
+    ("The landlord cancelled Friday's meeting.", "meeting"),
+    ("We called off the party, too much going on.", "party"),
+    ("My gym class got cancelled today", "class"),
+    ("Did they cancel the meeting?", ""),
     # no change: a question, a condition, a wish, a place, no date or amount
     ("should we move the wedding to May?", ""),
     ("if they cut my hours to 20 I quit", ""),
@@ -26,6 +31,8 @@ CHANGES = [
     ("We moved the couch to the bedroom", ""),
     ("we pushed the release to next sprint", ""),
     ("I changed my mind to go", ""),
+    ("We moved to Bristol in May", ""),
+    ("I moved to 5th avenue last year", ""),
 ]
 
 

@@ -188,12 +188,34 @@ UPDATES = [
     ("We want to adopt a dog.", "We adopted a dog named Pepper last week.", "wants", "Pepper"),
     ("I'm house-hunting in Leeds.", "We finally found a flat near the park!", "hunting", "found"),
     ("We're going to Japan in April for two weeks.", "back from Japan! Kyoto was the highlight.", "going", "back from"),
+    (
+        "I'm reading Dune right now, loving it.",
+        "Finished Dune last night, starting Foundation next.",
+        "reading",
+        "Finished",
+    ),
     ("We're expecting our first baby in March.", "Our daughter Maya was born last week!", "expecting", "Maya"),
     ("I'm pregnant with twins!", "We had the twins on Monday, both healthy.", "pregnant", "had the twins"),
     # a new date or amount retires the old one (tap.new_values)
     ("Our wedding is on June 12 in Lisbon.", "We moved the wedding to September 3, same venue.", "June", "September"),
     ("I take 20mg of citalopram every morning.", "My doctor upped my citalopram to 40mg.", "20mg", "40mg"),
     ("My rent is 1200 a month.", "My rent was raised to 1500 a month.", "1200", "1500"),
+    ("Our standup is at 9:30 every morning.", "Standup moved to 10am starting next week.", "9:30", "10am"),
+    ("My dentist appointment is on March 3.", "The dentist appointment got pushed to March 10.", "March 3", "March 10"),
+    ("My phone number is 555-1234.", "New number: 555-9876, the old one is dead.", "1234", "9876"),
+    (
+        "I have a 2pm meeting with the landlord on Friday.",
+        "The landlord cancelled Friday's meeting.",
+        "2pm",
+        "cancelled",
+    ),
+    (
+        "I'm training for a half marathon in October.",
+        "I hurt my knee, so I pulled out of the half marathon.",
+        "training",
+        "pulled",
+    ),
+    ("We deploy everything on Heroku.", "We're on Fly.io now, Heroku got too expensive.", "deploys", "Fly.io"),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
@@ -317,6 +339,8 @@ NEAR_MISSES = [
     ("Our wedding is on June 12 in Lisbon.", "My brother moved his wedding to August 9."),
     ("I take 20mg of citalopram every morning.", "My doctor upped my vitamin D to 2000 IU."),
     ("Our wedding is on June 12 in Lisbon.", "Should we move the wedding to September?"),
+    ("I have a 2pm meeting with the landlord on Friday.", "If they cancel the meeting I'll go home."),
+    ("I'm training for a half marathon in October.", "I didn't pull out of the half marathon, my knee is fine."),
 ]
 
 
