@@ -30,8 +30,9 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     "lucas"; "" when the extractor does not say); `deceased`: [name, noun] of the one whose death it
     reports ("Luna passed away" → ["luna", ""], "my dad died" → ["", "dad"]; tap.deaths); `fulfils`:
     the head noun of the goal it reports reached ("we bought a house" → "home"; tap.goals);
-    `new_value`: the head noun of a thing it moves to another date or sets to another amount ("we
-    moved the wedding to May" → "wedding"; tap.new_values).
+    `new_value`: the words of a thing it moves to another date, sets to another amount or calls off,
+    head noun last ("we moved the wedding to May" → "wedding", "my dentist appointment got pushed"
+    → "dentist appointment"; tap.new_values).
     """
 
     content: str

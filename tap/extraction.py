@@ -333,7 +333,7 @@ class Extraction:
                 if h.memory.kind != "episode" and holds_words(h.memory.content, candidate.retracts)
             ]
         ended = [*words_for_deceased(candidate.deceased), *words_for_goal(candidate.fulfils)]
-        ended += [candidate.new_value] if candidate.new_value else []
+        ended += candidate.new_value.split()[-1:]  # its head noun; reconcile asks for the rest
         for word in ended:  # "Luna passed away", "we bought a house", "moved the wedding to May": what it
             # ends (tap.deaths, tap.goals, tap.new_values)
             known = {m.id for m in evidence.ended}

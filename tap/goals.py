@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GOAL_KINDS", "goal_object", "head_noun", "place_word", "words_for_goal"]
+__all__ = ["GOAL_KINDS", "goal_object", "head_noun", "noun_words", "place_word", "words_for_goal"]
 
 GOAL_KINDS = frozenset({"fact", "preference", "plan", "decision"})
 """The kinds a goal statement is stored as (an event is what happened, never a goal)."""
@@ -76,14 +76,23 @@ _EXPECTING = re.compile(
 def head_noun(phrase: str) -> str:
     """The head noun of a noun phrase, lower-cased and singular ("a house in Leeds" → "house",
     "PhD programs" → "program"); '' when the phrase names nothing ("a new one")."""
+    words = noun_words(phrase)
+    return words[-1] if words else ""
+
+
+def noun_words(phrase: str, modifiers: int = 0) -> list[str]:
+    """The head noun of a noun phrase (as head_noun) after up to `modifiers` of the words before it,
+    lower-cased ("my dentist appointment on Friday", 1 → ["dentist", "appointment"]); [] when the
+    phrase names nothing."""
     words = [w for w in re.findall(r"[\w'’-]+", _PHRASE_END.sub("", phrase.strip())) if w]
     words = [w for w in words if w.lower() not in _DETERMINERS]
     if not words:
-        return ""
+        return []
     head = words[-1].lower().strip("'’-")
     if head in _NOT_HEADS or not head.isalpha():
-        return ""
-    return _singular(head)
+        return []
+    before = [w.lower().strip("'’-") for w in words[:-1][-modifiers:]] if modifiers else []
+    return [w for w in before if w] + [_singular(head)]
 
 
 def _singular(word: str) -> str:

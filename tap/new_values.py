@@ -3,15 +3,16 @@
 Some updates name neither a slot tap knows nor words they take back: they say that a named thing
 now has another date or another amount ("we pushed the launch to May", "my doctor upped my
 citalopram to 40mg", "they cut my hours to 20 a week"), or none ("the landlord cancelled Friday's
-meeting"). An extractor marks such a statement with
-`CandidateMemory.new_value`: the head noun of the thing (tap.rules.new_values reads it offline).
-Reconcile then supersedes, by that statement, the older statements of the same person that name
-the thing and state a value for it (a number, a month or a weekday): "the wedding is on June 12 in
-Lisbon", "takes 20mg of citalopram every morning". A statement about the thing that states no
-value ("my sister is the maid of honour at the wedding") stays, and so does an event ("we booked
-the venue for the wedding on May 2"): what happened is history.
+meeting"). An extractor marks such a statement with `CandidateMemory.new_value`: the words of the
+thing, head noun last (tap.rules.new_values reads it offline). Reconcile then supersedes, by that
+statement, the older statements of the same person that name the thing (every one of its words:
+"my dentist appointment" is not "the team meeting") and state a value for it (a number, a month or
+a weekday): "the wedding is on June 12 in Lisbon", "takes 20mg of citalopram every morning". A
+statement about the thing that states no value ("my sister is the maid of honour at the wedding")
+stays, and so does an event ("we booked the venue for the wedding on May 2"): what happened is
+history.
 
-Invariants: pure; the noun is lower-cased and singular.
+Invariants: pure; the words are lower-cased, the head noun singular.
 """
 
 from __future__ import annotations

@@ -247,15 +247,16 @@ def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[M
     if candidate.fulfils:
         retired += [m for m in older if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils]
     if candidate.new_value:
+        thing = candidate.new_value.split()
         family = holder_family(candidate.holder, candidate.content)
-        if family == candidate.new_value:  # the thing is the subject ("standup moved to 10am"): the user's
+        if family in thing:  # the thing is the subject ("standup moved to 10am"): the user's
             family = "self"
         retired += [
             m
             for m in _retracted_before(candidate, ended, family=family)
             if m.kind in VALUE_KINDS
             and m not in retired
-            and holds_words(m.content, [candidate.new_value])
+            and holds_words(m.content, thing)  # "my 1:1 meeting" is not "the team meeting"
             and states_a_value(m.content)
         ]
     return retired
@@ -313,6 +314,8 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
             continue
         if own & set(old.sources):
             continue  # two statements of one turn: neither updates the other
+        if candidate.new_value and not holds_words(old.content, candidate.new_value.split()):
+            continue  # it names what it changes (tap.new_values): "my client meeting", not "the team meeting"
         same_family = holder_family(candidate.holder, candidate.content) == holder_family(old.holder, old.content)
         if hit.score >= floor:
             linked = subject_key(old.content) == subject or (

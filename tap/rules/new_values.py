@@ -1,6 +1,7 @@
 """A thing moved to another date, set to another amount or called off, read off a sentence.
 
-`read_new_value(sentence)` returns the head noun of what was rescheduled ("we moved the wedding to
+`read_new_value(sentence)` returns the head noun (after the words that tell it from others: "my
+dentist appointment" → "dentist appointment") of what was rescheduled ("we moved the wedding to
 September 3" → "wedding", "the launch got pushed back to May" → "launch", "standup moved to 10am"
 → "standup"), given another amount ("my doctor upped my citalopram to 40mg" → "citalopram", "they
 cut my hours to 20 a week" → "hour") or called off ("the landlord cancelled Friday's meeting" →
@@ -19,7 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from tap.goals import head_noun
+from tap.goals import noun_words
 from tap.new_values import states_a_value
 
 __all__ = ["read_new_value"]
@@ -64,8 +65,8 @@ _NOT_THINGS = frozenset("i we you he she they us them someone everyone thing".sp
 
 @lru_cache(maxsize=4096)
 def read_new_value(sentence: str) -> str:
-    """The head noun of the thing moved to a new date or set to a new amount ('' for none; see the
-    module docstring)."""
+    """The thing moved to a new date, set to a new amount or called off: its head noun after up to
+    two words before it ("my 1:1 meeting" → "1:1 meeting"), '' for none (see the module docstring)."""
     for pattern in (_RESCHEDULED, _NEW_AMOUNT, _CANCELLED):
         match = pattern.search(sentence)
         if match is None or _NOT_DONE.search(sentence[: match.start()]) or "?" in sentence:
@@ -75,7 +76,7 @@ def read_new_value(sentence: str) -> str:
             to = match.group("to") or match.groupdict().get("to2") or ""
             if not states_a_value(" ".join(to.split()[:2])) or re.search(r"\bfrom\b", what, re.IGNORECASE):
                 continue  # "moved the blog from Jekyll to Hugo in 2025": another tool, not another date
-        head = head_noun(what)
-        if head and head not in _NOT_THINGS:
-            return head
+        words = noun_words(what, modifiers=2)
+        if words and words[-1] not in _NOT_THINGS:
+            return " ".join(words)
     return ""

@@ -338,6 +338,8 @@ NEAR_MISSES = [
     ("My sister is the maid of honour at our wedding.", "We moved the wedding to September 3."),
     ("Our wedding is on June 12 in Lisbon.", "My brother moved his wedding to August 9."),
     ("I take 20mg of citalopram every morning.", "My doctor upped my vitamin D to 2000 IU."),
+    ("Our team meeting is every Monday at 10.", "I moved my dentist appointment to Friday."),
+    ("Our team meeting is every Monday at 10.", "I moved my client meeting to Friday."),
     ("Our wedding is on June 12 in Lisbon.", "Should we move the wedding to September?"),
     ("I have a 2pm meeting with the landlord on Friday.", "If they cancel the meeting I'll go home."),
     ("I'm training for a half marathon in October.", "I didn't pull out of the half marathon, my knee is fine."),
