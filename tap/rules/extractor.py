@@ -240,7 +240,9 @@ def _statements(sentence: str, names: Sequence[str]) -> list[str]:
     for clause in clauses(sentence):
         if clause != sentence.strip():  # cut from a longer sentence: a reason clause is the user's premise
             clause = _PREMISE.sub("", clause)
-        if groups and _elaborates(clause):
+        if groups and _with_the_one_named(clause, groups[-1]):
+            groups[-1].append(clause)  # "my best friend is Jake, we met in college": "we" is the two of them
+        elif groups and _elaborates(clause):
             if judge(restore_subject(strip_lead(", ".join(groups[-1]), names))) in ("", "too-short"):
                 groups[-1].append(clause)  # a reason or feeling goes with what it is about, or not at all
         elif groups and not _starts_statement(clause, names):
@@ -434,6 +436,24 @@ _DETAIL = re.compile(r"\d|(?<=\s)(?!I\b|I['’])[A-Z]")
 # "…, but I've noticed that my network is mostly male": a contrast is news of its own
 _CONTRAST = re.compile(r"^(?:but|though|although|yet|however|still)\b", re.IGNORECASE)
 MAX_ELABORATION_WORDS = 10  # longer, it says something of its own, and merged it would blur the fact before it
+
+
+# what two people do with each other: "we met in college", "we don't talk anymore", "we broke up"
+_TOGETHER = re.compile(
+    r"^(?:(?:and|but|so)\s+)?we(?:'ve|’ve|'re|’re|\s+have|\s+had|\s+are|\s+were)?\s+(?:[\w'’]+\s+)?"
+    r"(?:met|meet|talk|talked|speak|spoke|broke\s+up|split|fell\s+out|got\s+married|got\s+engaged|married"
+    r"|dated|date|argue|argued|fight|fought|hang\s+out|hung\s+out|grew\s+up|been\s+together|together|friends"
+    r"|known\s+each\s+other|keep\s+in\s+touch|kept\s+in\s+touch|lost\s+touch)\b",
+    re.IGNORECASE,
+)
+_SOMEONE_NAMED = re.compile(r"(?<=\s)[A-Z][a-z]+\b|^[A-Z][a-z]+\s+and\s+I\b")
+
+
+def _with_the_one_named(clause: str, group: Sequence[str]) -> bool:
+    """Whether a clause says what the speaker and someone the clause before it names do together
+    ("my best friend is Jake, we met in college"): alone, its "we" would read as the speaker's
+    household ("the user met in college")."""
+    return bool(_TOGETHER.match(clause)) and bool(_SOMEONE_NAMED.search(", ".join(group)))
 
 
 def _elaborates(clause: str) -> bool:

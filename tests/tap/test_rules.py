@@ -900,3 +900,22 @@ def test_a_tool_said_without_a_verb_is_the_tool_in_use() -> None:
 )
 def test_what_is_gone_is_taken_back_unless_it_is_someone(text: str, retracts: tuple[str, ...]) -> None:
     assert read_slot(text, "user").retracts == retracts
+
+
+@pytest.mark.parametrize(
+    ("said", "kept", "not_kept"),
+    [
+        ("My best friend is Jake, we met in college.", "Jake, they met in college", "met in college"),
+        ("Jake and I had a huge fight, we don't talk anymore.", "they don't talk anymore", "doesn't talk"),
+    ],
+)
+def test_what_the_user_and_someone_named_do_together_stays_with_them(said: str, kept: str, not_kept: str) -> None:
+    # alone, the "we" clause would read as the user's household
+    found = contents(turn("t1", "user", said))
+    assert any(kept in c for c in found), found
+    assert not any(c.startswith(("User " + not_kept, "The user " + not_kept)) for c in found), found
+
+
+def test_a_we_clause_after_no_one_named_is_the_users_own() -> None:
+    found = contents(turn("t1", "user", "The weather was great, we went hiking in Wales."))
+    assert any(c.startswith(("User went hiking", "The user went hiking")) for c in found), found
