@@ -701,6 +701,7 @@ def read_slot(sentence: str, speaker: str, *, work: bool = False) -> SlotReading
 _NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never)|n['’]t)\s+(?:[\w'’]+\s+){0,2}$", re.IGNORECASE)
 _USE_CLAUSE_BREAK = re.compile(
     r",?\s+but\s+|;\s*|,\s+(?=[\w.+#-]+\s+(?:got|gets|is|was|were|became|kept|has\s+been)\b)"
+    r"|,\s+(?=(?:still|same)\b)"  # "rewrote the backend in FastAPI, still Postgres": what changed comes first
 )
 
 
@@ -708,7 +709,8 @@ def _tools_in_use(sentence: str) -> tuple[tuple[str, str], ...]:
     """The tools a sentence says are in use, less the ones it denies: those of the first clause
     that names one with a verb of use ("I tried vim but I use vscode": vscode), else of the first
     clause naming any ("… is on jekyll, but ruby keeps breaking": jekyll; "we're on fly.io now,
-    heroku got too expensive": fly.io), else of the sentence."""
+    heroku got too expensive": fly.io; "rewrote the backend in fastapi, still postgres": fastapi),
+    else of the sentence."""
     negated = _negated_terms(sentence)
     # a comma before a clause with a subject of its own ("…, Heroku got too expensive") parts them too
     clauses = _USE_CLAUSE_BREAK.split(sentence)

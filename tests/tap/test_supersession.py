@@ -216,6 +216,12 @@ UPDATES = [
         "pulled",
     ),
     ("We deploy everything on Heroku.", "We're on Fly.io now, Heroku got too expensive.", "deploys", "Fly.io"),
+    (
+        "Our frontend is React, hosted on Vercel.",
+        "We moved the frontend to SvelteKit, still on Vercel.",
+        "React",
+        "SvelteKit",
+    ),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
