@@ -231,9 +231,17 @@ def _retracted_before(
         m
         for m in retracted
         if m.valid_from <= candidate.valid_from
-        and holder_family(m.holder, m.content) == family
+        and (holder_family(m.holder, m.content) == family or _kin_named(m.content, family))
         and not own & set(m.sources)
     ]
+
+
+def _kin_named(content: str, name: str) -> bool:
+    """Whether a statement is about one of the user's people called `name` ("the user's son Leo
+    plays soccer" for "leo"): "Leo quit soccer" takes back what was said of him by relation."""
+    if name in ("", "self"):
+        return False
+    return re.match(rf"^the user's\s+(?:[a-z-]+\s+){{1,2}}{re.escape(name)}\b", content, re.IGNORECASE) is not None
 
 
 def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[Memory]:

@@ -141,7 +141,8 @@ _NAMED_SUBJECT = re.compile(
     # the past of the common irregular verbs: "Leo broke his arm", "Maya took her first steps"
     r"|broke|took|fell|went|won|lost|came|ran|hurt|made|found|gave|wrote|bought|sold|flew|drove|met|grew|kept|sent"
     r"|spent|built|caught|forgot|paid|felt|threw|swam|sang|drew|rode|stole|wore|woke|beat|bit|chose|froze|hid"
-    r"|shook|spoke|stood|struck|taught|told|thought|brought|fought|sat|slept|split|tore|understood|won)\b"
+    r"|shook|spoke|stood|struck|taught|told|thought|brought|fought|sat|slept|split|tore|understood|won"
+    r"|quit|cut|hit|put|set|read|led|dug|fed|bent|lent)\b"
 )
 _PERSONAL_FACT = re.compile(
     r"\b(?:she|he|her|his|she's|he's|started|joined|works?|lives?|moved|married|born|studies|retired|hired|quit"

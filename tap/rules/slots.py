@@ -378,6 +378,15 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "job",
         re.compile(rf"\bI(?:'m|’m| am)\s+(?:now\s+)?(?:an?\s+)(?P<value>{_JOB_NOUN})\b", re.IGNORECASE),
     ),
+    (  # "I'm on the payments team" → "I moved to the search team": one team at a time
+        "team membership",
+        re.compile(
+            r"\b(?:I(?:'m|’m| am)\s+(?:now\s+)?(?:on|in)"
+            r"|I\s+(?:just\s+)?(?:moved|switched|transferred)\s+(?:over\s+)?to)"
+            r"\s+the\s+(?!same\b|other\b|whole\b|new\b)(?P<value>[\w-]+(?:\s+[\w-]+)?)\s+team\b",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "relationship",
         re.compile(

@@ -677,6 +677,8 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         # of two tools, the one in use now: not one complained about, not one that stays the same
         ("We're on Fly.io now, Heroku got too expensive.", "team|hosting", "fly.io", []),
         ("We rewrote the backend in FastAPI, still Postgres.", "team|backend framework", "fastapi", []),
+        ("I moved to the search team last month.", "user|team membership", "search", []),
+        ("I'm on the same team as Bob.", "", "", []),
     ],
 )
 def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:

@@ -175,6 +175,8 @@ UPDATES = [
         "migrating",
         "Jenkins is gone",
     ),
+    ("I'm on the payments team at work.", "I moved to the search team last month.", "payments", "search"),
+    ("My son Leo plays soccer on Saturdays.", "Leo quit soccer, he's into chess now.", "soccer on", "chess"),
     # a death retires what was said of the one who died as they were (tap.deaths)
     ("I have a cat named Luna, she's 4.", "Luna passed away last week, I'm heartbroken.", "named Luna", "passed"),
     ("My father lives in Leeds.", "My dad passed away in March.", "Leeds", "passed away"),
