@@ -270,6 +270,21 @@ def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[M
     return retired
 
 
+def _other_version(candidate: CandidateMemory, mate: Memory) -> bool:
+    """Whether a statement gives another version of the same tool than its slot mate ("bumped Node
+    to 20" after "we're on Node 18"): an update, not a duplicate."""
+    new, old = _version(candidate.content, candidate.slot_value), _version(mate.content, mate.slot_value)
+    return bool(new and old and new != old)
+
+
+def _version(content: str, tool: str) -> str:
+    """The version a statement gives right after a tool's name ("Python 3.12", "Node to 20"), or ''."""
+    if not tool:
+        return ""
+    found = re.search(rf"\b{re.escape(tool)}(?:\s+to)?\s*v?(\d+(?:\.\d+)*)\b", content, re.IGNORECASE)
+    return found.group(1) if found else ""
+
+
 def holder_family(holder: str, content: str) -> str:
     """Whose statement it is, as retractions compare them: 'self' for the user, their people,
     things and team; otherwise the person's name. From the extractor's `holder` when it recorded
@@ -419,7 +434,7 @@ def _names(content: str) -> set[str]:
 def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory], conversation: str) -> Plan | None:
     if not mates:
         return None
-    same_value = [m for m in mates if m.slot_value == candidate.slot_value]
+    same_value = [m for m in mates if m.slot_value == candidate.slot_value and not _other_version(candidate, m)]
     if same_value:
         return Plan(action="noop", target=max(same_value, key=lambda m: m.valid_from))
     newer = [m for m in mates if m.valid_from > candidate.valid_from]

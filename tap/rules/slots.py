@@ -955,15 +955,23 @@ _REALLOWED = re.compile(
 )
 
 
+# a thing named anew: the old name is taken back ("we renamed master to main", "renamed Quill to Inkwell")
+_RENAMED = re.compile(r"\brenamed\s+(?P<old>[\w.#+-]+)\s+(?:to|as)\s+[\w.#+-]+", re.IGNORECASE)
+_NOT_RENAMED = frozenset("the a an it its my our their his her him them this that these those".split())
+
+
 def _retracted(sentence: str) -> tuple[list[str], str]:
     """The words a statement takes back ([] when it takes nothing back) and the span they come from:
     what follows the marker ("I left google in feb" → google; "no more office days" → office,
-    days), or for a marker that ends the clause ("I don't drink coffee anymore") what precedes it;
-    what is allowed again takes back what forbade it ("bullet points are fine again" → bullet,
-    points)."""
+    days; "renamed master to main" → master), or for a marker that ends the clause ("I don't drink
+    coffee anymore") what precedes it; what is allowed again takes back what forbade it ("bullet
+    points are fine again" → bullet, points)."""
     switch = _switch(sentence)
     if switch is not None:
         return _named_words(switch[0]), switch[0]
+    renamed = _RENAMED.search(sentence)
+    if renamed is not None and renamed.group("old").lower() not in _NOT_RENAMED:  # "renamed master to main"
+        return [renamed.group("old").lower()], renamed.group("old")
     again = _REALLOWED.search(sentence)
     if again is not None:
         what = re.split(r"[,;:]", again.group("what") or again.group("what2"))[-1]

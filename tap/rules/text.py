@@ -86,7 +86,8 @@ _DROPPED_SUBJECT = re.compile(
     r"|starting|moving|leaving|joining|switching|flying|visiting|staying|applying|interviewing|selling|buying"
     r"|renamed|named|changed|upgraded|downgraded|ordered|picked|decided|rewrote|rebuilt|shipped|launched"
     r"|released|hired|promoted|love|hate|enjoy|prefer|miss|need|want|own|have|live|work|use|gave|sold|rented"
-    r"|killed|ditched|dumped|stopped|ended|closed|cancell?ed|replaced|swapped|traded|no longer|turned)\b",
+    r"|killed|ditched|dumped|stopped|ended|closed|cancell?ed|replaced|swapped|traded|no longer|turned"
+    r"|bumped|upped|pinned|postponed|rescheduled)\b",
     re.IGNORECASE,
 )
 _DROPPED_POSSESSIVE = re.compile(

@@ -177,6 +177,9 @@ UPDATES = [
     ),
     ("I'm on the payments team at work.", "I moved to the search team last month.", "payments", "search"),
     ("My son Leo plays soccer on Saturdays.", "Leo quit soccer, he's into chess now.", "soccer on", "chess"),
+    ("We're on Node 18.", "Bumped Node to 20 across all services.", "Node 18", "Node to 20"),
+    ("We use Postgres 15 for everything.", "We're on Postgres 16 now.", "Postgres 15", "Postgres 16"),
+    ("Our default branch is master.", "We renamed master to main.", "branch is master", "renamed"),
     # a death retires what was said of the one who died as they were (tap.deaths)
     ("I have a cat named Luna, she's 4.", "Luna passed away last week, I'm heartbroken.", "named Luna", "passed"),
     ("My father lives in Leeds.", "My dad passed away in March.", "Leeds", "passed away"),
@@ -351,6 +354,8 @@ NEAR_MISSES = [
     ("Our wedding is on June 12 in Lisbon.", "Should we move the wedding to September?"),
     ("I have a 2pm meeting with the landlord on Friday.", "If they cancel the meeting I'll go home."),
     ("I'm training for a half marathon in October.", "I didn't pull out of the half marathon, my knee is fine."),
+    ("We use Postgres 15 for everything.", "Our Redis is on 7.2 now."),
+    ("Our default branch is master.", "We renamed the repo to tap-core."),
 ]
 
 
@@ -405,3 +410,10 @@ def test_a_turn_that_also_says_the_new_value_is_not_marked(rt: Runtime) -> None:
     tell(rt, "c2", "I moved from Berlin to Lisbon last month.", JUN)
     assert OUTDATED_TAG in excerpts_of(rt, "c1:0")[0].tags
     assert all(OUTDATED_TAG not in m.tags for m in excerpts_of(rt, "c2:0"))
+
+
+def test_the_same_version_again_is_a_duplicate(rt: Runtime) -> None:
+    tell(rt, "c1", "We use Postgres 15 for everything.", JAN)
+    tell(rt, "c2", "We still use Postgres 15, it's been great.", JUN)
+    [kept] = [m for m in statements(rt) if "Postgres" in m.content]
+    assert kept.active and set(kept.sources) == {"c1:0", "c2:0"}, kept
