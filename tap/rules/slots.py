@@ -105,6 +105,8 @@ _ALIASES = {
     "remotely": "remote",
     "from home": "remote",
     "in the office": "office",
+    "in office": "office",  # as normalise_value leaves "in the office" (articles dropped)
+    "from office": "office",
     "onsite": "office",
     "on-site": "office",
     "in person": "office",
@@ -153,15 +155,20 @@ _STATES_PRESENT = re.compile(
 )
 _RETRACT = re.compile(
     r"\b(?:no longer|not any ?more|anymore|any more|stopped|quit|gave up|left|dropped|ditched|got rid of"
+    r"|c[oa]me around on|changed my mind (?:about|on)|warmed up to"  # a taste reversed
     r"|(?<!was )(?<!were )(?<!is )(?<!are )(?<!been )sold(?!\s+out\b)"
     r"|no more|not doing .{1,40} after all|cancel+ed|called off|laid off|(?:got|was|been|were) (?:fired|let go)"
     r"|(?:is|are|'s|’s)\s+(?:now\s+|finally\s+|completely\s+)?gone(?!\s+(?:for|to|on|in|by|until|till)\b)"
+    r"|(?:is|are|'s|’s)\s+(?:now\s+|finally\s+|all\s+|fully\s+|totally\s+|completely\s+)?"
+    r"(?:healed|better|fine|back to normal|cleared up)\b(?=\s*(?:now\b|again\b|finally\b|[,.;!]|$))"
+    r"|(?<=\s)(?:cleared up|healed)\b(?=\s*(?:now\b|finally\b|[,.;!]|$))"
     r"|don'?t (?:\w+ )?(?:use|eat|drink|live|work|play|do|have|like|own)\b.*\bnow)\b",
     re.IGNORECASE,
 )
 _RETRACT_NOISE = frozenset(
     "longer anymore stopped quit gave left dropped ditched got rid don't doesn't didn't not now since sold more out "
-    "gone doing after cancelled canceled called off "
+    "gone doing after cancelled canceled called off come came around changed mind warmed healed better fine normal "
+    "cleared all fully totally again "
     "ago months years weeks days recently finally".split()
 )
 _DATE_WORDS = frozenset(
@@ -406,8 +413,8 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "work mode",
         re.compile(
-            r"\b(?:I(?:'m|’m| am)|I work|I'm working|I’m working|working)\s+(?:now\s+|fully\s+|100%\s+|mostly\s+)*"
-            r"(?P<value>remote(?:ly)?|hybrid|from home|in the office|on-?site|in person)\b",
+            r"\b(?:I(?:'m|’m| am)|I work|I'm working|I’m working|working)\s+(?:now\s+|fully\s+|100%\s+|mostly\s+|back\s+)*"
+            r"(?P<value>remote(?:ly)?|hybrid|from home|(?:in|from) the office|on-?site|in person)\b",
             re.IGNORECASE,
         ),
     ),
@@ -988,7 +995,18 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
     before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
     if marker.group(0).endswith("gone") and not _gone_is_dropped(before):
         return [], ""
+    if _HEALED.search(marker.group(0)) and not _HEALTH_WORDS & {w.lower() for w in re.findall(r"[\w'’-]+", before)}:
+        return [], ""  # "my ankle is fine now" takes back the sprain; "my mom is fine now" takes back nothing
     return _taken_back_words(before)[-3:], before
+
+
+_HEALED = re.compile(r"healed|better|fine|normal|cleared", re.IGNORECASE)
+# what heals: a body part or an ailment ("my ankle is fine now", "the rash cleared up")
+_HEALTH_WORDS = frozenset(
+    "ankle knee back wrist arm leg shoulder neck foot feet hand hip head eye eyes tooth teeth throat stomach "
+    "cold flu cough fever rash injury migraine migraines headache headaches infection sprain fracture burn "
+    "allergy allergies pain skin".split()
+)
 
 
 def _gone_is_dropped(subject: str) -> bool:

@@ -679,6 +679,8 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("We rewrote the backend in FastAPI, still Postgres.", "team|backend framework", "fastapi", []),
         ("I moved to the search team last month.", "user|team membership", "search", []),
         ("I'm on the same team as Bob.", "", "", []),
+        ("I work from the office now.", "user|work mode", "office", []),
+        ("I'm back in the office three days a week.", "user|work mode", "office", []),
     ],
 )
 def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:

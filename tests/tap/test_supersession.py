@@ -180,6 +180,14 @@ UPDATES = [
     ("We're on Node 18.", "Bumped Node to 20 across all services.", "Node 18", "Node to 20"),
     ("We use Postgres 15 for everything.", "We're on Postgres 16 now.", "Postgres 15", "Postgres 16"),
     ("Our default branch is master.", "We renamed master to main.", "branch is master", "renamed"),
+    ("I work remotely from Lisbon.", "I'm back in the office in London three days a week now.", "remotely", "office"),
+    ("I hate cilantro, tastes like soap.", "I've actually come around on cilantro.", "hates", "come around"),
+    (
+        "I have a sprained ankle, can't run for a few weeks.",
+        "My ankle is fine now, back to running.",
+        "sprained",
+        "fine",
+    ),
     # a death retires what was said of the one who died as they were (tap.deaths)
     ("I have a cat named Luna, she's 4.", "Luna passed away last week, I'm heartbroken.", "named Luna", "passed"),
     ("My father lives in Leeds.", "My dad passed away in March.", "Leeds", "passed away"),
@@ -356,6 +364,7 @@ NEAR_MISSES = [
     ("I'm training for a half marathon in October.", "I didn't pull out of the half marathon, my knee is fine."),
     ("We use Postgres 15 for everything.", "Our Redis is on 7.2 now."),
     ("Our default branch is master.", "We renamed the repo to tap-core."),
+    ("My mom lives in Leeds.", "My mom is fine now, the surgery went well."),
 ]
 
 
