@@ -23,9 +23,12 @@ from tap.goals import head_noun, place_word
 __all__ = ["read_fulfilment"]
 
 _REACHED = re.compile(
-    r"(?:\b(?:I|we)(?:'ve|’ve)?\s+|^\s*)(?:(?:just|finally|officially|actually|already|recently|have|'ve|’ve|also)\s+)*"
+    r"\b(?:I|we)(?:'ve|’ve)?\s+(?:(?:just|finally|officially|actually|already|recently|have|'ve|’ve|also)\s+)*"
     r"(?:bought|purchased|found|landed|adopted|finished|completed|ran|got\s+into|got\s+accepted\s+(?:in)?to"
-    r"|closed\s+on|got|signed\s+(?:for|on))\s+(?P<what>[^,.;!?]{1,60})",
+    r"|closed\s+on|got|signed\s+(?:for|on))\s+(?P<what>[^,.;!?]{1,60})"
+    # no subject: "finished Dune last night" (not "got": "Got any tips?" asks)
+    r"|^\s*(?:(?:just|finally)\s+)*(?:bought|finished|completed|adopted|landed)"
+    r"\s+(?!(?:her|his|their|its)\b)(?P<what2>[^,.;!?]{1,60})(?!.*\?)",
     re.IGNORECASE,
 )
 # a goal given up ends it as well: "I pulled out of the half marathon", "we backed out of the house"
@@ -80,10 +83,13 @@ def read_fulfilment(sentence: str) -> str:
     if back is not None and not _NOT_REACHED.search(sentence[: back.start("place")]):
         return place_word(back.group("place"))
     match = _REACHED.search(sentence) or _GIVEN_UP.search(sentence)
-    if match is None or _NOT_REACHED.search(sentence[: match.start("what")]):
+    if match is None:
         return ""
-    what = match.group("what")
+    start = match.start("what2") if match.groupdict().get("what2") else match.start("what")
+    if _NOT_REACHED.search(sentence[:start]):
+        return ""
+    what = match.groupdict().get("what2") or match.group("what")
     first = what.split()[0].lower() if what.split() else ""
-    if re.search(r"\bgot\s+$", sentence[: match.start("what")], re.IGNORECASE) and first in _NOT_GOT:
+    if re.search(r"\bgot\s+$", sentence[:start], re.IGNORECASE) and first in _NOT_GOT:
         return ""
     return head_noun(what)

@@ -89,7 +89,8 @@ _FILLER = re.compile(
     r"|noted|understood|this (?:is|was|looks|seems) (?:very |really |super |so )?(?:helpful|useful|great|good|perfect"
     r"|interesting|amazing)|these (?:are|look|sound) (?:great|good|helpful|perfect)|that helps|this helps"
     # "I'm back!" is a greeting; "I'm back from Japan", "I'm back in the office" say where the user is
-    r"|I (?:really )?appreciate|appreciate it|I'?m (?:back|here)(?!\s+(?:home\s+)?from\s+(?-i:[A-Z])|\s+(?:in|at|on)\s+\w)"
+    r"|I (?:really )?appreciate|appreciate it"
+    r"|I'?m (?:back|here)(?!\s+(?:home\s+)?from\s+(?-i:[A-Z])|\s+(?:in|at|on)\s+\w)"
     r"|hello|hi\b|hey\b|good (?:morning|evening|night"
     r"|afternoon)|bye|cheers|lol|haha|oh no|oops|yikes|ugh|sure thing|fine by (?:me|us)|works for (?:me|us)"
     r"|ok by me|that works|sounds fine|deal\b|no rush|all good|I know(?=\s*(?:[^\w\s]|but\b|$))"

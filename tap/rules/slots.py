@@ -159,16 +159,12 @@ _RETRACT = re.compile(
     r"|(?<!was )(?<!were )(?<!is )(?<!are )(?<!been )sold(?!\s+out\b)"
     r"|no more|not doing .{1,40} after all|cancel+ed|called off|laid off|(?:got|was|been|were) (?:fired|let go)"
     r"|(?:is|are|'s|’s)\s+(?:now\s+|finally\s+|completely\s+)?gone(?!\s+(?:for|to|on|in|by|until|till)\b)"
-    r"|(?:is|are|'s|’s)\s+(?:now\s+|finally\s+|all\s+|fully\s+|totally\s+|completely\s+)?"
-    r"(?:healed|better|fine|back to normal|cleared up)\b(?=\s*(?:now\b|again\b|finally\b|[,.;!]|$))"
-    r"|(?<=\s)(?:cleared up|healed)\b(?=\s*(?:now\b|finally\b|[,.;!]|$))"
     r"|don'?t (?:\w+ )?(?:use|eat|drink|live|work|play|do|have|like|own)\b.*\bnow)\b",
     re.IGNORECASE,
 )
 _RETRACT_NOISE = frozenset(
     "longer anymore stopped quit gave left dropped ditched got rid don't doesn't didn't not now since sold more out "
-    "gone doing after cancelled canceled called off come came around changed mind warmed healed better fine normal "
-    "cleared all fully totally again "
+    "gone doing after cancelled canceled called off "
     "ago months years weeks days recently finally".split()
 )
 _DATE_WORDS = frozenset(
@@ -413,7 +409,8 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "work mode",
         re.compile(
-            r"\b(?:I(?:'m|’m| am)|I work|I'm working|I’m working|working)\s+(?:now\s+|fully\s+|100%\s+|mostly\s+|back\s+)*"
+            r"\b(?:I(?:'m|’m| am)|I work|I'm working|I’m working|working)"
+            r"\s+(?:now\s+|fully\s+|100%\s+|mostly\s+|back\s+)*"
             r"(?P<value>remote(?:ly)?|hybrid|from home|(?:in|from) the office|on-?site|in person)\b",
             re.IGNORECASE,
         ),
@@ -715,10 +712,25 @@ def read_slot(sentence: str, speaker: str, *, work: bool = False) -> SlotReading
 
 
 _NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never)|n['’]t)\s+(?:[\w'’]+\s+){0,2}$", re.IGNORECASE)
-_USE_CLAUSE_BREAK = re.compile(
-    r",?\s+but\s+|;\s*|,\s+(?=[\w.+#-]+\s+(?:got|gets|is|was|were|became|kept|has\s+been)\b)"
-    r"|,\s+(?=(?:still|same)\b)"  # "rewrote the backend in FastAPI, still Postgres": what changed comes first
-)
+_USE_CLAUSE_BREAK = re.compile(r",?\s+but\s+|;\s*")
+# after a comma, a tool with a verb of its own ("…, Heroku got too expensive") or one that stays the
+# same ("rewrote the backend in FastAPI, still Postgres") is another clause: what changed comes first
+_TOOL_CLAUSE = re.compile(r"(?P<tool>[\w.+#-]+)\s+(?:got|gets|is|was|were|became|kept|has\s+been)\b|(?:still|same)\b")
+
+
+def _use_clauses(sentence: str) -> list[str]:
+    """The clauses `_tools_in_use` reads in turn (see `_TOOL_CLAUSE`)."""
+    clauses: list[str] = []
+    for clause in _USE_CLAUSE_BREAK.split(sentence):
+        pieces = clause.split(", ")
+        clauses.append(pieces[0])
+        for piece in pieces[1:]:
+            opening = _TOOL_CLAUSE.match(piece)
+            if opening is not None and (not opening.group("tool") or _tool_terms(opening.group("tool"))):
+                clauses.append(piece)
+            else:
+                clauses[-1] += ", " + piece
+    return clauses
 
 
 def _tools_in_use(sentence: str) -> tuple[tuple[str, str], ...]:
@@ -728,8 +740,7 @@ def _tools_in_use(sentence: str) -> tuple[tuple[str, str], ...]:
     heroku got too expensive": fly.io; "rewrote the backend in fastapi, still postgres": fastapi),
     else of the sentence."""
     negated = _negated_terms(sentence)
-    # a comma before a clause with a subject of its own ("…, Heroku got too expensive") parts them too
-    clauses = _USE_CLAUSE_BREAK.split(sentence)
+    clauses = _use_clauses(sentence)
     named = [tuple(t for t in _tool_terms(clause) if t[0] not in negated) for clause in clauses]
     used = next(
         (terms for clause, terms in zip(clauses, named, strict=True) if terms and _TOOL_VERB.search(clause)), ()
@@ -970,12 +981,15 @@ _NOT_RENAMED = frozenset("the a an it its my our their his her him them this tha
 def _retracted(sentence: str) -> tuple[list[str], str]:
     """The words a statement takes back ([] when it takes nothing back) and the span they come from:
     what follows the marker ("I left google in feb" → google; "no more office days" → office,
-    days; "renamed master to main" → master), or for a marker that ends the clause ("I don't drink
-    coffee anymore") what precedes it; what is allowed again takes back what forbade it ("bullet
-    points are fine again" → bullet, points)."""
+    days; "renamed master to main" → master; "my ankle is fine now" → ankle), or for a marker that
+    ends the clause ("I don't drink coffee anymore") what precedes it; what is allowed again takes
+    back what forbade it ("bullet points are fine again" → bullet, points)."""
     switch = _switch(sentence)
     if switch is not None:
         return _named_words(switch[0]), switch[0]
+    healed = _HEALED.search(sentence)
+    if healed is not None:
+        return [healed.group("part").lower()], healed.group("part")
     renamed = _RENAMED.search(sentence)
     if renamed is not None and renamed.group("old").lower() not in _NOT_RENAMED:  # "renamed master to main"
         return [renamed.group("old").lower()], renamed.group("old")
@@ -995,17 +1009,19 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
     before = re.split(r"[,;.!?]|\band\b|\bbut\b", sentence[: marker.start()])[-1]
     if marker.group(0).endswith("gone") and not _gone_is_dropped(before):
         return [], ""
-    if _HEALED.search(marker.group(0)) and not _HEALTH_WORDS & {w.lower() for w in re.findall(r"[\w'’-]+", before)}:
-        return [], ""  # "my ankle is fine now" takes back the sprain; "my mom is fine now" takes back nothing
     return _taken_back_words(before)[-3:], before
 
 
-_HEALED = re.compile(r"healed|better|fine|normal|cleared", re.IGNORECASE)
-# what heals: a body part or an ailment ("my ankle is fine now", "the rash cleared up")
-_HEALTH_WORDS = frozenset(
-    "ankle knee back wrist arm leg shoulder neck foot feet hand hip head eye eyes tooth teeth throat stomach "
-    "cold flu cough fever rash injury migraine migraines headache headaches infection sprain fracture burn "
-    "allergy allergies pain skin".split()
+# healed: a body part or an ailment of the speaker's, as a clause's subject ("my ankle is fine now",
+# "the rash cleared up"): it takes back what was said of it ("has a sprained ankle"); "my mom is
+# fine now" and "the app is back to normal" heal nothing. Only words no other word starts with
+# (retractions match word starts: "back" would take back the backend, "hand" what the team handles)
+_HEALED = re.compile(
+    r"(?:^|[,;]\s*)(?:and\s+|but\s+)?(?:my|the|our)\s+(?P<part>ankle|knee|wrist|shoulder|neck|hip|throat|stomach"
+    r"|flu|cough|fever|rash|injury|migraine|headache|infection|sprain|fracture|allergies)s?\s+(?:is\s+|are\s+|has\s+|have\s+|'s\s+|’s\s+)?"
+    r"(?:(?:now|finally|all|fully|totally|completely)\s+)*(?:healed|better|fine|back\s+to\s+normal|cleared\s+up)\b"
+    r"(?=\s*(?:now\b|again\b|finally\b|[,.;!]|$))",
+    re.IGNORECASE,
 )
 
 

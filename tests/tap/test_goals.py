@@ -60,6 +60,9 @@ REACHED = [
     ("Finished Dune last night, starting Foundation next.", "dune"),
     ("We finished the deck!", "deck"),
     ("Finished?", ""),
+    ("Got any tips for getting started?", ""),
+    ("Just got some new shoes, too!", ""),
+    ("finished her screenplay and printed it", ""),
     ("I hurt my knee, so I pulled out of the half marathon.", "marathon"),
     ("I didn't pull out of the race", ""),
 ]

@@ -903,6 +903,17 @@ def test_a_tool_said_without_a_verb_is_the_tool_in_use() -> None:
         ("My headaches are finally gone", ("headaches",)),
         ("my dad is gone", ()),  # someone who left or died is no dropped thing
         ("Luna is gone", ()),
+        # healed: a body part or an ailment takes back what was said of it
+        ("My ankle is fine now, back to running.", ("ankle",)),
+        ("The rash cleared up.", ("rash",)),
+        ("My mom is fine now.", ()),
+        ("The app is back to normal.", ()),
+        ("My back is better now.", ()),  # "back" would take back the backend too
+        ("Avoid the sun until your skin has fully healed.", ()),
+        # a taste reversed, a thing renamed
+        ("I've come around on cilantro.", ("cilantro",)),
+        ("We renamed master to main.", ("master",)),
+        ("We renamed the kitten to Mochi.", ()),
     ],
 )
 def test_what_is_gone_is_taken_back_unless_it_is_someone(text: str, retracts: tuple[str, ...]) -> None:
