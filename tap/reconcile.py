@@ -236,6 +236,14 @@ def _retracted_before(
     ]
 
 
+def _another_of_its_kind(thing: Sequence[str], content: str) -> bool:
+    """Whether a statement names another thing of the same kind than `thing` (tap.new_values' words,
+    head noun last): its head noun without the words that tell it apart ("the team meeting" for "client
+    meeting"). A statement without the head noun may still say the same thing otherwise ("charges 80
+    euros an hour for review work" for "review rate"): the similarity rules judge it."""
+    return len(thing) > 1 and holds_words(content, thing[-1:]) and not holds_words(content, thing)
+
+
 def _kin_named(content: str, name: str) -> bool:
     """Whether a statement is about one of the user's people called `name` ("the user's son Leo
     plays soccer" for "leo"): "Leo quit soccer" takes back what was said of him by relation."""
@@ -337,7 +345,7 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
             continue
         if own & set(old.sources):
             continue  # two statements of one turn: neither updates the other
-        if candidate.new_value and not holds_words(old.content, candidate.new_value.split()):
+        if _another_of_its_kind(candidate.new_value.split(), old.content):
             continue  # it names what it changes (tap.new_values): "my client meeting", not "the team meeting"
         same_family = holder_family(candidate.holder, candidate.content) == holder_family(old.holder, old.content)
         if hit.score >= floor:
