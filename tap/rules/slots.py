@@ -398,6 +398,14 @@ _PERSON_ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.IGNORECASE,
         ),
     ),
+    (  # "I weigh 92 kg" → "I'm down to 87 kg now": one weight at a time
+        "weight",
+        re.compile(
+            r"\b(?:I\s+(?:now\s+)?weigh|I(?:'m|’m| am)\s+(?:now\s+)?(?:down|up)\s+to|my\s+weight\s+is(?:\s+now)?)"
+            r"\s+(?:about\s+|around\s+)?(?P<value>\d{2,3}(?:[.,]\d)?\s*(?:kg|kgs|kilos?|lbs?|pounds|st|stone))\b",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "age",
         re.compile(

@@ -78,6 +78,10 @@ _SPENT_YEARS = re.compile(
 )
 _DROPPED_NEGATION = re.compile(r"^not\s+(?:\w+ing)\b", re.IGNORECASE)
 _DROPPED_BACK = re.compile(r"^(?i:back|home)\s+from\s+[A-Z]")
+# 'down to 87 kg now!', 'up to 10 km runs': the speaker's own measure (not 'up to 20 people can come')
+_DROPPED_DOWN_TO = re.compile(
+    r"^(?:down|up)\s+to\s+\d{1,3}(?:[.,]\d)?\s*(?:kg|kgs|kilos?|lbs?|pounds|st|stone|km|k|miles?)\b", re.IGNORECASE
+)
 _DROPPED_SUBJECT = re.compile(
     r"^(?:gonna|going|planning|hoping|thinking|trying|working|heading|been|went|got|had|started|finished|loved"
     r"|just|lost|moved|bought|made|took|tried|visited|signed|joined|can't wait|can’t wait|sold|left|quit|switched"
@@ -356,7 +360,7 @@ def restore_subject(sentence: str) -> str:
         return f"{verbless.group('np')} {verb}{sentence[verbless.end('np') :]}"
     if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
         return "I'm " + sentence
-    if _DROPPED_BACK.match(sentence):  # 'back from Japan!' → "I'm back from Japan!"
+    if _DROPPED_BACK.match(sentence) or _DROPPED_DOWN_TO.match(sentence):  # 'back from Japan!' → "I'm back from Japan!"
         return "I'm " + sentence[0].lower() + sentence[1:]
     if _SPENT_YEARS.match(sentence):  # '5 years at an agency in Lisbon' → "I've spent 5 years at…"
         return "I've spent " + sentence

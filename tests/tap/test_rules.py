@@ -681,6 +681,8 @@ def test_a_we_clause_that_says_its_we_again_is_a_fact_of_its_own() -> None:
         ("I'm on the same team as Bob.", "", "", []),
         ("I work from the office now.", "user|work mode", "office", []),
         ("I'm back in the office three days a week.", "user|work mode", "office", []),
+        ("I weigh 92 kg.", "user|weight", "92 kg", []),
+        ("I'm down to 87kg now!", "user|weight", "87kg", []),
     ],
 )
 def test_roles_favourites_other_peoples_jobs_and_denials(text: str, slot: str, value: str, retracts: list[str]) -> None:

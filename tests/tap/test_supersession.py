@@ -181,6 +181,7 @@ UPDATES = [
     ("We use Postgres 15 for everything.", "We're on Postgres 16 now.", "Postgres 15", "Postgres 16"),
     ("Our default branch is master.", "We renamed master to main.", "branch is master", "renamed"),
     ("I work remotely from Lisbon.", "I'm back in the office in London three days a week now.", "remotely", "office"),
+    ("I weigh 92 kg.", "Down to 87 kg now!", "92", "87"),
     ("I hate cilantro, tastes like soap.", "I've actually come around on cilantro.", "hates", "come around"),
     (
         "I have a sprained ankle, can't run for a few weeks.",
