@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 
+from tap.goals import GOAL_KINDS
+
 __all__ = ["VALUE_KINDS", "states_a_value"]
 
-VALUE_KINDS = frozenset({"fact", "preference", "plan", "decision"})
-"""The kinds a statement of a thing's current value is stored as (an event is history)."""
+VALUE_KINDS = GOAL_KINDS
+"""The kinds a statement of a thing's current value is stored as, as a goal's (an event is history)."""
 
 _VALUE = re.compile(
     r"\d"

@@ -258,21 +258,21 @@ def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[M
     older statements of the same person giving the thing's old date or amount (tap.new_values)."""
     if candidate.deceased:
         return retired_by_death(candidate, ended)
+    if not (candidate.fulfils or candidate.new_value):
+        return []
     older = _retracted_before(candidate, ended)  # older, the same person's, not its own turns
-    retired = []
-    if candidate.fulfils:
-        retired += [m for m in older if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils]
+    reached = [m for m in older if m.kind in GOAL_KINDS and goal_object(m.content) == candidate.fulfils]
+    retired = reached if candidate.fulfils else []
     if candidate.new_value:
         thing = candidate.new_value.split()
-        family = holder_family(candidate.holder, candidate.content)
-        if family in thing:  # the thing is the subject ("standup moved to 10am"): the user's
-            family = "self"
+        if holder_family(candidate.holder, candidate.content) in thing:  # "standup moved to 10am": the user's
+            older = _retracted_before(candidate, ended, family="self")
         retired += [
             m
-            for m in _retracted_before(candidate, ended, family=family)
+            for m in older
             if m.kind in VALUE_KINDS
             and m not in retired
-            and holds_words(m.content, thing)  # "my 1:1 meeting" is not "the team meeting"
+            and holds_words(m.content, thing)  # "my client meeting" is not "the team meeting"
             and states_a_value(m.content)
         ]
     return retired

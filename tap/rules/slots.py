@@ -104,8 +104,7 @@ TOOL_CATEGORIES: dict[str, str] = {term: category for category, terms in _TOOLS.
 _ALIASES = {
     "remotely": "remote",
     "from home": "remote",
-    "in the office": "office",
-    "in office": "office",  # as normalise_value leaves "in the office" (articles dropped)
+    "in office": "office",  # "in the office": normalise_value drops the articles before it looks here
     "from office": "office",
     "onsite": "office",
     "on-site": "office",
@@ -1026,7 +1025,8 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
 # (retractions match word starts: "back" would take back the backend, "hand" what the team handles)
 _HEALED = re.compile(
     r"(?:^|[,;]\s*)(?:and\s+|but\s+)?(?:my|the|our)\s+(?P<part>ankle|knee|wrist|shoulder|neck|hip|throat|stomach"
-    r"|flu|cough|fever|rash|injury|migraine|headache|infection|sprain|fracture|allergies)s?\s+(?:is\s+|are\s+|has\s+|have\s+|'s\s+|’s\s+)?"
+    r"|flu|cough|fever|rash|injury|migraine|headache|infection|sprain|fracture|allergies)s?"
+    r"\s+(?:is\s+|are\s+|has\s+|have\s+|'s\s+|’s\s+)?"
     r"(?:(?:now|finally|all|fully|totally|completely)\s+)*(?:healed|better|fine|back\s+to\s+normal|cleared\s+up)\b"
     r"(?=\s*(?:now\b|again\b|finally\b|[,.;!]|$))",
     re.IGNORECASE,

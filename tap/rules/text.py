@@ -360,7 +360,7 @@ def restore_subject(sentence: str) -> str:
         return f"{verbless.group('np')} {verb}{sentence[verbless.end('np') :]}"
     if _DROPPED_NEGATION.match(sentence):  # 'not smoking anymore' → "I'm not smoking anymore"
         return "I'm " + sentence
-    if _DROPPED_BACK.match(sentence) or _DROPPED_DOWN_TO.match(sentence):  # 'back from Japan!' → "I'm back from Japan!"
+    if _DROPPED_BACK.match(sentence) or _DROPPED_DOWN_TO.match(sentence):  # 'back from Japan!', 'down to 87 kg now'
         return "I'm " + sentence[0].lower() + sentence[1:]
     if _SPENT_YEARS.match(sentence):  # '5 years at an agency in Lisbon' → "I've spent 5 years at…"
         return "I've spent " + sentence
