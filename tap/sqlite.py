@@ -50,14 +50,19 @@ def transaction(
 ) -> Iterator[sqlite3.Connection]:
     """One write transaction: committed when the block ends, rolled back when it raises.
     IMMEDIATE (the default) takes the write lock at once, so two writers never deadlock on an
-    upgrade from a read."""
-    db.execute(f"BEGIN {mode}")
+    upgrade from a read.
+
+    A Ctrl-C is raised between two bytecodes, so it can land just after BEGIN ran or after a
+    COMMIT that failed: whatever raised, a transaction still open is rolled back, or the next
+    BEGIN on this connection would fail with "cannot start a transaction within a transaction"."""
     try:
+        db.execute(f"BEGIN {mode}")
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def exact_real(expression: str) -> str:
