@@ -114,22 +114,50 @@ def summary_ms(values: Sequence[float], digits: int = 2) -> dict[str, float]:
     }
 
 
-def rss_mb(pid: int | str = "self") -> float:
-    """Resident set size of a process (VmRSS from /proc/PID/status), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+def rss_mb(pid: int | str = "self", *, tree: bool = False) -> float:
+    """Resident set size of a process (VmRSS from /proc/PID/status), in MB; with `tree`, of the
+    process and every process under it (`tap serve` and its recall process)."""
+    if tree:
+        return sum(rss_mb(each) for each in process_tree(pid))
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return float("nan")
 
 
-def cpu_seconds(pid: int | str = "self") -> float:
+def cpu_seconds(pid: int | str = "self", *, tree: bool = False) -> float:
     """User + system CPU time a process has used so far (/proc/PID/stat), in seconds; NaN where
-    /proc is missing."""
+    /proc is missing. With `tree`, also what the processes under it use while they run."""
+    if tree:
+        return sum(cpu_seconds(each) for each in process_tree(pid))
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int | str) -> list[int]:
+    """The process and its descendants that are alive now (Linux /proc; just the process elsewhere)."""
+    root = os.getpid() if pid == "self" else int(pid)
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        each = todo.pop()
+        found.append(each)
+        todo.extend(parents.get(each, []))
+    return found
 
 
 def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> Path:

@@ -24,7 +24,7 @@ of those came from BM25 alone (``x-tap-recall-mode: lexical-only``, admission's 
 requests by reason (``x-tap-degraded``), time to first byte p50 / p99 through tap and direct, and
 the added TTFB (tap − direct at the same level, same run), inter-chunk gap p99 (tap and direct),
 errors (transport errors, non-200, a body that differs from the upstream's bytes), requests/s, and
-the tap server's CPU time per request (all its threads, user + system) and cores used meanwhile,
+the tap server's CPU time per request (all its threads and its recall process, user + system) and cores used meanwhile,
 and its event loop's lag (``/tap/status`` ``event_loop_lag``, read at the end of the side: the
 last minute, so it includes some of what ran before).
 The targets (issue #16): at 64 streams ≥ 95 % with memories and added TTFB p99 ≤ 3x the
@@ -236,7 +236,7 @@ def with_cpu(side: dict[str, Any], pid: int | None, cpu_before: float) -> dict[s
     """The side's report plus what its tap server spent on it: CPU ms per request (every thread,
     user + system) and cores used on average while the side ran."""
     if pid is not None and side["requests"]:
-        spent = benchutil.cpu_seconds(pid) - cpu_before
+        spent = benchutil.cpu_seconds(pid, tree=True) - cpu_before
         side["server_cpu_ms_per_request"] = round(1000 * spent / side["requests"], 2)
         side["server_cpu_cores"] = round(spent / side["seconds"], 2) if side["seconds"] else None
     return side
@@ -266,7 +266,7 @@ async def measure(
         for turn, level in enumerate(args.levels):
             sides: dict[str, dict[str, Any]] = {}
             for name in names[turn % len(names) :] + names[: turn % len(names)]:
-                cpu = benchutil.cpu_seconds(pids[name]) if name in pids else 0.0
+                cpu = benchutil.cpu_seconds(pids[name], tree=True) if name in pids else 0.0
                 samples, seconds = await closed_loop(
                     clients[name], questions, level, args.rounds, args.ramp_s, f"l{level}-{name}"
                 )
@@ -278,7 +278,7 @@ async def measure(
         for level in args.bursts:
             sides = {}
             for name in names:
-                cpu = benchutil.cpu_seconds(pids[name]) if name in pids else 0.0
+                cpu = benchutil.cpu_seconds(pids[name], tree=True) if name in pids else 0.0
                 samples, seconds = await waves(clients[name], questions, level, args.waves, f"b{level}-{name}")
                 sides[name] = with_cpu(side_report(samples, seconds, expected), pids.get(name), cpu)
                 await _with_lag(sides[name], statuses.get(name))
@@ -373,7 +373,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
             measured = asyncio.run(measure(urls, pids, args, expected, statuses))
             status = tap_status(servers["tap"].url, servers["tap"].token)
-            rss = benchutil.rss_mb(servers["tap"].pid)
+            rss = benchutil.rss_mb(servers["tap"].pid, tree=True)
         finally:
             for server in servers.values():
                 server.stop()
@@ -403,7 +403,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "store": store,
         **measured,
         "tap_status": {
-            key: status.get(key) for key in ("recall_ms", "intercept", "recall", "degraded") if key in status
+            key: status.get(key)
+            for key in ("recall_ms", "intercept", "recall", "recall_process", "degraded")
+            if key in status
         },
         "tap_rss_after_mb": round(rss, 1),
         "verdict": verdict(measured["levels"]),

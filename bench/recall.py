@@ -153,7 +153,7 @@ def serve_rss(home: Path, queries: Sequence[str], idle_s: float, config_text: st
     try:
         assert proc.proc is not None
         pid = proc.proc.pid
-        after_start = benchutil.rss_mb(pid)
+        after_start = benchutil.rss_mb(pid, tree=True)
         for query in queries:
             request = urllib.request.Request(
                 proc.url + "/tap/recall",
@@ -168,7 +168,7 @@ def serve_rss(home: Path, queries: Sequence[str], idle_s: float, config_text: st
         return {
             "startup_s": round(startup_s, 2),
             "rss_after_start_mb": round(after_start, 1),
-            "idle_rss_mb": round(benchutil.rss_mb(pid), 1),
+            "idle_rss_mb": round(benchutil.rss_mb(pid, tree=True), 1),
             "peak_rss_mb": round(peak, 1),
             "warm_up_recalls": len(queries),
             "idle_s": idle_s,

@@ -45,7 +45,7 @@ from chromadb.config import Settings  # noqa: E402
 
 from store.changes import OVERLAP_S, RETAIN_S, ChangeFeed  # noqa: E402
 from store.codec import from_metadata, to_metadata  # noqa: E402
-from store.lexical import LexicalIndex  # noqa: E402
+from store.lexical import Follower, LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
 from store.scope_vectors import ScopeVectors  # noqa: E402
 from tap.errors import StoreError  # noqa: E402
@@ -280,6 +280,18 @@ class ChromaStore:
                 self._small.remove(memory.id)
             elif self._small.cached(memory.scope) and not self._small.holds(memory.scope, memory.id):
                 self._small.drop(memory.scope)  # active again: its vector is not here, reload when searched
+
+    def read_view(self) -> tuple[Path, int, int] | None:
+        """Where another process can read this store's active memories (store.replica): the
+        lexical index file, the largest scope searched exactly in memory, and how many vectors
+        that cache holds; None with a Chroma server (vectors are searched there)."""
+        if not self._exclusive:
+            return None
+        return self._lexical.path, self._small.max_scope, self._small.max_total
+
+    def on_index_commit(self, follower: Follower) -> None:
+        """Call `follower` with what each committed write of the lexical index changed."""
+        self._lexical.on_commit(follower)
 
     def revision(self, scope: str) -> int:
         """Changes whenever a memory of the scope was written, updated or deleted (see ports)."""

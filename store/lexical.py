@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import re
 import sqlite3
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from store import bm25
 from store.bm25 import TermPostings, newest_ties
 from tap.sqlite import connect, exact_real, rows_at_once, transaction
 
+log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
     "a an and are as at be been but by did do does for from had has have he her his how i if in into is "
@@ -124,6 +126,25 @@ class _Delta:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)  # written or removed: their cached records go at the end
+    rows: list[tuple[int, str]] = field(default_factory=list)  # (FTS5 rowid, scope) of each row written
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What one committed write of the index changed, told to its followers (`on_commit`): the ids
+    written or removed, the FTS5 rows written (rowid, scope), the scopes touched, the terms whose
+    document frequency moved; `cleared` when the whole index was emptied. Ids, rowids and stemmed
+    terms only, never a memory's text. A follower (`LexicalIndex.follow`, another process's read
+    view of the same file) reads everything else from the file, where the write is committed."""
+
+    ids: tuple[str, ...] = ()
+    rows: tuple[tuple[int, str], ...] = ()
+    scopes: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()
+    cleared: bool = False
+
+
+Follower = Callable[[Committed], None]
 
 
 class LexicalIndex:
@@ -140,8 +161,10 @@ class LexicalIndex:
     (store.bm25), which the same term changes keep current; others by FTS5's bm25() in SQL.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only  # a read view of another process's index, kept current by `follow`
+        self._followers: list[Follower] = []
         self._lock = threading.Lock()
         self._db = connect(path)
         # Reads that need no in-memory state (records, vectors, scope membership) go through a
@@ -150,14 +173,20 @@ class LexicalIndex:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._db.execute("PRAGMA secure_delete=ON")  # a deleted memory's text is overwritten, not left in free pages
-        fresh = not self._upgrade()
-        for statement in (*_SCHEMA, *_TEMP_SCHEMA):
-            self._db.execute(statement)
-        if fresh:  # what the store recorded about an index that is gone no longer holds
-            self._db.execute("DELETE FROM meta")
-        if "vector" not in [row[1] for row in self._db.execute("PRAGMA table_info(entries)")]:
-            self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
+        if read_only:  # the writer made the schema; this view changes nothing but its temp tables
+            for statement in _TEMP_SCHEMA:
+                self._db.execute(statement)
+        else:
+            self._db.execute(
+                "PRAGMA secure_delete=ON"
+            )  # a deleted memory's text is overwritten, not left in free pages
+            fresh = not self._upgrade()
+            for statement in (*_SCHEMA, *_TEMP_SCHEMA):
+                self._db.execute(statement)
+            if fresh:  # what the store recorded about an index that is gone no longer holds
+                self._db.execute("DELETE FROM meta")
+            if "vector" not in [row[1] for row in self._db.execute("PRAGMA table_info(entries)")]:
+                self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
         self._counts: Counter[str] = Counter()
         self._load_counts()
         self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
@@ -196,6 +225,7 @@ class LexicalIndex:
                     (memory_id, scope_key(scope), content),
                 )
                 self._postings.row_added(int(cursor.lastrowid or 0), scope)
+                delta.rows.append((int(cursor.lastrowid or 0), scope))
                 self._db.execute(
                     "INSERT INTO entries (id, fts_row, scope, record, vector) VALUES (?, ?, ?, ?, ?)",
                     (memory_id, cursor.lastrowid, scope, record, vector if vector is not None else kept),
@@ -208,6 +238,19 @@ class LexicalIndex:
         waits for no search or write, nor they for it)."""
         rows = self._reader().execute("SELECT id, vector FROM entries WHERE scope = ?", (scope,))
         return [(row[0], row[1]) for row in rows]
+
+    def vectors_of(self, ids: Sequence[str]) -> dict[str, tuple[str, bytes | None]]:
+        """(scope, float16 vector bytes or None) of each of these ids that is indexed (active)."""
+        found: dict[str, tuple[str, bytes | None]] = {}
+        reader = self._reader()
+        for start in range(0, len(ids), _IN_BATCH):
+            batch = list(ids[start : start + _IN_BATCH])
+            marks = ",".join("?" * len(batch))
+            for memory_id, scope, vector in reader.execute(
+                f"SELECT id, scope, vector FROM entries WHERE id IN ({marks})", batch
+            ):
+                found[str(memory_id)] = (str(scope), None if vector is None else bytes(vector))
+        return found
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read connection (opened on its first read, closed by close())."""
@@ -284,8 +327,54 @@ class LexicalIndex:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _keeps_terms(self) -> bool:
-        """Whether anything is kept per term (then every write must name the terms it changes)."""
-        return bool(self._df) or self._postings.keeps_terms
+        """Whether anything is kept per term (then every write must name the terms it changes): here,
+        or by a follower, whose own terms this index cannot see."""
+        return bool(self._df) or self._postings.keeps_terms or bool(self._followers)
+
+    def on_commit(self, follower: Follower) -> None:
+        """Call `follower` with what each committed write changed (`Committed`), on the writing
+        thread, before the write returns: a follower told of a removal before the caller of
+        `remove` goes on never answers from the memory removed after that."""
+        with self._lock:
+            self._followers.append(follower)
+
+    def _tell(self, committed: Committed) -> None:
+        for follower in list(self._followers):
+            try:
+                follower(committed)
+            except Exception:  # a follower that fails is its own problem (it starts over), never the write's
+                log.exception("a follower of the lexical index failed")
+
+    def follow(self, committed: Committed) -> None:
+        """Bring this read view (`read_only`) up to a write another process committed to the same
+        file: drop what it kept of the ids, terms and scopes the write touched and read them
+        again as needed. Applying the same write twice, or one that this view read already, leaves
+        it the same (the counts of touched scopes are read from the file, not added up)."""
+        if committed.cleared:
+            with self._lock:
+                self._df.clear()
+                self._postings.clear()
+                self._load_counts()
+            with self._records_lock:
+                self._records.clear()
+                self._generation += 1
+            return
+        with self._lock:
+            self._postings.forget(committed.terms)
+            for rowid, scope in committed.rows:
+                self._postings.row_added(rowid, scope)
+            for term in committed.terms:
+                self._df.pop(term, None)
+            for scope in committed.scopes:
+                row = self._db.execute("SELECT count(*) FROM entries WHERE scope = ?", (scope,)).fetchone()
+                if row and int(row[0]) > 0:
+                    self._counts[scope] = int(row[0])
+                else:
+                    self._counts.pop(scope, None)
+        with self._records_lock:
+            for memory_id in committed.ids:
+                self._records.pop(memory_id, None)
+            self._generation += 1
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[_Delta]:
@@ -306,6 +395,8 @@ class LexicalIndex:
                     self._records.pop(memory_id, None)
                 self._generation += 1
         self._postings.forget(terms)
+        if self._followers:
+            self._tell(Committed(tuple(delta.ids), tuple(delta.rows), tuple(delta.scopes), tuple(terms)))
         for scope, change in delta.scopes.items():
             self._counts[scope] += change
             if self._counts[scope] <= 0:
@@ -450,7 +541,8 @@ class LexicalIndex:
             self._db, "rowid, id", f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", [r for r, _ in best]
         )
         ids = {int(rowid): str(memory_id) for rowid, memory_id in rows}
-        ranked = sorted((-score, ids[rowid]) for rowid, score in best)[:k]
+        # a read view (`follow`) may rank a row another process removed a moment ago: it is skipped
+        ranked = sorted((-score, ids[rowid]) for rowid, score in best if rowid in ids)[:k]
         return [(memory_id, -negated) for negated, memory_id in ranked]
 
     def _newest_rows(self, rarest: int) -> int:
@@ -567,6 +659,8 @@ class LexicalIndex:
                 self._generation += 1
             self._df.clear()
             self._postings.clear()
+            if self._followers:
+                self._tell(Committed(cleared=True))
 
     def close(self) -> None:
         """Close the database."""

@@ -231,22 +231,33 @@ class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 int8 on onnxruntime: 384-dim unit vectors; a query of 5-20 tokens took 6-15 ms on
     one core of the 2-core development host."""
 
-    def __init__(self, model_path: str | Path | None = None) -> None:
+    def __init__(self, model_path: str | Path | None = None, *, queries_only: bool = False) -> None:
         self.model_id: str = MODEL_ID
         self.dimensions: int = DIMENSIONS
         self._path = Path(model_path) if model_path is not None else default_model_path()
         self._tokenizer = _load_tokenizer()
-        self._session = _session(self._path)
         # the two-thread session is made by the first query (~27 MB that a backfill, which embeds
-        # only documents, never needs); `tap serve` makes it at start, with its warm-up query
+        # only documents, never needs); `tap serve` makes it at start, with its warm-up query.
+        # `queries_only` (the recall process, one query at a time): only that one, made now, and
+        # the one-thread session (~56 MB) only if documents are ever embedded
+        self._queries_only = queries_only
         self._two_threads = (os.cpu_count() or 1) >= _QUERY_THREADS
-        self._query_session: Any | None = None
+        self._query_session: Any | None = _session(self._path, query=True) if queries_only else None
+        self._single: Any | None = None if queries_only else _session(self._path)
+
+    @property
+    def _session(self) -> Any:
+        """The one-thread session (made on first use by an embedder for queries only)."""
+        if self._single is None:
+            self._single = _session(self._path)
+        return self._single
 
     def embed_query(self, text: str) -> list[float]:
         """The vector for one query, on the caller's thread (on two threads when the model is idle)."""
         encoding = self._tokenizer.encode(text)
         with _model_run() as alone:
-            session = self.query_session() if alone and self._two_threads else self._session
+            two = self._queries_only or (alone and self._two_threads)
+            session = self.query_session() if two else self._session
             vector: list[float] = _run(session, [encoding])[0].tolist()
         return vector
 

@@ -181,7 +181,7 @@ class ScopeVectors:
             self._scopes.move_to_end(scope)
             return entry.search(np.asarray(queries, dtype=np.float32), k)
 
-    def put(self, scope: str, memory_id: str, vector: Sequence[float]) -> None:
+    def put(self, scope: str, memory_id: str, vector: Sequence[float] | npt.NDArray[np.floating[Any]]) -> None:
         """An active memory was written with this vector."""
         with self._lock:
             self._version += 1

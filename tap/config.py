@@ -80,6 +80,7 @@ class RecallConfig(Section, frozen=True):
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 180.0
     overload_lexical: bool = True
     wait_goal_ms: Annotated[int, msgspec.Meta(ge=0, le=10000)] = 30
+    process: bool = True
 
 
 class StoreConfig(Section, frozen=True):

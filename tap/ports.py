@@ -53,6 +53,27 @@ class StoreStats(msgspec.Struct, kw_only=True):
     archived: int = 0
 
 
+class RecallStore(Protocol):
+    """What recall (tap.recall) reads of a store, and writes (access counts): a MemoryStore, or the
+    read view of the recall process (store.replica), which writes nothing."""
+
+    def revision(self, scope: str) -> int: ...
+
+    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]: ...
+
+    def vector_search_many(
+        self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
+    ) -> list[list[Hit]]: ...
+
+    def prepare_vector_search(self, scope: str) -> None: ...
+
+    def get(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    def get_active(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    def update_metadata(self, memories: Sequence[Memory]) -> None: ...
+
+
 class MemoryStore(Protocol):
     """Persistent memories with vectors, plus a lexical index kept in step.
 

@@ -39,14 +39,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tap.config import RecallConfig
 from tap.conflicts import with_partners
 from tap.dated import DateWindow, date_windows, day_of
 from tap.history_partners import with_history
 from tap.lru import LRU
-from tap.ports import Embedder, MemoryStore
+from tap.ports import Embedder, RecallStore
 from tap.priority import relaying, write_parts, yield_after
 from tap.query import RecallQuery, reduce_query
 from tap.recall_batch import RecallBatcher, Waiting
@@ -56,7 +56,7 @@ from tap.tokens import count_tokens
 from tap.validate import safe_day
 
 if TYPE_CHECKING:
-    from tap.why import RecallTrace
+    from tap.why import RecallTrace, SentTrace
 
 RRF_K = 15
 LEXICAL_FLOOR = 1 / 3
@@ -477,8 +477,17 @@ def _default_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
+class RemoteRecall(Protocol):
+    """Recall answered in another process (tap.wiring.recall_process), beside this one."""
+
+    def answer(self, ask: Ask, *, lexical_only: bool, deadline: float) -> tuple[RecallResult, SentTrace | None] | None:
+        """The result of one recall and, when `ask` has a trace, what the trace was told there; None
+        when it is not answered there (not running, or the scope is searched only here): then it
+        runs here. Raises TimeoutError when no answer came by `deadline` (time.monotonic())."""
+
+
 @dataclass(frozen=True)
-class _Ask:
+class Ask:
     """A recall waiting in the batcher."""
 
     query: RecallQuery
@@ -494,14 +503,17 @@ class RecallEngine:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: RecallStore,
         embedder: Embedder,
         config: RecallConfig,
         *,
         now: Callable[[], float] = time.time,
         workers: int | None = None,
+        notes_access: bool = True,
     ) -> None:
         self.store = store
+        self.remote: RemoteRecall | None = None  # set by `tap serve` (tap.wiring.recall_process)
+        self._notes_access = notes_access
         self.embedder = embedder
         self.config = config
         self._now = now
@@ -568,7 +580,7 @@ class RecallEngine:
         if reduced.empty:
             return empty_result()
         timeout = (deadline_ms or self.config.deadline_ms) / 1000
-        ask = _Ask(reduced, scope, skip, budget_tokens or self.config.budget_tokens, started, trace)
+        ask = Ask(reduced, scope, skip, budget_tokens or self.config.budget_tokens, started, trace)
         future: Future[RecallResult] = self._batcher.submit(ask, deadline_s=timeout)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
@@ -600,21 +612,37 @@ class RecallEngine:
         takes the same path: its trace is told the candidates its search found (or the recall
         cache kept), so tracing every proxied request costs no extra search."""
         for item in sorted(batch, key=lambda w: w.deadline):
-            ask: _Ask = item.payload
+            ask: Ask = item.payload
             if time.monotonic() > item.deadline:
                 item.future.set_exception(TimeoutError("recall deadline passed before it started"))
                 continue
             try:
-                [found] = self._ranked([ask.query], ask.scope, lexical_only=item.lexical_only)
-                if ask.trace is not None:
-                    self._tell(ask.trace, ask.query, found)
-                result = self._packed(
-                    found.ranked, ask.skip, ask.budget, ask.started, ask.trace, query=ask.query.lexical
+                answered = None
+                if self.remote is not None:
+                    answered = self.remote.answer(ask, lexical_only=item.lexical_only, deadline=item.deadline)
+                item.future.set_result(
+                    self.answer(ask, lexical_only=item.lexical_only) if answered is None else self._took(ask, *answered)
                 )
-                result.lexical_only = item.lexical_only
-                item.future.set_result(result)
             except Exception as exc:  # a store or embedder failure: the caller degrades on its own
                 item.future.set_exception(exc)
+
+    def _took(self, ask: Ask, result: RecallResult, sent: SentTrace | None) -> RecallResult:
+        """A result of the recall process, as if recalled here: access noted, the trace told."""
+        self._note_access([r.memory.id for r in result.memories])
+        if ask.trace is not None and sent is not None:
+            now = self._now()
+            ask.trace.take(sent, lambda m: self.weights(m, now))
+        result.elapsed_ms = (time.perf_counter() - ask.started) * 1000
+        return result
+
+    def answer(self, ask: Ask, *, lexical_only: bool = False) -> RecallResult:
+        """One recall of the batcher, here (or, in the recall process, there)."""
+        [found] = self._ranked([ask.query], ask.scope, lexical_only=lexical_only)
+        if ask.trace is not None:
+            self._tell(ask.trace, ask.query, found)
+        result = self._packed(found.ranked, ask.skip, ask.budget, ask.started, ask.trace, query=ask.query.lexical)
+        result.lexical_only = lexical_only
+        return result
 
     def _tell(self, trace: RecallTrace, query: RecallQuery, searched: Searched) -> None:
         """Tell a trace what the search found and how each candidate scored."""
@@ -799,7 +827,7 @@ class RecallEngine:
         return pack_block(ranked, budget, query=query)
 
     def _note_access(self, ids: list[str]) -> None:
-        if not ids:
+        if not ids or not self._notes_access:
             return
         at = self._now()
         with self._accessed_lock:

@@ -192,9 +192,15 @@ class RecallBatcher:
         then the oldest are shed (see the module docstring). With a wait goal, the oldest become
         lexical-only already once the work waiting exceeds the goal."""
         if self.lexical_fallback and self.wait_goal_s is not None and self._backlog() > self.wait_goal_s:
+            full = sum(1 for w in self._waiting if not w.lexical_only)
             for item in sorted(self._waiting, key=lambda w: w.deadline):
-                if self._backlog() <= self.wait_goal_s:
+                # the newest full recall of each worker stays: else a time per recall above the goal
+                # (measured once, on a slow first recall) made every later one BM25-only, and with
+                # no full recall run any more it was never measured again
+                if self._backlog() <= self.wait_goal_s or full <= self.workers:
                     break
+                if not item.lexical_only:
+                    full -= 1
                 self._downgrade(item)
         if self._backlog() <= budget_s or len(self._waiting) <= _FLOOR_PER_WORKER * self.workers:
             return

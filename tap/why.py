@@ -73,6 +73,31 @@ class _Entry:
     outcome: str = "below-threshold"
 
 
+class _Found(msgspec.Struct, array_like=True, gc=False):
+    """A trace's candidates, as another process sends them (SentTrace)."""
+
+    vector_hits: list[Hit]
+    lexical_hits: list[Hit]
+    scored: list[tuple[Memory, float]]
+    ranked: list[tuple[Memory, float]]
+
+
+_encode_found = msgspec.json.Encoder().encode
+_decode_found = msgspec.json.Decoder(_Found).decode
+
+
+class SentTrace(msgspec.Struct, frozen=True):
+    """A trace filled in the recall process (tap.wiring.recall_process), on its way back: what the
+    request's record reads at once, and the candidates encoded, decoded when `tap why` first reads
+    them (most records are never read: decoding ~200 memories per request cost the event loop's
+    process the time the recall process saved it)."""
+
+    query: str
+    vector: list[float]
+    found: bytes
+    injected: list[str]
+
+
 class RecallTrace:
     """What one recall did with each candidate (tap.recall calls `retrieved`, then `packed`).
 
@@ -92,6 +117,17 @@ class RecallTrace:
         self._weights: Callable[[Memory], tuple[float, float]] | None = None
         self._ranked: Sequence[tuple[Memory, float]] = ()
         self._injected: frozenset[str] = frozenset()
+        self._sent: bytes | None = None  # candidates from the recall process, not decoded yet
+
+    def to_send(self) -> SentTrace:
+        """This trace, filled in the recall process, for the process that asked (`take`)."""
+        found = _Found(list(self._vector_hits), list(self._lexical_hits), list(self._scored), list(self._ranked))
+        return SentTrace(self.query, self.vector, _encode_found(found), sorted(self._injected))
+
+    def take(self, sent: SentTrace, weights: Callable[[Memory], tuple[float, float]]) -> None:
+        """Hold what the recall process found for this request (see SentTrace)."""
+        self.query, self.vector, self._weights = sent.query, sent.vector, weights
+        self._sent, self._injected = sent.found, frozenset(sent.injected)
 
     def retrieved(
         self,
@@ -114,6 +150,10 @@ class RecallTrace:
     def _entries(self) -> list[_Entry]:
         """Every candidate with its scores and fate, from what `retrieved` and `packed` kept."""
         entries: dict[str, _Entry] = {}
+        if self._sent is not None:
+            sent, self._sent = _decode_found(self._sent), None
+            self._vector_hits, self._lexical_hits = sent.vector_hits, sent.lexical_hits
+            self._scored, self._ranked = sent.scored, sent.ranked
 
         def entry(memory: Memory) -> _Entry:
             found = entries.get(memory.id)

@@ -43,6 +43,7 @@ from tap.admin_token import read_server_info
 from tap.config import Config, LoadedConfig, load_config, resolve_data_dir
 from tap.errors import StoreError
 from tap.ingest import Ingestor
+from tap.ports import Embedder, MemoryStore
 from tap.queue import ChunkQueue
 from tap.recall import RecallEngine
 from tap.records import IngestEvent, Memory, RecallResult
@@ -128,22 +129,31 @@ class EmbeddedBackend:
         self.chunks_queued = 0
 
     @cached_property
-    def _recall_engine(self) -> RecallEngine:
-        # the store and the embedder (chromadb, onnxruntime: seconds) only for the events that recall
-        from store.chroma import ChromaStore
+    def _embedder(self) -> Embedder:
         from store.embedders import make_embedder
 
+        return make_embedder(self.loaded.config.embedder)
+
+    @cached_property
+    def _store(self) -> MemoryStore:
+        # the store and the embedder (chromadb, onnxruntime: seconds) only for the events that recall
+        from store.chroma import ChromaStore
+
         config = self.loaded.config
-        embedder = make_embedder(config.embedder)
         store = ChromaStore(
             data_dir=self.loaded.data_dir,
             url=config.store.url,
             collection=config.store.collection,
-            embedder_id=embedder.model_id,
-            dimensions=embedder.dimensions,
+            embedder_id=self._embedder.model_id,
+            dimensions=self._embedder.dimensions,
         )
         self._closers.append(store.close)
-        engine = RecallEngine(store, embedder, config.recall)
+        return store
+
+    @cached_property
+    def _recall_engine(self) -> RecallEngine:
+        config = self.loaded.config
+        engine = RecallEngine(self._store, self._embedder, config.recall)
         self._closers.append(engine.close)
         self._closers.append(lambda: None if engine.flush_access() else None)  # closers run last-in first-out
         return engine
@@ -164,7 +174,7 @@ class EmbeddedBackend:
         return self._recall_engine.recall(query, scope=scope, skip=skip)
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._recall_engine.store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
+        return self._store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
 
     def ingest(self, event: IngestEvent) -> int:
         return self._pipeline.ingestor.ingest(event)

@@ -42,6 +42,7 @@ from tap.scopes import scope_rule
 from tap.tasks import create_task, running_tasks
 from tap.why import WhyLog
 from tap.wiring.hook_endpoint import attach_hooks
+from tap.wiring.recall_process import start_recall_process
 from tap.wiring.runtime import Runtime, open_runtime
 from tap.wiring.startup_heap import freeze_startup_objects
 
@@ -139,6 +140,9 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
     create_task(_warm_vectors(rt), name="warm-vectors")
+    recall_process = start_recall_process(rt)
+    if recall_process is not None:
+        ctx.metrics.sections["recall_process"] = recall_process.status
     lag = LoopLag()
     ctx.metrics.sections["event_loop_lag"] = lag.status
     create_task(lag.watch(logtail_stop), name="event-loop-lag")
@@ -159,6 +163,9 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
         worker_stop.set()
         await asyncio.wait({worker}, timeout=SHUTDOWN_GRACE_S * 3)
         await _stop_background(background)
+        if recall_process is not None:
+            rt.recall.remote = None
+            await asyncio.to_thread(recall_process.close)
 
 
 async def _stop_background(background: ThreadPoolExecutor) -> None:

@@ -77,6 +77,19 @@ def test_the_two_thread_session_is_made_by_the_first_query_not_by_documents() ->
     assert (fresh._query_session is not None) == ((os.cpu_count() or 1) >= 2)
 
 
+def test_an_embedder_for_queries_only_makes_only_the_query_session_and_gives_the_same_vectors(
+    embedder: OnnxMiniLMEmbedder,
+) -> None:
+    # the recall process embeds one query at a time: the one-thread session would be ~56 MB for nothing
+    only = OnnxMiniLMEmbedder(queries_only=True)
+    assert only._single is None and only._query_session is not None
+    for text in ["hi", "where do I live these days?", "the user talked about their garden " * 12]:
+        assert only.embed_query(text) == embedder.embed_query(text)
+    assert only._single is None
+    assert only.embed_documents(["the user lives in Porto"]) == embedder.embed_documents(["the user lives in Porto"])
+    assert only._single is not None
+
+
 def test_long_text_is_truncated_at_256_tokens(embedder: OnnxMiniLMEmbedder) -> None:
     long = "memory " * 600
     assert cos(embedder.embed_query(long), embedder.embed_query(long + "pizza pasta lasagne")) > 0.9999

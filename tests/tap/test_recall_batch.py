@@ -111,6 +111,20 @@ def test_past_the_wait_goal_the_oldest_become_lexical_only_long_before_the_deadl
     without_goal.close()
 
 
+def test_a_full_recall_slower_than_the_wait_goal_still_runs_when_it_is_the_only_one(gate: Gate) -> None:
+    """The time per full recall is measured on full recalls: were each made BM25-only because one
+    slow recall put the estimate above the goal, it would never be measured again."""
+    batcher = _batcher(gate, wait_goal_s=0.025)
+    batcher.cost_ms[False], batcher.cost_ms[True] = 40.0, 3.0
+    gate.release.set()
+    assert batcher.submit("alone", deadline_s=10).result(10) == "done alone"
+    assert gate.kinds == [["full"]]
+    busy = batcher.submit("busy", deadline_s=10)
+    assert busy.result(10) == "done busy"
+    assert gate.kinds[-1] == ["full"]
+    batcher.close()
+
+
 def test_a_recall_whose_deadline_cannot_be_met_is_never_started(gate: Gate) -> None:
     now = [100.0]
     batcher = RecallBatcher(gate, workers=1, now=lambda: now[0])
