@@ -48,6 +48,8 @@ from tap.wiring.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+STUCK_S = 10.0
+"""A child that answers nothing for this long while recalls wait for it is stopped and started again."""
 _RESTART_FIRST_S = 1.0
 _RESTART_MAX_S = 60.0
 _START_TIMEOUT_S = 120.0
@@ -69,6 +71,7 @@ class RecallProcess:
         self._ids = itertools.count(1)
         self._closed = threading.Event()
         self._restart_s = _RESTART_FIRST_S
+        self._quiet_since: float | None = None  # the first recall sent since the child last answered
         self.answered = 0
         self.not_here = 0
         self.starts = 0
@@ -156,6 +159,7 @@ class RecallProcess:
             try:
                 if not future.done() and conn.poll(max(0.0, deadline - time.monotonic())):
                     kind, answered, result = conn.recv()
+                    self._quiet_since = None
                     with self._state_lock:
                         waiting = self._pending.pop(answered, None) if kind == "result" else None
                     if waiting is not None:
@@ -171,6 +175,10 @@ class RecallProcess:
             return future.result()
         with self._state_lock:
             self._pending.pop(request, None)
+        quiet_since = self._quiet_since
+        if quiet_since is not None and time.monotonic() - quiet_since > STUCK_S:
+            log.warning("the recall process answered nothing for %.0f s; starting it again", STUCK_S)
+            self._drop(conn)
         raise TimeoutError("the recall process did not answer in time")
 
     def _drop(self, conn: Connection) -> None:
@@ -244,6 +252,8 @@ class RecallProcess:
                 if conn is None:
                     return None
                 request = next(self._ids)
+                if self._quiet_since is None:
+                    self._quiet_since = time.monotonic()
                 self._pending[request] = future
             try:
                 conn.send(("recall", request, message, lexical_only, deadline))

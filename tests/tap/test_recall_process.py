@@ -4,6 +4,7 @@ embedded store and the real embedder, answering as `tap serve` would, kept curre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -20,6 +21,7 @@ from tap.query import reduce_query
 from tap.recall import Ask, RecallEngine
 from tap.records import RecallResult, make_memory
 from tap.why import RecallTrace
+from tap.wiring import recall_process
 from tap.wiring.recall_process import ChildSettings, RecallProcess
 from tests.waits import wait_until
 
@@ -149,3 +151,23 @@ def test_a_traced_recall_is_answered_there_and_its_trace_reads_the_same(
     assert remote_trace.query == local_trace.query and remote_trace.vector == local_trace.vector
     assert remote_trace.candidates(50) == local_trace.candidates(50)
     assert any(c.outcome == "injected" for c in remote_trace.candidates(50))
+
+
+def test_a_child_that_stops_answering_is_started_again(
+    served: tuple[RecallEngine, RecallProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, process = served
+    monkeypatch.setattr(recall_process, "STUCK_S", 0.5)
+    pid = process.status()["pid"]
+    os.kill(pid, signal.SIGSTOP)  # alive, answering nothing
+    try:
+        for _ in range(2):
+            with pytest.raises(TimeoutError):
+                process.answer(ask("Where does Ann live?"), lexical_only=False, deadline=time.monotonic() + 0.4)
+        wait_until(lambda: process.status()["pid"] not in (None, pid), within=120, what="a new recall process")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: process.status()["ready"], within=120, what="the new recall process ready")
+    again = there(process, "Where does Ann live?")
+    assert again is not None and "Lisbon" in again.block
