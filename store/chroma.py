@@ -289,6 +289,11 @@ class ChromaStore:
             return None
         return self._lexical.path, self._small.max_scope, self._small.max_total
 
+    def searched_in_memory(self, scope: str) -> bool:
+        """Whether the scope's vectors are searched exactly in memory (a recall process's read
+        view can search them too; a larger scope is searched by Chroma)."""
+        return self._exclusive and self._lexical.count(scope) <= self._small.max_scope
+
     def on_index_commit(self, follower: Follower) -> None:
         """Call `follower` with what each committed write of the lexical index changed."""
         self._lexical.on_commit(follower)

@@ -58,9 +58,15 @@ _START_TIMEOUT_S = 120.0
 class RecallProcess:
     """The parent's side: starts the child, hands it recalls and writes (see the module docstring)."""
 
-    def __init__(self, settings: ChildSettings, versions: Callable[[Sequence[str]], list[Memory]]) -> None:
+    def __init__(
+        self,
+        settings: ChildSettings,
+        versions: Callable[[Sequence[str]], list[Memory]],
+        searchable: Callable[[str], bool] = lambda scope: True,
+    ) -> None:
         self._settings = settings
         self._versions = versions
+        self._searchable = searchable  # scopes the child can search (else it would only say NotHere)
         self._send_lock = threading.Lock()  # one message at a time, writes and recalls in one order
         self._recv_lock = threading.Lock()  # one recall reads the answers at a time (_wait)
         self._state_lock = threading.Lock()
@@ -239,6 +245,9 @@ class RecallProcess:
 
     def answer(self, ask: Ask, *, lexical_only: bool, deadline: float) -> Answer | None:
         """The child's result for one recall (tap.recall.RemoteRecall)."""
+        if not self._searchable(ask.scope):
+            self.not_here += 1
+            return None
         if ask.trace is not None:  # filled there, sent back (tap.why.SentTrace)
             ask = dataclasses.replace(ask, trace=RecallTrace(ask.trace.skip_outcome))
         try:
@@ -294,7 +303,9 @@ def start_recall_process(rt: Runtime) -> RecallProcess | None:
         return None
     lexical_path, exact_scope_max, max_vectors = view
     process = RecallProcess(
-        ChildSettings(lexical_path, config.embedder, config.recall, exact_scope_max, max_vectors), rt.store.get
+        ChildSettings(lexical_path, config.embedder, config.recall, exact_scope_max, max_vectors),
+        rt.store.get,
+        rt.store.searched_in_memory,
     )
     rt.store.on_index_commit(process.follow)
     rt.recall.remote = process

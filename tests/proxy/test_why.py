@@ -33,6 +33,11 @@ def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any
         return json.loads(resp.read())
 
 
+def recall_process(server: ServeProcess) -> dict[str, Any]:
+    found: dict[str, Any] = admin(server, "GET", "/tap/status")["recall_process"]
+    return found
+
+
 def seed(server: ServeProcess) -> dict[str, str]:
     def add(text: str, **fields: Any) -> str:
         return str(admin(server, "POST", "/tap/memories", {"scope": "ann", "content": text, **fields})["id"])
@@ -66,6 +71,7 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
         config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[recall]\nbudget_tokens = 90\n')
         server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
         try:
+            await until(lambda: recall_process(server)["ready"], what="the recall process ready")
             ids = await asyncio.to_thread(seed, server)
             payload = {
                 "model": "m",
@@ -86,6 +92,7 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
                 async with session.get(server.url + "/v1/models", headers=headers) as passthrough:
                     assert passthrough.headers["x-tap-request-id"].startswith("r_")
             assert request_id.startswith("r_") and recalled >= 1
+            assert recall_process(server)["answered"] == 1  # recalled (and traced) in the recall process
             record = await wait_for_record(request_id)
             assert record["request_id"] == request_id and record["scope"] == "ann" and record["upstream_status"] == 200
             assert "Where does Ann live in Lisbon" in record["query"] and SECRET not in record["query"]  # scrubbed

@@ -171,3 +171,39 @@ def test_a_child_that_stops_answering_is_started_again(
     wait_until(lambda: process.status()["ready"], within=120, what="the new recall process ready")
     again = there(process, "Where does Ann live?")
     assert again is not None and "Lisbon" in again.block
+
+
+@pytest.mark.parametrize("asked_anyway", [False, True])
+def test_a_scope_searched_by_chroma_is_recalled_in_tap_serve(
+    isolated_home: Path, embedder: Any, asked_anyway: bool
+) -> None:
+    """Above the in-memory bound the child cannot search a scope's vectors: tap serve does not ask
+    it (or, asked anyway, the child says so) and recalls the scope itself."""
+    store = ChromaStore(
+        data_dir=isolated_home,
+        url="",
+        collection="big",
+        embedder_id=embedder.model_id,
+        dimensions=embedder.dimensions,
+        exact_scope_max=3,
+    )
+    engine = RecallEngine(store, embedder, parse_config("").recall)
+    put(engine, *FACTS)
+    view = store.read_view()
+    assert view is not None
+    path, exact_max, max_vectors = view
+    settings = ChildSettings(path, parse_config("").embedder, engine.config, exact_max, max_vectors)
+    process = RecallProcess(settings, store.get, (lambda scope: True) if asked_anyway else store.searched_in_memory)
+    store.on_index_commit(process.follow)
+    engine.remote = process
+    process.start()
+    try:
+        wait_until(lambda: process.status()["ready"], within=120, what="the recall process ready")
+        assert there(process, "Where does Ann live?") is None
+        result = asyncio.run(engine.recall_async("Where does Ann live?", scope="ann"))
+        assert "Lisbon" in result.block
+        assert process.status()["answered"] == 0 and process.status()["answered_here"] == 2
+    finally:
+        process.close()
+        engine.close()
+        store.close()
