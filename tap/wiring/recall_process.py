@@ -113,22 +113,30 @@ class RecallProcess:
         with self._state_lock:
             self._held = []  # from before the child opens the file: nothing committed meanwhile is missed
         fds = (theirs.fileno(), theirs_versions.fileno())
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tap.wiring.recall_child", *map(str, fds)],
-            pass_fds=fds,
-            stdin=subprocess.DEVNULL,
-        )
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tap.wiring.recall_child", *map(str, fds)],
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a terminal's Ctrl-C stops tap serve, which stops this
+            )
+        except BaseException:
+            for end in (ours, theirs, ours_versions, theirs_versions):
+                end.close()
+            with self._state_lock:
+                self._held = None
+            raise
         self._process = process
         self.starts += 1
         theirs.close()
         theirs_versions.close()
         conn, versions = Connection(ours.detach()), Connection(ours_versions.detach())
-        conn.send(self._settings)
         server = threading.Thread(
             target=self._serve_versions, args=(versions,), name="tap-recall-versions", daemon=True
         )
         server.start()
         try:
+            conn.send(self._settings)
             if not conn.poll(_START_TIMEOUT_S) or conn.recv() != ("ready",):
                 raise RuntimeError("the recall process did not get ready")
             with self._send_lock, self._state_lock:
@@ -245,6 +253,8 @@ class RecallProcess:
 
     def answer(self, ask: Ask, *, lexical_only: bool, deadline: float) -> Answer | None:
         """The child's result for one recall (tap.recall.RemoteRecall)."""
+        if self._conn is None:  # starting, or gone (checked again below, under the lock)
+            return None
         if not self._searchable(ask.scope):
             self.not_here += 1
             return None
