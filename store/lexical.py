@@ -177,9 +177,8 @@ class LexicalIndex:
             for statement in _TEMP_SCHEMA:
                 self._db.execute(statement)
         else:
-            self._db.execute(
-                "PRAGMA secure_delete=ON"
-            )  # a deleted memory's text is overwritten, not left in free pages
+            # a deleted memory's text is overwritten, not left in free pages
+            self._db.execute("PRAGMA secure_delete=ON")
             fresh = not self._upgrade()
             for statement in (*_SCHEMA, *_TEMP_SCHEMA):
                 self._db.execute(statement)
@@ -381,6 +380,8 @@ class LexicalIndex:
         """One write transaction; yields what it changes (per-scope counts, texts added and
         removed), applied to the in-memory counts and postings once committed (a failed write
         leaves the postings to be read again)."""
+        if self.read_only:
+            raise RuntimeError("a read view of the lexical index writes nothing")
         delta = _Delta()
         try:
             with transaction(self._db, "DEFERRED"):

@@ -239,7 +239,7 @@ class OnnxMiniLMEmbedder:
         # the two-thread session is made by the first query (~27 MB that a backfill, which embeds
         # only documents, never needs); `tap serve` makes it at start, with its warm-up query.
         # `queries_only` (the recall process, one query at a time): only that one, made now, and
-        # the one-thread session (~56 MB) only if documents are ever embedded
+        # the one-thread session (~26 MB of RSS) only if documents are ever embedded
         self._queries_only = queries_only
         self._two_threads = (os.cpu_count() or 1) >= _QUERY_THREADS
         self._query_session: Any | None = _session(self._path, query=True) if queries_only else None

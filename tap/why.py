@@ -89,8 +89,8 @@ _decode_found = msgspec.json.Decoder(_Found).decode
 class SentTrace(msgspec.Struct, frozen=True):
     """A trace filled in the recall process (tap.wiring.recall_process), on its way back: what the
     request's record reads at once, and the candidates encoded, decoded when `tap why` first reads
-    them (most records are never read: decoding ~200 memories per request cost the event loop's
-    process the time the recall process saved it)."""
+    them (most records are never read; decoding a few hundred memories per request would put back
+    on tap serve's interpreter lock part of the work the recall process takes off it)."""
 
     query: str
     vector: list[float]
