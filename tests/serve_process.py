@@ -14,6 +14,7 @@ import sys
 import threading
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tests.waits import wait_until
 
@@ -93,3 +94,13 @@ class ServeProcess:
         out = self._printed()
         self.proc = None
         return out
+
+
+def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any:
+    """One admin API call to the server (its bearer token, JSON both ways)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {server.token}")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())

@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess
+from tests.serve_process import ServeProcess, admin
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
 
 pytestmark = pytest.mark.slow
-
-
-def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(server.url + path, data=data, method=method)
-    req.add_header("Authorization", f"Bearer {server.token}")
-    req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read())
 
 
 async def ask(session: aiohttp.ClientSession, server: ServeProcess, opening: str) -> int:

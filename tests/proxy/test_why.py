@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +15,12 @@ from tap.cli.main import main
 from tap.config import parse_config
 from tap.records import Memory, Recalled, RecallResult
 from tap.why import Candidate, RecallTrace, RequestNote, WhyLog
-from tests.serve_process import ServeProcess
+from tests.serve_process import ServeProcess, admin
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
 
 SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
 QUESTION = f"Where does Ann live in Lisbon, and what does she love there? (my key is {SECRET})"
-
-
-def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(server.url + path, data=data, method=method)
-    req.add_header("Authorization", f"Bearer {server.token}")
-    req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read())
 
 
 def recall_process(server: ServeProcess) -> dict[str, Any]:

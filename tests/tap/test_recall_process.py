@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,31 +39,42 @@ FACTS = [
 QUESTIONS = ["Where does Ann live?", "What is Ann's dog called?", "Any allergies I should know about?", "marathon"]
 
 
-@pytest.fixture
-def served(isolated_home: Path, embedder: Any) -> Iterator[tuple[RecallEngine, RecallProcess]]:
+@contextlib.contextmanager
+def recalling(
+    home: Path, embedder: Any, *, exact_scope_max: int = 16384, searchable: Callable[[str], bool] | None = None
+) -> Iterator[tuple[RecallEngine, RecallProcess]]:
+    """A real embedded store holding FACTS, its engine, and a recall process started for it (ready)."""
     store = ChromaStore(
-        data_dir=isolated_home,
+        data_dir=home,
         url="",
         collection="recall",
         embedder_id=embedder.model_id,
         dimensions=embedder.dimensions,
+        exact_scope_max=exact_scope_max,
     )
     engine = RecallEngine(store, embedder, parse_config("").recall)
     put(engine, *FACTS)
     view = store.read_view()
     assert view is not None
     path, exact_max, max_vectors = view
-    process = RecallProcess(
-        ChildSettings(path, parse_config("").embedder, engine.config, exact_max, max_vectors), store.get
-    )
+    settings = ChildSettings(path, parse_config("").embedder, engine.config, exact_max, max_vectors)
+    process = RecallProcess(settings, store.get, searchable or (lambda scope: True))
     store.on_index_commit(process.follow)
     engine.remote = process
     process.start()
-    wait_until(lambda: process.status()["ready"], within=120, what="the recall process ready")
-    yield engine, process
-    process.close()
-    engine.close()
-    store.close()
+    try:
+        wait_until(lambda: process.status()["ready"], within=120, what="the recall process ready")
+        yield engine, process
+    finally:
+        process.close()
+        engine.close()
+        store.close()
+
+
+@pytest.fixture
+def served(isolated_home: Path, embedder: Any) -> Iterator[tuple[RecallEngine, RecallProcess]]:
+    with recalling(isolated_home, embedder) as both:
+        yield both
 
 
 def put(engine: RecallEngine, *texts: str, **fields: Any) -> list[str]:
@@ -179,31 +190,10 @@ def test_a_scope_searched_by_chroma_is_recalled_in_tap_serve(
 ) -> None:
     """Above the in-memory bound the child cannot search a scope's vectors: tap serve does not ask
     it (or, asked anyway, the child says so) and recalls the scope itself."""
-    store = ChromaStore(
-        data_dir=isolated_home,
-        url="",
-        collection="big",
-        embedder_id=embedder.model_id,
-        dimensions=embedder.dimensions,
-        exact_scope_max=3,
-    )
-    engine = RecallEngine(store, embedder, parse_config("").recall)
-    put(engine, *FACTS)
-    view = store.read_view()
-    assert view is not None
-    path, exact_max, max_vectors = view
-    settings = ChildSettings(path, parse_config("").embedder, engine.config, exact_max, max_vectors)
-    process = RecallProcess(settings, store.get, (lambda scope: True) if asked_anyway else store.searched_in_memory)
-    store.on_index_commit(process.follow)
-    engine.remote = process
-    process.start()
-    try:
-        wait_until(lambda: process.status()["ready"], within=120, what="the recall process ready")
+    searchable = None if asked_anyway else lambda scope: False  # what ChromaStore.searched_in_memory says
+    with recalling(isolated_home, embedder, exact_scope_max=3, searchable=searchable) as (engine, process):
+        assert engine.store.searched_in_memory("ann") is False  # type: ignore[attr-defined]
         assert there(process, "Where does Ann live?") is None
         result = asyncio.run(engine.recall_async("Where does Ann live?", scope="ann"))
         assert "Lisbon" in result.block
         assert process.status()["answered"] == 0 and process.status()["answered_here"] == 2
-    finally:
-        process.close()
-        engine.close()
-        store.close()
