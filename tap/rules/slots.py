@@ -985,6 +985,17 @@ _RENAMED = re.compile(r"\brenamed\s+(?P<old>[\w.#+-]+)\s+(?:to|as)\s+[\w.#+-]+",
 _NOT_RENAMED = frozenset("the a an it its my our their his her him them this that these those".split())
 
 
+# a name replaced by another, said with a word of change: "we're reading Piranesi next, not Klara",
+# "it's at Mei's now, not Jonas's", "standup is on Tuesday from now on, not Monday"; the name
+# taken back is capitalised (a name, a title, a day), as said. Without the word of change, "Dana,
+# not Diana" is a correction of a name said wrong (_correction), not a change
+_NOW_NOT = re.compile(
+    r"\b(?:now|next|instead|this time|from now on|these days|going forward)\s*,?\s+not\s+(?:the\s+)?"
+    r"(?P<old>[A-Z][\w'’-]+)"
+)
+_NOT_NAMES = frozenset("I I'm I’m I've I’ve I'd I’d I'll I’ll".split())
+
+
 def _retracted(sentence: str) -> tuple[list[str], str]:
     """The words a statement takes back ([] when it takes nothing back) and the span they come from:
     what follows the marker ("I left google in feb" → google; "no more office days" → office,
@@ -1000,6 +1011,11 @@ def _retracted(sentence: str) -> tuple[list[str], str]:
     renamed = _RENAMED.search(sentence)
     if renamed is not None and renamed.group("old").lower() not in _NOT_RENAMED:  # "renamed master to main"
         return [renamed.group("old").lower()], renamed.group("old")
+    replaced = _NOW_NOT.search(sentence)
+    if replaced is not None and replaced.group("old") not in _NOT_NAMES:  # "Piranesi next, not Klara"
+        old_name = re.sub(r"['’]s$", "", replaced.group("old"))
+        if not _tool_terms(old_name):  # "Postgres now, not MySQL": the tool slot's own rules
+            return [old_name.lower()], old_name
     again = _REALLOWED.search(sentence)
     if again is not None:
         what = re.split(r"[,;:]", again.group("what") or again.group("what2"))[-1]

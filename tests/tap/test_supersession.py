@@ -236,6 +236,14 @@ UPDATES = [
         "React",
         "SvelteKit",
     ),
+    # a name replaced by another, with a word of change (not a typo corrected: "Max, not Rex" above)
+    (
+        "Our book club picked Klara and the Sun for next month.",
+        "Change of plan: we're reading Piranesi next, not Klara.",
+        "Klara",
+        "Piranesi",
+    ),
+    ("Our Friday dinner is at Jonas's place.", "Our Friday dinners are at Mei's place now, not Jonas's.", "Jonas", "Mei"),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
@@ -324,6 +332,8 @@ def test_dropping_one_part_of_the_stack_does_not_take_the_other_parts_said_in_th
 
 NEAR_MISSES = [
     ("I live in Berlin.", "My brother moved to Lisbon last month."),
+    ("My sister Klara lives in Graz.", "Let's do it now, not later, before Klara calls."),
+    ("I read Dune every summer.", "Which should I read now, not Dune again?"),
     ("Our mobile app uses SQLite.", "The billing service runs on Postgres."),
     ("I live in Berlin.", "I'm moving to Tokyo next month."),
     ("I live in Berlin.", "If I moved to Tokyo, would rent be higher?"),
