@@ -40,6 +40,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from store.lexical import Committed
+from tap.config import Config
 from tap.recall import Ask
 from tap.records import Memory
 from tap.why import RecallTrace
@@ -63,10 +64,12 @@ class RecallProcess:
         settings: ChildSettings,
         versions: Callable[[Sequence[str]], list[Memory]],
         searchable: Callable[[str], bool] = lambda scope: True,
+        env: dict[str, str] | None = None,
     ) -> None:
         self._settings = settings
         self._versions = versions
         self._searchable = searchable  # scopes the child can search (else it would only say NotHere)
+        self._env = env  # the child's environment (None: this process's)
         self._send_lock = threading.Lock()  # one message at a time, writes and recalls in one order
         self._recv_lock = threading.Lock()  # one recall reads the answers at a time (_wait)
         self._state_lock = threading.Lock()
@@ -118,6 +121,7 @@ class RecallProcess:
                 [sys.executable, "-m", "tap.wiring.recall_child", *map(str, fds)],
                 pass_fds=fds,
                 stdin=subprocess.DEVNULL,
+                env=self._env,
                 start_new_session=True,  # a terminal's Ctrl-C stops tap serve, which stops this
             )
         except BaseException:
@@ -316,6 +320,7 @@ def start_recall_process(rt: Runtime) -> RecallProcess | None:
         ChildSettings(lexical_path, config.embedder, config.recall, exact_scope_max, max_vectors),
         rt.store.get,
         rt.store.searched_in_memory,
+        env=without_secrets(dict(os.environ), config),
     )
     rt.store.on_index_commit(process.follow)
     rt.recall.remote = process
@@ -330,3 +335,16 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=5)
+
+
+def without_secrets(env: dict[str, str], config: Config) -> dict[str, str]:
+    """The environment less every variable an `*_env` option names (API keys, bot tokens, the admin
+    token): the recall process needs none of them."""
+    named: set[str] = set()
+    for section_name in config.__struct_fields__:
+        section = getattr(config, section_name)
+        for field in getattr(section, "__struct_fields__", ()):
+            value = getattr(section, field)
+            if field.endswith("_env") and isinstance(value, str) and value:
+                named.add(value)
+    return {key: value for key, value in env.items() if key not in named}

@@ -39,10 +39,13 @@ async def test_recall_process_answers_and_a_forget_is_seen_at_once(isolated_home
     async with FakeAnthropic() as up:
         config = tmp_path / "tap.toml"
         config.write_text(f'[upstream]\nanthropic = "{up.url}"\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        secret = {"ANTHROPIC_API_KEY": "sk-ant-api03-not-for-the-recall-process"}
+        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config, env=secret).start)
         try:
             status = lambda: admin(server, "GET", "/tap/status")["recall_process"]  # noqa: E731
             await until(lambda: status()["ready"], what="the recall process ready")
+            environ = await asyncio.to_thread(Path(f"/proc/{status()['pid']}/environ").read_bytes)
+            assert b"TAP_HOME=" in environ and b"sk-ant-api03" not in environ  # it needs no key
             bees = admin(server, "POST", "/tap/memories", {"scope": "ann", "content": "Ann keeps bees in Sintra"})
             admin(server, "POST", "/tap/memories", {"scope": "ann", "content": "Ann's favourite colour is green"})
             async with aiohttp.ClientSession() as session:

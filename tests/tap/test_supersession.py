@@ -243,7 +243,12 @@ UPDATES = [
         "Klara",
         "Piranesi",
     ),
-    ("Our Friday dinner is at Jonas's place.", "Our Friday dinners are at Mei's place now, not Jonas's.", "Jonas", "Mei"),
+    (
+        "Our Friday dinner is at Jonas's place.",
+        "Our Friday dinners are at Mei's place now, not Jonas's.",
+        "Jonas",
+        "Mei",
+    ),
     # a status without a partner and a named partner answer for each other (tap.slot_links)
     ("I'm dating Alex.", "I'm single now.", "dating Alex", "single"),
     ("I'm single and loving it.", "I've been dating Sam for a month.", "single", "dating Sam"),
