@@ -620,6 +620,8 @@ class RecallEngine:
                 answered = None
                 if self.remote is not None:
                     answered = self.remote.answer(ask, lexical_only=item.lexical_only, deadline=item.deadline)
+                    if answered is None and time.monotonic() > item.deadline:  # no time left to run it here
+                        raise TimeoutError("recall deadline passed in the recall process")
                 item.future.set_result(
                     self.answer(ask, lexical_only=item.lexical_only) if answered is None else self._took(ask, *answered)
                 )
