@@ -292,7 +292,8 @@ class ChromaStore:
     def searched_in_memory(self, scope: str) -> bool:
         """Whether the scope's vectors are searched exactly in memory (a recall process's read
         view can search them too; a larger scope is searched by Chroma)."""
-        return self._exclusive and self._lexical.count(scope) <= self._small.max_scope
+        in_scope = self._lexical.count(scope)
+        return self._exclusive and (in_scope == 0 or self._kept_in_memory(in_scope))
 
     def on_index_commit(self, follower: Follower) -> None:
         """Call `follower` with what each committed write of the lexical index changed."""
@@ -445,12 +446,8 @@ class ChromaStore:
             fetched.update((i, _pack(v)) for i, v in zip(got["ids"], found, strict=False))
         if fetched:
             self._lexical.set_vectors(list(fetched.items()))
-        present = [(i, v if v is not None else fetched.get(i)) for i, v in rows]
-        ids = [i for i, v in present if v is not None]
-        if not ids:
-            return self._small.load(scope, [], np.zeros((0, 0), np.float32), version=version)
-        matrix = np.frombuffer(b"".join(v for _, v in present if v is not None), dtype=np.float16)
-        return self._small.load(scope, ids, matrix.reshape(len(ids), -1), version=version)
+        present = [(i, found) for i, v in rows if (found := v if v is not None else fetched.get(i)) is not None]
+        return self._small.load_packed(scope, present, version=version)
 
     def warm_vectors(self) -> int:
         """Load the largest scopes' vectors that fit the cache (at start, in the background, so the

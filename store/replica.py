@@ -147,13 +147,10 @@ class ReplicaStore:
         write raced the read."""
         version = self._vectors.version
         rows = self._lexical.vectors(scope)
-        if len(rows) > self._vectors.max_scope or any(v is None for _, v in rows):
+        packed = [(i, v) for i, v in rows if v is not None]
+        if len(rows) > self._vectors.max_scope or len(packed) < len(rows):
             return False
-        ids = [i for i, _ in rows]
-        if not ids:
-            return self._vectors.load(scope, [], np.zeros((0, 0), np.float32), version=version)
-        matrix = np.frombuffer(b"".join(v for _, v in rows if v is not None), dtype=np.float16)
-        return self._vectors.load(scope, ids, matrix.reshape(len(ids), -1), version=version)
+        return self._vectors.load_packed(scope, packed, version=version)
 
     def get_active(self, ids: Sequence[str]) -> list[Memory]:
         """The active memories among these ids, in the order asked."""

@@ -171,6 +171,13 @@ class ScopeVectors:
             self._evict()
             return scope in self._scopes
 
+    def load_packed(self, scope: str, rows: Sequence[tuple[str, bytes]], *, version: int) -> bool:
+        """`load` from (id, float16 vector bytes) rows, as the lexical index keeps them."""
+        if not rows:
+            return self.load(scope, [], np.zeros((0, 0), np.float32), version=version)
+        matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float16)
+        return self.load(scope, [i for i, _ in rows], matrix.reshape(len(rows), -1), version=version)
+
     def search(self, scope: str, queries: Sequence[Sequence[float]], k: int) -> list[list[tuple[str, float]]] | None:
         """(id, cosine) of the k nearest active memories of the scope, best first, per query; None
         when the scope is not cached (any more)."""

@@ -3,7 +3,7 @@
 Under load one `tap serve` process is bound by its one interpreter lock: the event loop relaying
 64 streams and the recall worker want it at once, in bursts, and the time to first byte follows the
 queue (bench/load.py, README "Load"). Here the recall worker of tap.recall hands each recall to a
-child process (spawned, not forked: the parent has threads) that searches the same store through a
+child process (a new interpreter, not a fork: the parent has threads) that searches the same store through a
 read view of the lexical index file (store.replica): same ranking, same packing, same block.
 
 Keeping the view current: every committed write of the lexical index is told to this class
@@ -84,7 +84,6 @@ class RecallProcess:
         self.answered = 0
         self.not_here = 0
         self.starts = 0
-        self.failures = 0
 
     # -- life cycle ---------------------------------------------------------------------------------
 
@@ -102,7 +101,6 @@ class RecallProcess:
                 log.exception("the recall process failed")
             if self._closed.is_set():
                 return
-            self.failures += 1
             if time.monotonic() - began > 10 * _RESTART_MAX_S:
                 self._restart_s = _RESTART_FIRST_S  # it ran a good while: start again soon
             log.warning("the recall process ended; recall runs in tap serve, restarting in %.0f s", self._restart_s)
