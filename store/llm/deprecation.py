@@ -16,7 +16,7 @@ import importlib
 
 from tap.config import Config
 
-__all__ = ["deprecated_model_warnings", "models_in_use"]
+__all__ = ["deprecated_model_warnings", "models_in_use", "sdk_deprecation_table"]
 
 
 def models_in_use(config: Config) -> list[tuple[str, str]]:
@@ -32,7 +32,8 @@ def models_in_use(config: Config) -> list[tuple[str, str]]:
     return used
 
 
-def _sdk_table() -> dict[str, str]:
+def sdk_deprecation_table() -> dict[str, str]:
+    """The installed SDK's table of deprecated model ids and their end-of-life dates ({} if none)."""
     try:
         module = importlib.import_module("anthropic.resources.messages.messages")
     except Exception:  # no SDK, or its layout changed: nothing to say
@@ -46,7 +47,7 @@ def deprecated_model_warnings(config: Config, table: dict[str, str] | None = Non
     used = models_in_use(config)
     if not used:
         return []
-    known = _sdk_table() if table is None else table
+    known = sdk_deprecation_table() if table is None else table
     return [
         f"WARNING: [{key.split('.')[0]}] {key.split('.')[1]} = {model!r} is deprecated by Anthropic"
         f" (end of life {known[model]}); set a current model such as 'claude-sonnet-4-6'"
