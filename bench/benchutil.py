@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from tap.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
+from tap.cli.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
 
 __all__ = ["Bar", "note"]
 

@@ -30,7 +30,7 @@ import click
 
 from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.base import emit_json, state
+from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig
 from tap.plural import plural
 
