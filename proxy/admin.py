@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ from tap.jsonbody import decode
 from tap.memories.history import history_view
 from tap.memories.views import memory_view, search_view
 from tap.records import KINDS, Memory
+from tap.runtime.diskspace import out_of_space
 from tap.runtime.health import check_health
 from tap.validate import MAX_SCOPE, text_problem
 
@@ -39,17 +41,21 @@ def error(status: int, message: str) -> web.Response:
     return json_response({"error": message}, status)
 
 
+def authorized(request: web.Request) -> bool:
+    """Whether the request carries the admin bearer token (constant-time compare)."""
+    ctx = request.app[context_key]
+    scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+    # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode("utf-8", "surrogateescape"), ctx.admin_token.encode()
+    )
+
+
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Reject admin requests without the right bearer token (health is open)."""
-    if request.path.startswith("/tap/") and request.path != "/tap/health":
-        ctx = request.app[context_key]
-        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
-        # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            given.strip().encode("utf-8", "surrogateescape"), ctx.admin_token.encode()
-        ):
-            return error(401, "missing or wrong bearer token (see <data dir>/admin-token)")
+    if request.path.startswith("/tap/") and request.path != "/tap/health" and not authorized(request):
+        return error(401, "missing or wrong bearer token (see <data dir>/admin-token)")
     return await handler(request)
 
 
@@ -71,12 +77,21 @@ async def _run(fn: Callable[[], Any]) -> Any:
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness and the state of the store, the embedder and the extractor (tap.runtime.health);
-    503 when the store or the embedder does not answer."""
+    """Liveness and the state of the store, the embedder, the extractor, the disk and capture
+    (tap.runtime.health); 503 when the store or the embedder does not answer. Open to anyone, so
+    it names no path: where the store lives is shown with the admin token only."""
     ctx: ServerContext = request.app[context_key]
     extraction = ctx.metrics.sections.get("extraction")
-    report = await check_health(ctx.memories.store, ctx.memories.embedder, extraction)
-    doc = {"version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id, **report}
+    report = await check_health(
+        ctx.memories.store,
+        ctx.memories.embedder,
+        extraction,
+        space=ctx.space,
+        capture=ctx.capture.status if ctx.capture is not None else None,
+        store_problem=ctx.store_problem,
+    )
+    where = ctx.store_location if authorized(request) else ("chroma server" if ctx.config.store.url else "embedded")
+    doc = {"version": ctx.version, "store": where, "embedder": ctx.embedder_id, **report}
     return json_response(doc, 200 if report["status"] != "down" else 503)
 
 
@@ -311,13 +326,23 @@ async def status(request: web.Request) -> web.Response:
 
 @web.middleware
 async def tap_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """TapError from the store or embedder → 503 with the message (admin routes only)."""
+    """Failures of the store, the embedder or the data dir's databases → the API's error shape
+    (admin routes only): out of space → 507 Insufficient Storage, anything else → 503, never a bare
+    500."""
     try:
         return await handler(request)
-    except TapError as exc:
-        if request.path.startswith("/tap/"):
+    except (TapError, sqlite3.Error, OSError) as exc:
+        if not request.path.startswith("/tap/") or isinstance(exc, ConnectionError):
+            raise
+        ctx: ServerContext = request.app[context_key]
+        if out_of_space(exc):
+            message = ctx.space.problem() if ctx.space is not None else ""
+            if ctx.space is not None:
+                ctx.space.note(message or f"out of space: {exc}")
+            return error(507, message or f"out of space in the data dir: {exc}")
+        if isinstance(exc, TapError):
             return error(503, str(exc))
-        raise
+        return error(503, f"the data dir's database failed: {type(exc).__name__}: {exc}")
 
 
 def add_admin_routes(app: web.Application) -> None:

@@ -22,9 +22,17 @@ from tests.waits import wait_until
 class ServeProcess:
     """`python -m tap serve --port 0` with its own TAP_HOME; `url` once it is up."""
 
-    def __init__(self, home: Path, *, config: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+    ) -> None:
         self.home = home
         self.config = config
+        self.prefix = prefix or []  # a command the server runs under (tests.small_disk: its own mount)
         self.env = {**os.environ, "TAP_HOME": str(home), **(env or {})}
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
@@ -33,7 +41,7 @@ class ServeProcess:
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         (self.home / "server.json").unlink(missing_ok=True)
-        args = [sys.executable, "-m", "tap"]
+        args = [*self.prefix, sys.executable, "-m", "tap"]
         if self.config:
             args += ["--config", str(self.config)]
         self.proc = subprocess.Popen(
@@ -69,7 +77,7 @@ class ServeProcess:
         assert self.proc is not None
         if self.proc.poll() is not None:
             raise RuntimeError(f"tap serve exited early:\n{self._printed()}")
-        info = self.home / "server.json"
+        info = self.state / "server.json"
         if not info.exists():
             return False
         self.url = json.loads(info.read_text())["url"]
@@ -77,8 +85,16 @@ class ServeProcess:
             return True
 
     @property
+    def state(self) -> Path:
+        """The data dir as this process sees it (the server's own view when it runs under a prefix
+        that mounts something there)."""
+        if self.prefix and self.proc is not None:
+            return Path(f"/proc/{self.proc.pid}/root") / self.home.relative_to("/")
+        return self.home
+
+    @property
     def token(self) -> str:
-        return (self.home / "admin-token").read_text().strip()
+        return (self.state / "admin-token").read_text().strip()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> str:
         """Stop the process and return everything it printed."""

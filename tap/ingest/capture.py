@@ -28,6 +28,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from typing import Any
 import msgspec
 
 from tap.records import IngestEvent, Message, Source, SourceTurn
+from tap.runtime.diskspace import SpaceWatch, out_of_space
 from tap.runtime.repeatlog import RepeatLog
 from tap.scrub import scrub
 from tap.sqlite import connect, transaction
@@ -42,6 +44,9 @@ from tap.sqlite import connect, transaction
 log = logging.getLogger(__name__)
 MAX_CONTINUITY = 200_000
 _PRUNE_EVERY = 1_000
+RETRY_S = 5.0
+MAX_WAITING = 1_000
+MAX_WAITING_CHARS = 64_000_000
 
 Ingest = Callable[[IngestEvent], Awaitable[int]]
 
@@ -275,29 +280,115 @@ def _decode(blob: bytes) -> Exchange:
 
 
 class Capture:
-    """Records exchanges in the turn log and hands them to ingestion, off the hot path."""
+    """Records exchanges in the turn log and hands them to ingestion, off the hot path.
 
-    def __init__(self, turn_log: TurnLog, ingest: Ingest | None = None) -> None:
+    An exchange that cannot be written (a full disk, a failing database) is kept in memory, in
+    order, and written again by `retry` (every RETRY_S while `tap serve` runs, and before the next
+    exchange) until it goes through: nothing is lost while the outage lasts, up to MAX_WAITING
+    exchanges or MAX_WAITING_CHARS of text; past that the oldest are dropped and counted as lost.
+    While captures fail, `failing` says why (the proxy flags each request with
+    `x-tap-degraded: capture-failed`, health is degraded) until everything waiting is written.
+    """
+
+    def __init__(self, turn_log: TurnLog, ingest: Ingest | None = None, *, space: SpaceWatch | None = None) -> None:
         self.turn_log = turn_log
         self._ingest = ingest
+        self._space = space
         self.captured = 0
         self.failed = 0
+        self.lost = 0
+        self.failing = ""
+        self._waiting: deque[_Waiting] = deque()
+        self._waiting_chars = 0
+        self._writing = asyncio.Lock()
         self._log = RepeatLog(log)
 
     async def record(self, exchange: Exchange) -> None:
-        """Log the exchange, then ingest it; failures are logged and counted, never raised."""
-        try:
-            await asyncio.to_thread(self.turn_log.append, exchange)
+        """Log the exchange, then ingest it; failures are logged, counted and retried, never raised."""
+        self._keep(_Waiting(exchange))
+        await self.retry()
+
+    async def retry(self) -> None:
+        """Write what waits, oldest first, until one fails (it stays first in line)."""
+        async with self._writing:
+            while self._waiting:
+                waiting = self._waiting[0]
+                try:
+                    await self._write(waiting)
+                except Exception as exc:
+                    self._failed(waiting.exchange, exc)
+                    return
+                self._waiting.popleft()
+                self._waiting_chars -= waiting.chars
+            if self.failing:
+                self._log.recovered("capture", "captures are written again")
+            self.failing = ""
+
+    async def keep_retrying(self, stop: asyncio.Event) -> None:
+        """While `tap serve` runs: write what waits every RETRY_S (space came back, say)."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), RETRY_S)
+            except TimeoutError:
+                if self._waiting:
+                    await self.retry()
+
+    async def _write(self, waiting: _Waiting) -> None:
+        if not waiting.logged:
+            await asyncio.to_thread(self.turn_log.append, waiting.exchange)
+            waiting.logged = True
             self.captured += 1
-            event = exchange.to_event()
-            if self._ingest is not None and event.messages:
-                await self._ingest(event)
-        except Exception as exc:
-            self.failed += 1
-            self._log.failed(
-                "capture", "capture of an exchange in conversation %s failed", exchange.conversation, exc=exc
+        event = waiting.exchange.to_event()
+        if self._ingest is not None and event.messages:
+            await self._ingest(event)
+
+    def _keep(self, waiting: _Waiting) -> None:
+        self._waiting.append(waiting)
+        self._waiting_chars += waiting.chars
+        while len(self._waiting) > 1 and (len(self._waiting) > MAX_WAITING or self._waiting_chars > MAX_WAITING_CHARS):
+            dropped = self._waiting.popleft()
+            self._waiting_chars -= dropped.chars
+            self.lost += 1
+            log.error(
+                "an exchange of conversation %s was lost: %d exchanges could not be captured and wait "
+                "(%s); the oldest goes",
+                dropped.exchange.conversation,
+                len(self._waiting) + 1,
+                self.failing or "capture failing",
             )
 
-    def status(self) -> dict[str, int]:
+    def _failed(self, exchange: Exchange, exc: Exception) -> None:
+        self.failed += 1
+        full = out_of_space(exc)
+        self.failing = ("out of space: " if full else "") + f"{type(exc).__name__}: {exc}"[:300]
+        if full and self._space is not None:
+            self._space.note(f"out of space: capture failed ({exc})"[:300])
+        self._log.failed(
+            "capture",
+            "capture of an exchange in conversation %s failed (%d waiting, retried every %.0f s)",
+            exchange.conversation,
+            len(self._waiting),
+            RETRY_S,
+            exc=exc,
+        )
+
+    def status(self) -> dict[str, Any]:
         """Counters for /tap/status."""
-        return {"captured": self.captured, "failed": self.failed}
+        return {
+            "captured": self.captured,
+            "failed": self.failed,
+            "waiting": len(self._waiting),
+            "lost": self.lost,
+            "failing": self.failing,
+        }
+
+
+class _Waiting:
+    """An exchange not fully captured yet: `logged` once the turn log has it (only ingestion left)."""
+
+    __slots__ = ("chars", "exchange", "logged")
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+        self.logged = False
+        self.chars = len(exchange.user_text) + len(exchange.reply_text) + sum(len(m.content) for m in exchange.earlier)

@@ -98,6 +98,8 @@ def build_context(rt: Runtime, token: str, capture: Capture, background: Executo
         why=why,
         consolidation=consolidation,
         inactive_search=lambda vector, scope, k: rt.store.inactive_search(vector, scope=scope, k=k),
+        space=rt.space,
+        store_problem=getattr(rt.store, "problem", None),
     )
 
 
@@ -105,7 +107,8 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     """Run the app on host:port until `stop` is set."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
-    ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
+    capture = Capture(rt.turn_log, rt.ingestor.ingest_async, space=rt.space)
+    ctx = build_context(rt, token, capture, background)
     app = make_web_app(ctx)
     attach_hooks(app, rt, ctx.metrics)
     if rt.loaded.config.telegram.enabled:
@@ -148,6 +151,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     create_task(lag.watch(logtail_stop), name="event-loop-lag")
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
+    create_task(capture.keep_retrying(logtail_stop), name="capture-retry")
     if rt.loaded.config.consolidate.enabled and ctx.consolidation is not None:
         create_task(ctx.consolidation.keep_running(logtail_stop), name="consolidation")
     try:
