@@ -23,7 +23,7 @@ from aiohttp import web
 
 from bridges.logtail import start_following
 from proxy.context import ServerContext
-from proxy.web_app import make_web_app
+from proxy.web_app import connections_key, make_web_app
 from store.llm import make_reply_model
 from store.llm.deprecation import deprecated_model_warnings
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
@@ -116,8 +116,18 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
 
         deps = (rt.loaded.data_dir, ctx.interceptor, rt.memories, rt.ledger)
         add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps, make_reply_model))
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        shutdown_timeout=SHUTDOWN_GRACE_S,
+        access_log=None,
+        handler_cancellation=True,  # a client that leaves cancels its request, upstream call included
+        keepalive_timeout=rt.loaded.config.server.idle_timeout_s,
+    )
     await runner.setup()
+    connections = app[connections_key]
+    connections.attach(runner.server)
+    ctx.metrics.sections["connections"] = connections.status
     site = web.TCPSite(runner, host, port)
     try:
         await site.start()
@@ -152,6 +162,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
     create_task(capture.keep_retrying(logtail_stop), name="capture-retry")
+    create_task(connections.keep_sweeping(logtail_stop), name="connection-sweep")
     if rt.loaded.config.consolidate.enabled and ctx.consolidation is not None:
         create_task(ctx.consolidation.keep_running(logtail_stop), name="consolidation")
     try:
