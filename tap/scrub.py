@@ -198,7 +198,12 @@ _pool_lock = threading.Lock()
 def scrub(text: str) -> str:
     """Remove private spans and redact secrets; everything else is returned as it was."""
     if len(text) > LARGE_TEXT:
-        return _helper().submit(scrub_here, text).result()
+        helper = _helper()
+        scrubbed = helper.submit(scrub_here, text).result()
+        # the pool's feeder thread holds the last message it sent (here the whole text, pickled)
+        # until it sends another: a tiny one, so a 20 MB turn does not stay in memory
+        helper.submit(len, "")
+        return scrubbed
     return scrub_here(text)
 
 

@@ -345,7 +345,12 @@ class Capture:
     def _keep(self, waiting: _Waiting) -> None:
         self._waiting.append(waiting)
         self._waiting_chars += waiting.chars
-        while len(self._waiting) > 1 and (len(self._waiting) > MAX_WAITING or self._waiting_chars > MAX_WAITING_CHARS):
+        # bounded while captures fail (in-flight ones, however large, only wait for the one before)
+        while (
+            self.failing
+            and len(self._waiting) > 1
+            and (len(self._waiting) > MAX_WAITING or self._waiting_chars > MAX_WAITING_CHARS)
+        ):
             dropped = self._waiting.popleft()
             self._waiting_chars -= dropped.chars
             self.lost += 1
