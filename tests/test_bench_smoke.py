@@ -157,3 +157,10 @@ def test_contention(tmp_path: Path) -> None:
     for entry in result["results"].values():
         assert entry["idle"]["wall_ms"]["n"] == 5 and entry["busy"]["wall_ms"]["n"] == 5
         assert entry["busy_over_idle_wall"]["p50"] > 0
+
+
+def test_soak(tmp_path: Path) -> None:
+    result = run_bench("soak", tmp_path / "soak.json", "--quick")
+    assert result["acknowledged_turns"] > 0 and result["acknowledged_turns_lost"] == 0
+    assert result["upstream_requests_cancelled"] == result["upstream_requests_seen"] > 0
+    assert result["verdict"]["answering"] and result["rss_mb"]["end"] > 0

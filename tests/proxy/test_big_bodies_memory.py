@@ -51,8 +51,10 @@ async def test_big_bodies_do_not_leave_their_size_behind(isolated_home: Path, tm
                         await response.read()
             del big
             await until(
-                lambda: admin(server, "GET", "/tap/status")["extraction"]["queue"]["turns_waiting"] == 0
-                and admin(server, "GET", "/tap/status")["capture"]["captured"] == 8,
+                lambda: (
+                    admin(server, "GET", "/tap/status")["extraction"]["queue"]["turns_waiting"] == 0
+                    and admin(server, "GET", "/tap/status")["capture"]["captured"] == 8
+                ),
                 within=120,
                 what="the exchanges captured and chunked",
             )
