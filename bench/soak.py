@@ -212,6 +212,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     silent = Silent()
     silent_server = await silent.start()
+    soak: Soak | None = None
     try:
         await asyncio.to_thread(_wait_for, port_file)
         soak = Soak(args, home, f"http://127.0.0.1:{port_file.read_text()}", silent)
@@ -247,8 +248,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             end_rss = rss_mb(soak.server.proc.pid)
             status = admin(soak.server, "GET", "/tap/status")
             lost = await asyncio.to_thread(soak.lost_turns)
-        soak.server.stop()
     finally:
+        if soak is not None:
+            await asyncio.to_thread(soak.server.stop)
         silent_server.close()
         upstream.kill()
     outage_health = [

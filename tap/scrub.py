@@ -10,7 +10,9 @@
    `"password": "x"`, `PGPASSWORD=x`, `--password x`, `my password is x`, `the wifi password for
    the office is x`, `passcode: x`), PINs and door/alarm codes given as digits (`my PIN is 1234`),
    and credentials in connection strings (`scheme://user:pass@host`, `redis://:pass@host`,
-   `…;Password=x;…`).
+   `…;Password=x;…`); then the shapes of tap.secret_shapes: card numbers (Luhn-checked), US SSNs,
+   keys of well-known services (Stripe, GitLab, npm, …), tokens after a word that names one or
+   random enough on their own (an AWS secret key), passwords said in other languages.
 
 It is the one scrubber on every way into the store: ingested turns (tap.ingest.chunker.prepare_turns),
 chunks again when the worker claims them (tap.extract.worker), and memories written by hand, through the
@@ -33,6 +35,8 @@ import multiprocessing
 import re
 import threading
 from concurrent.futures import ProcessPoolExecutor
+
+from tap.secret_shapes import redact_shapes
 
 __all__ = [
     "REDACTED",
@@ -174,8 +178,8 @@ def _redact_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED + tail
 
 
-def redact_secrets(text: str) -> str:
-    """Replace keys, tokens and passwords with `[REDACTED]`."""
+def _redact_labelled(text: str) -> str:
+    """The patterns of this module (skipped when no needle is in the text)."""
     if not _may_hold_secret(text):
         return text
     text = _PEM.sub(REDACTED, text)
@@ -188,6 +192,12 @@ def redact_secrets(text: str) -> str:
     text = _OPTION.sub(_redact_value, text)
     text = _PIN.sub(_redact_value, text)
     return _SPOKEN_PASSWORD.sub(_redact_value, text)
+
+
+def redact_secrets(text: str) -> str:
+    """Replace keys, tokens, passwords, card numbers and national ids with `[REDACTED]`: the
+    labelled patterns here, then the shapes of tap.secret_shapes."""
+    return redact_shapes(_redact_labelled(text))
 
 
 LARGE_TEXT = 256 * 1024
