@@ -1,7 +1,8 @@
 """The admin API on tap's port (docs/architecture.md, Interfaces): health, recall, memories, scopes,
 export/import, stats, status; the web page's routes are in proxy.ui.
 
-Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
+Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare): the
+admin token, or the token of a web page session opened with a one-time code (proxy.signin).
 Blocking store work runs in a worker thread so the proxy's event loop never stalls.
 """
 
@@ -17,6 +18,7 @@ import msgspec
 from aiohttp import web
 
 from proxy.context import ServerContext, context_key
+from proxy.signin import CODE_S, SESSION_IDLE_S, SESSION_MAX_S, SignIns
 from proxy.ui import add_ui_routes
 from tap.errors import TapError
 from tap.ingest.entry import parse_event
@@ -29,6 +31,7 @@ from tap.runtime.health import check_health
 from tap.validate import MAX_SCOPE, text_problem
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+signins_key = web.AppKey("tap_signins", SignIns)
 
 
 def json_response(value: Any, status: int = 200) -> web.Response:
@@ -41,22 +44,59 @@ def error(status: int, message: str) -> web.Response:
     return json_response({"error": message}, status)
 
 
-def authorized(request: web.Request) -> bool:
-    """Whether the request carries the admin bearer token (constant-time compare)."""
-    ctx = request.app[context_key]
+OPEN_PATHS = frozenset({"/tap/health", "/tap/session"})  # the session route checks its code itself
+
+
+def bearer(request: web.Request) -> str:
+    """The bearer token the request carries ("" when none)."""
     scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
     # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode("utf-8", "surrogateescape"), ctx.admin_token.encode()
-    )
+    return given.strip() if scheme.lower() == "bearer" else ""
+
+
+def authorized(request: web.Request, *, session: bool = True) -> bool:
+    """Whether the request carries the admin bearer token (constant-time compare) or, unless
+    `session` is False, the token of a web page session (proxy.signin)."""
+    ctx = request.app[context_key]
+    given = bearer(request)
+    if not given:
+        return False
+    if hmac.compare_digest(given.encode("utf-8", "surrogateescape"), ctx.admin_token.encode()):
+        return True
+    return session and request.app[signins_key].valid(given)
 
 
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Reject admin requests without the right bearer token (health is open)."""
-    if request.path.startswith("/tap/") and request.path != "/tap/health" and not authorized(request):
-        return error(401, "missing or wrong bearer token (see <data dir>/admin-token)")
+    """Reject admin requests without the right bearer token (health and the sign-in code exchange
+    are open)."""
+    if request.path.startswith("/tap/") and request.path not in OPEN_PATHS and not authorized(request):
+        return error(401, "missing or wrong bearer token (see <data dir>/admin-token, or run `tap ui`)")
     return await handler(request)
+
+
+async def signin_code(request: web.Request) -> web.Response:
+    """A one-time code that signs the web page in (`tap ui`); the admin token only, not a session."""
+    if not authorized(request, session=False):
+        return error(403, "sign-in codes are handed out for the admin token only")
+    code = request.app[signins_key].new_code()
+    return json_response({"code": code, "expires_in_s": CODE_S})
+
+
+async def session(request: web.Request) -> web.Response:
+    """`POST {"code"}` → a session token for the web page; `DELETE` (with the session) signs it out."""
+    signins = request.app[signins_key]
+    if request.method == "DELETE":
+        signins.end(bearer(request))
+        return json_response({"signed_out": True})
+    body = await _body(request)
+    code = body.get("code")
+    token = signins.open_session(code) if isinstance(code, str) and code else None
+    if token is None:
+        return error(
+            401, "this sign-in code is unknown, used or expired (codes work once, for a minute): run `tap ui` again"
+        )
+    return json_response({"token": token, "idle_expires_s": SESSION_IDLE_S, "expires_s": SESSION_MAX_S})
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
@@ -347,8 +387,12 @@ async def tap_errors(request: web.Request, handler: Handler) -> web.StreamRespon
 
 def add_admin_routes(app: web.Application) -> None:
     """Register the admin API and the web page on the app."""
+    app[signins_key] = SignIns()
     add_ui_routes(app)
     app.router.add_get("/tap/health", health)
+    app.router.add_post("/tap/signin", signin_code)
+    app.router.add_post("/tap/session", session)
+    app.router.add_delete("/tap/session", session)
     app.router.add_post("/tap/recall", recall)
     app.router.add_get("/tap/memories", list_memories)
     app.router.add_post("/tap/memories", add_memory)

@@ -58,7 +58,11 @@ async def test_secret_shapes_reach_no_file(isolated_home: Path, tmp_path: Path) 
             assert "[REDACTED]" in exported
         finally:
             await asyncio.to_thread(server.stop)
-        stored = b"".join(path.read_bytes() for path in isolated_home.rglob("*") if path.is_file())
+        stored = await asyncio.to_thread(_every_file, isolated_home)
         for what, secret in SECRETS.items():
             assert secret not in exported, what
             assert secret.encode() not in stored, f"{what} is in a file of the data dir"
+
+
+def _every_file(home: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
