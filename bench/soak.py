@@ -13,7 +13,7 @@ Traffic, all at once for the whole run (each loop paced, bounded in count and ti
 - aborts: clients asking a silent upstream (the Ollama route) and leaving after 0.5 s; the upstream
   counts the requests tap cancelled;
 - the outage: from 40 % of the run, the data dir's file system (a tmpfs of its own: tests.small_disk)
-  is filled for a tenth of the run (at most 5 minutes), then freed;
+  is filled for a tenth of the run (at most 3 minutes), then freed;
 - health and RSS sampled every 5 s.
 
 At the end (traffic stopped, captures retried): every acknowledged turn's marker must be in the
@@ -177,7 +177,7 @@ class Soak:
         if not self.outage_possible:
             return
         await asyncio.sleep(0.4 * self.duration)
-        length = min(0.1 * self.duration, 300.0)
+        length = min(0.1 * self.duration, 180.0)
         filler = await asyncio.to_thread(fill, self.server)
         self.outage["from_s"] = round(time.monotonic() - self.started, 1)
         await asyncio.sleep(length)
@@ -307,7 +307,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--quick", action="store_true", help="a 45-second run (the smoke test's)")
     parser.add_argument("--chatters", type=int, default=3)
-    parser.add_argument("--chat-pause-s", type=float, default=0.3)
+    parser.add_argument("--chat-pause-s", type=float, default=1.0)
     parser.add_argument("--abort-pause-s", type=float, default=2.0)
     parser.add_argument("--big-mb", type=int, default=20)
     parser.add_argument("--big-every-s", type=float, default=30.0)

@@ -9,6 +9,9 @@ An exchange is a human turn and its reply, or (an agent-loop step) only the assi
 a step of tool results is never recorded as a new human turn. Telegram also hands over the
 earlier unanswered messages its reply folds in (`earlier`).
 
+What is kept of a very long turn is its first MAX_KEPT_CHARS characters or so (`Exchange.bounded`):
+extraction reads far less of it, and a 20 MB paste kept whole filled the data dir.
+
 Invariants: the turn log (SQLite `turnlog.db` in the data dir) gets the exchange before ingestion
 sees it, so a crash between the two loses nothing that the log cannot replay; API keys are
 never part of an exchange; turn ids are stable for a retried request, so duplicate delivery is
@@ -47,6 +50,7 @@ _PRUNE_EVERY = 1_000
 RETRY_S = 5.0
 MAX_WAITING = 1_000
 MAX_WAITING_CHARS = 64_000_000
+MAX_KEPT_CHARS = 64_000
 
 Ingest = Callable[[IngestEvent], Awaitable[int]]
 
@@ -97,6 +101,17 @@ class Exchange(msgspec.Struct, kw_only=True):
             )
         return IngestEvent(scope=self.scope, conversation=self.conversation, source=self.source, messages=messages)
 
+    def bounded(self) -> Exchange:
+        """A copy whose texts are at most about MAX_KEPT_CHARS each: what extraction reads of a turn
+        is far less (tap.ingest.chunker.prepare_turns), and a 20 MB paste kept whole filled the data
+        dir and, while waiting to be written, the memory."""
+        return msgspec.structs.replace(
+            self,
+            user_text=_bounded(self.user_text),
+            reply_text=_bounded(self.reply_text),
+            earlier=[msgspec.structs.replace(m, content=_bounded(m.content)) for m in self.earlier],
+        )
+
     def scrubbed(self) -> Exchange:
         """A copy with every text scrubbed (private spans and secrets removed)."""
         return msgspec.structs.replace(
@@ -112,6 +127,18 @@ class Exchange(msgspec.Struct, kw_only=True):
         ids = {self.user_turn_id, self.reply_turn_id, *(m.id for m in self.earlier)}
         ids.discard("")
         return ids
+
+
+def _bounded(text: str) -> str:
+    """The text cut after MAX_KEPT_CHARS, at a space or line break (so no token, a secret included,
+    is cut in two and left unrecognised by the scrubber), with a note of how much went."""
+    if len(text) <= MAX_KEPT_CHARS:
+        return text
+    cut = max(
+        text.rfind(" ", MAX_KEPT_CHARS - 4096, MAX_KEPT_CHARS), text.rfind("\n", MAX_KEPT_CHARS - 4096, MAX_KEPT_CHARS)
+    )
+    cut = cut if cut > 0 else MAX_KEPT_CHARS
+    return f"{text[:cut]} [… {len(text) - cut:,} more characters not kept]"
 
 
 class TurnLog:
@@ -305,7 +332,7 @@ class Capture:
 
     async def record(self, exchange: Exchange) -> None:
         """Log the exchange, then ingest it; failures are logged, counted and retried, never raised."""
-        self._keep(_Waiting(exchange))
+        self._keep(_Waiting(exchange.bounded()))
         await self.retry()
 
     async def retry(self) -> None:
