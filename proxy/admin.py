@@ -12,6 +12,7 @@ import asyncio
 import hmac
 import sqlite3
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -130,8 +131,12 @@ async def health(request: web.Request) -> web.Response:
         capture=ctx.capture.status if ctx.capture is not None else None,
         store_problem=ctx.store_problem,
     )
-    where = ctx.store_location if authorized(request) else ("chroma server" if ctx.config.store.url else "embedded")
-    doc = {"version": ctx.version, "store": where, "embedder": ctx.embedder_id, **report}
+    doc: dict[str, Any] = {"version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id, **report}
+    if not authorized(request):  # errors may quote a path: shown as <data dir>
+        doc["store"] = "chroma server" if ctx.config.store.url else "embedded"
+        if not ctx.config.store.url and ctx.store_location:
+            data_dir = str(Path(ctx.store_location).parent)
+            doc = msgspec.json.decode(msgspec.json.encode(doc).replace(data_dir.encode(), b"<data dir>"))
     return json_response(doc, 200 if report["status"] != "down" else 503)
 
 

@@ -355,7 +355,10 @@ class ChromaStore:
         self._lexical.on_commit(follower)
 
     def revision(self, scope: str) -> int:
-        """Changes whenever a memory of the scope was written, updated or deleted (see ports)."""
+        """Changes whenever a memory of the scope was written, updated or deleted (see ports); -1
+        while the store's files are gone (`problem`: no recall may reuse what it found before)."""
+        if self.problem():
+            return -1
         with self._revision_lock:
             return self._epoch + self._revisions[scope]
 
