@@ -179,4 +179,4 @@ def _attach_hooks(app: web.Application, rt: Runtime, ctx: Any) -> None:
         from tap.wiring.hook_endpoint import attach_hooks
     except ImportError:
         return
-    attach_hooks(app, rt, ctx.metrics)
+    attach_hooks(app, rt, ctx.interceptor, ctx.metrics)

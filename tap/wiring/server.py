@@ -107,7 +107,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
     ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
     app = make_web_app(ctx)
-    attach_hooks(app, rt, ctx.metrics)
+    attach_hooks(app, rt, ctx.interceptor, ctx.metrics)
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 
