@@ -20,6 +20,7 @@ superseded memories stay, marked.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import re
@@ -298,6 +299,32 @@ class Extraction:
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
         return actions
+
+    def single(self) -> Extraction:
+        """A copy for writes outside the worker's batches (an agent's `remember`): the same store,
+        embedder, providers, ledger and counters, scratch state of its own."""
+        twin = copy.copy(self)
+        twin._outdated, twin._prefetched, twin._forget_asks = [], {}, []
+        return twin
+
+    def apply_one(self, chunk: Chunk, candidate: CandidateMemory) -> tuple[Plan, str]:
+        """Reconcile one candidate said in `chunk` against the scope and apply the decision, as
+        `process` does for each extracted candidate (an LLM reconcile where one is configured; the
+        rules when it fails or the budget is spent); returns the plan and the id the candidate's
+        memory has (written, or not when the plan is a noop or a drop)."""
+        candidate = self._dated(candidate)
+        vector = self.embedder.embed_documents([candidate.content])[0]
+        near = self._nearest(chunk.scope, [vector])[0]
+        evidence = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+        try:
+            [plan] = self._plans([candidate], [evidence])
+        except (ProviderCallError, BudgetExhausted) as exc:
+            log.warning("reconcile by the rules: the LLM reconcile failed (%s)", exc)
+            plan = decide(candidate, evidence, self.config)
+        self.counters[plan.action] += 1
+        self._apply(chunk, candidate, vector, plan)
+        self._mark_outdated()
+        return plan, memory_id(chunk, candidate)
 
     def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
         """An undated candidate (its turn came without a timestamp: a plain-text log, history a client

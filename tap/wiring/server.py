@@ -43,6 +43,7 @@ from tap.runtime.priority import lower_thread_priority
 from tap.runtime.startup_heap import freeze_startup_objects
 from tap.runtime.tasks import create_task, running_tasks
 from tap.wiring.hook_endpoint import attach_hooks
+from tap.wiring.mcp_service import attach_mcp
 from tap.wiring.recall_process import start_recall_process
 from tap.wiring.runtime import Runtime, open_runtime
 
@@ -108,6 +109,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
     app = make_web_app(ctx)
     attach_hooks(app, rt, ctx.interceptor, ctx.metrics)
+    attach_mcp(app, rt, ctx.why, tap_version())
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 

@@ -1,0 +1,121 @@
+"""The MCP endpoint on tap's port: `/mcp`, the agent tools over streamable HTTP (docs/mcp.md).
+
+Authentication is the admin API's (bearer token, proxy.admin.require_token), and the guard's
+Host/Origin rules apply as on every path (proxy/guard.py). The scope the tools run in is the
+`x-tap-scope` header, percent-encoded UTF-8 (a project scope is a path), else `default`; it is set
+for the request's tasks in tap.memories.agent.caller_scope. The composition root puts the SDK's
+ASGI handler on the app under `mcp_key` (bridges.mcp.http); this module only adapts an aiohttp
+request to ASGI: the whole body in one `http.request` message, the answer streamed back as the
+handler sends it. 503 when the app serves no MCP; 400 for a malformed scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from proxy.admin import error
+from tap.intercept.projects import MAX_SCOPE
+from tap.memories.agent import DEFAULT_AGENT_SCOPE, caller_scope
+
+MCP_PATH = "/mcp"
+SCOPE_HEADER = "x-tap-scope"
+Message = MutableMapping[str, Any]
+
+
+class AsgiHandler(Protocol):
+    """An ASGI application (the MCP SDK's streamable HTTP handler)."""
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None: ...
+
+
+mcp_key = web.AppKey("tap_mcp", AsgiHandler)
+
+
+def request_scope(request: web.Request) -> str:
+    """The tools' scope for a request; ValueError when the header is malformed."""
+    raw = request.headers.get(SCOPE_HEADER, "").strip()
+    if not raw:
+        return DEFAULT_AGENT_SCOPE
+    scope = unquote(raw, errors="strict")
+    if not scope.strip() or len(scope) > MAX_SCOPE or any(ord(c) < 32 for c in scope):
+        raise ValueError(f"{SCOPE_HEADER} must be 1-{MAX_SCOPE} printable characters (percent-encoded UTF-8)")
+    return scope
+
+
+def _asgi_scope(request: web.Request) -> dict[str, Any]:
+    transport = request.transport
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    own = transport.get_extra_info("sockname") if transport is not None else None
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1", "replace"),
+        "query_string": request.query_string.encode("latin-1", "replace"),
+        "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": tuple(peer[:2]) if peer else None,
+        "server": tuple(own[:2]) if own else None,
+    }
+
+
+async def mcp(request: web.Request) -> web.StreamResponse:
+    """One streamable HTTP request of an MCP client."""
+    handler = request.app.get(mcp_key)
+    if handler is None:
+        return error(503, "MCP is not served here")
+    try:
+        caller_scope.set(request_scope(request))
+    except (ValueError, UnicodeDecodeError) as exc:
+        return error(400, str(exc))
+    body = await request.read()
+    delivered = False
+    done = asyncio.Event()
+    response: web.StreamResponse | None = None
+
+    async def receive() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()  # the exchange is over (aiohttp cancels this handler if the client goes)
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        nonlocal response
+        if message["type"] == "http.response.start":
+            response = web.StreamResponse(status=int(message["status"]))
+            for name, value in message.get("headers", []):
+                response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            await response.prepare(request)
+        elif message["type"] == "http.response.body" and response is not None:
+            await response.write(bytes(message.get("body", b"")))
+            if not message.get("more_body", False):
+                await response.write_eof()
+
+    try:
+        await handler(_asgi_scope(request), receive, send)
+    finally:
+        done.set()
+    if response is None:
+        return error(500, "the MCP handler gave no answer")
+    return response
+
+
+def add_mcp_routes(app: web.Application) -> None:
+    """Register `/mcp` (POST for messages; GET and DELETE answered by the SDK: not allowed when stateless)."""
+    for method in ("GET", "POST", "DELETE"):
+        app.router.add_route(method, MCP_PATH, mcp)
