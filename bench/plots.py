@@ -103,6 +103,18 @@ def latency(results: Results) -> tuple[Figure, str]:
                 idle,
             ]
         )
+    for p in main["chroma_server"]:
+        rows.append(
+            [
+                f"{p['memories']:,} on a Chroma server",
+                ms(p["end_to_end_ms"]["p50"]),
+                ms(p["end_to_end_ms"]["p99"]),
+                ms(p["embed_query_ms"]["p50"]),
+                f"{p['lexical_search_ms']['p50']:.1f} / {p['lexical_search_ms']['p99']:.1f} ms",
+                "(the server's)",
+                "–",
+            ]
+        )
     headers = ["memories", "p50", "p99", "query embedding p50", "BM25 p50 / p99", "disk (Chroma + lexical)"]
     text = table(
         [*headers, "`tap serve` idle RSS"],

@@ -75,9 +75,7 @@ def test_the_quick_start_recalls_its_memory_into_an_sdk_request(tmp_path: Path) 
     with InThread(FakeAnthropic()) as upstream:
         user_config.parent.mkdir(parents=True)
         user_config.write_text(f'[server]\nport = 0\n[upstream]\nanthropic = "{upstream.url}"\n')
-        server = ServeProcess(
-            home / ".local" / "share" / "tap", user_env=env, command=tap_command(), cwd=elsewhere
-        )
+        server = ServeProcess(home / ".local" / "share" / "tap", user_env=env, command=tap_command(), cwd=elsewhere)
         server.start(timeout=120)
         try:
             outputs = [run(tap_command(), line, env, elsewhere) for line in commands]
