@@ -30,7 +30,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from results_history import archive  # noqa: E402
 
-from tap.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
+from tap.cli.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
 
 __all__ = ["Bar", "note"]
 

@@ -48,7 +48,7 @@ import msgspec
 import quality
 
 from tap.config import LoadedConfig, parse_config
-from tap.consolidation import Consolidator
+from tap.extract.consolidation import Consolidator
 from tap.records import IngestEvent, Message
 from tap.wiring.runtime import Runtime, open_runtime
 

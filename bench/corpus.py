@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tap.cli.progress import Bar
 from tap.ports import Embedder, MemoryStore
-from tap.progress import Bar
 from tap.records import Kind, Memory, make_memory
 
 NAMES = (

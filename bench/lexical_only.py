@@ -1,4 +1,4 @@
-"""What a BM25-only recall (the fallback admission uses under overload: tap/recall_batch.py) finds,
+"""What a BM25-only recall (the fallback admission uses under overload: tap/recall/admission.py) finds,
 against the full hybrid recall, on the stores the LongMemEval and LoCoMo benchmarks kept.
 
 Run: ``./dev bench lexical_only --lme-home DIR --locomo-home DIR [--budget 500]
@@ -36,7 +36,7 @@ import locomo
 import longmemeval as lme
 
 from tap.config import LoadedConfig, parse_config
-from tap.views import recall_view
+from tap.memories.views import recall_view
 from tap.wiring.runtime import open_runtime
 
 RESULTS = Path(__file__).parent / "results" / "lexical-only-recall.json"

@@ -314,7 +314,7 @@ def write_timeline(folder: Path | None, name: str, samples: Sequence[Sample]) ->
 
 
 async def _with_lag(side: dict[str, Any], status: Callable[[], dict[str, Any]] | None) -> None:
-    """Add the server's event loop lag (tap.loop_lag; absent from a baseline too old to have it)."""
+    """Add the server's event loop lag (tap.runtime.loop_lag; absent from a baseline too old to have it)."""
     if status is not None:
         lag = (await asyncio.to_thread(status)).get("event_loop_lag")
         if lag:

@@ -59,7 +59,7 @@ import msgspec
 from bm25_turns import BM25, pack_lines
 
 from tap.config import LoadedConfig, parse_config
-from tap.recall import pack_block
+from tap.recall.engine import pack_block
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import Runtime, open_runtime
 

@@ -52,7 +52,7 @@ Method (../shared/data/longmemeval/README.md):
   ``only-in-episode`` (only active episodes cite it), ``ranked-out`` (an active non-episode citing
   memory is in the ranking, below the cut), ``not-retrieved`` (active non-episode citing memories,
   none of them in the ranking).
-  Counterfactual: the ranking packed again with tap.recall.pack_block (``tap_repacked``, which must
+  Counterfactual: the ranking packed again with tap.recall.engine.pack_block (``tap_repacked``, which must
   reproduce the block: ``repack_matches_block`` counts the questions where it does) and packed
   without episodes (``tap_without_episodes``): what the block would cite if episodes never entered it.
 """
@@ -87,7 +87,7 @@ import msgspec
 from bm25_turns import BM25
 from tapserve import Api, Server
 
-from tap.recall import pack_block
+from tap.recall.engine import pack_block
 from tap.records import Memory
 from tap.tokens import count_tokens
 
@@ -458,7 +458,7 @@ def reworded(question: Question) -> str:
 def repack(
     ranking: Sequence[dict[str, Any]], budget: int, keep: Callable[[dict[str, Any]], bool], query: str
 ) -> list[str]:
-    """Ids of the block tap.recall.pack_block makes of the ranking's memories that pass `keep`, for
+    """Ids of the block tap.recall.engine.pack_block makes of the ranking's memories that pass `keep`, for
     the question (which cuts excerpts to its sentences)."""
     ranked = [(msgspec.convert(r["memory"], Memory), float(r["score"])) for r in ranking if keep(r["memory"])]
     return [chosen.memory.id for chosen in pack_block(ranked, budget, query=query).memories]

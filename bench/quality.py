@@ -392,7 +392,7 @@ def score(conv: Conversation, memories: Sequence[Memory], probes: Sequence[Probe
 
     # wrong supersessions
     for memory in notes:
-        if memory.current:  # archived memories (tap.consolidation) are not superseded
+        if memory.current:  # archived memories (tap.extract.consolidation) are not superseded
             continue
         c["superseded"] += 1
         states = set(matched[memory.id])

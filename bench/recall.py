@@ -114,7 +114,7 @@ def pasted(rng: random.Random, chars: int) -> str:
 def turn_lengths(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
     """Recall of ~100-character turns against ~4,000-character ones (a question with a pasted log or
     code block, half of them in a ``` fence), interleaved, each turn distinct: the bounded query
-    (tap/query.py) keeps the second within 1.5x of the first (issue target, p99)."""
+    (tap/recall/query.py) keeps the second within 1.5x of the first (issue target, p99)."""
     rng = random.Random(7)
     short_ms: list[float] = []
     long_ms: list[float] = []

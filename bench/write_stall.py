@@ -7,15 +7,15 @@ recall notes (flushed before each consolidation, every `interval_hours`, and at 
 consolidation's archiving. This measures the longest pause a ticking thread sees (it sleeps 1 ms
 in a loop: the stand-in for the event loop) while each kind of write runs, against the same
 writes issued as one call, in the same run (the batched writes run as if the proxy were relaying a
-request: tap.priority.HOT_PATH, so they pause between batches):
+request: tap.runtime.priority.HOT_PATH, so they pause between batches):
 
 - extraction-sized `add`s (1, 5 and 20 memories), and the 200 memories of a batch of 32 chunks in
-  one `add` against the batched flush of tap.batching.WriteBuffer (WRITE_BATCH records a write);
+  one `add` against the batched flush of tap.extract.write_batch.WriteBuffer (WRITE_BATCH records a write);
 - an access-count flush of N memories: one write (`flush_access()`, as at shutdown, and as the
   background flush was before) against the paced flush (`flush_access(paced=True)`) past its cap:
-  while requests are relayed it writes nothing until more than tap.recall.ACCESS_DEFERRED_MAX
-  memories' counts wait, and then batches of tap.recall.ACCESS_FLUSH_BATCH with a pause after
-  each (tap.priority.yield_after); here the cap is 0;
+  while requests are relayed it writes nothing until more than tap.recall.engine.ACCESS_DEFERRED_MAX
+  memories' counts wait, and then batches of tap.recall.engine.ACCESS_FLUSH_BATCH with a pause after
+  each (tap.runtime.priority.yield_after); here the cap is 0;
 - archiving N memories: one write against the paced batches of consolidation inside `tap serve`;
 - deleting 500 memories (`tap memories forget`): one write against store.chroma.DELETE_BATCH ids a
   call while requests are being relayed.
@@ -40,13 +40,13 @@ import numpy as np
 
 from store.chroma import ChromaStore
 from store.onnx_embedder import DIMENSIONS
-from tap import recall as recall_module
-from tap.batching import WriteBuffer
 from tap.config import parse_config
-from tap.consolidation import Consolidator, Journal
-from tap.priority import HOT_PATH
-from tap.recall import RecallEngine
+from tap.extract.consolidation import Consolidator, Journal
+from tap.extract.write_batch import WriteBuffer
+from tap.recall import engine as recall_module
+from tap.recall.engine import RecallEngine
 from tap.records import Memory, make_memory
+from tap.runtime.priority import HOT_PATH
 
 NOW = 1_800_000_000.0
 DAY = 86400.0

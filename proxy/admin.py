@@ -18,13 +18,13 @@ from aiohttp import web
 from proxy.context import ServerContext, context_key
 from proxy.ui import add_ui_routes
 from tap.errors import TapError
-from tap.health import check_health
-from tap.history import history_view
-from tap.ingest import parse_event
+from tap.ingest.entry import parse_event
 from tap.jsonbody import decode
+from tap.memories.history import history_view
+from tap.memories.views import memory_view, search_view
 from tap.records import KINDS, Memory
+from tap.runtime.health import check_health
 from tap.validate import MAX_SCOPE, text_problem
-from tap.views import memory_view, search_view
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -71,7 +71,7 @@ async def _run(fn: Callable[[], Any]) -> Any:
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness and the state of the store, the embedder and the extractor (tap.health);
+    """Liveness and the state of the store, the embedder and the extractor (tap.runtime.health);
     503 when the store or the embedder does not answer."""
     ctx: ServerContext = request.app[context_key]
     extraction = ctx.metrics.sections.get("extraction")
@@ -201,7 +201,7 @@ def _scope_problem(scope: object) -> str:
 
 async def show_memory(request: web.Request) -> web.Response:
     """The memory, its whole version chain, and its `history`: every version oldest first with
-    `current` and the source `turns` still kept (tap.history)."""
+    `current` and the source `turns` still kept (tap.memories.history)."""
     ctx: ServerContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
     chain, turns = await _run(lambda: ctx.memories.history(memory_id))

@@ -12,15 +12,15 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tap.capture import Capture
 from tap.config import Config
-from tap.consolidation import ConsolidationJob
-from tap.intercept import Interceptor
-from tap.memories import MemoryService
-from tap.metrics import Metrics
-from tap.recall import RecallEngine
+from tap.extract.consolidation import ConsolidationJob
+from tap.ingest.capture import Capture
+from tap.intercept.core import Interceptor
+from tap.memories.service import MemoryService
+from tap.recall.engine import RecallEngine
+from tap.recall.why import WhyLog
 from tap.records import Hit, IngestEvent
-from tap.why import WhyLog
+from tap.runtime.metrics import Metrics
 
 
 @dataclass

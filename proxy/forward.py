@@ -2,7 +2,7 @@
 
 Invariants:
 - upstream bytes reach the client as they arrive, unchanged and unbuffered; the tee
-  (tap.dialects.tee.ReplyTee: the dialect's own parsers) sees the same chunks and never blocks
+  (tap.intercept.dialects.tee.ReplyTee: the dialect's own parsers) sees the same chunks and never blocks
   forwarding;
 - `on_reply` is called once, with the finished reply, *before* the chunk that completes it is
   written to the client (the terminal event of a stream, the last byte of a body of known
@@ -27,8 +27,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.headers import client_response_headers, upstream_request_headers
-from tap.dialects import Dialect, Reply
-from tap.dialects.tee import OnReply, ReplyTee
+from tap.intercept.dialects import Dialect, Reply
+from tap.intercept.dialects.tee import OnReply, ReplyTee
 
 log = logging.getLogger(__name__)
 

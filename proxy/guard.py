@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from proxy.context import context_key
-from proxy.errors import shaped_error
+from proxy.error_shapes import shaped_error
 from tap.config import Config
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -7,7 +7,7 @@ an empty 2xx as success without output). `{event}` is either spelling (`user-pro
 `UserPromptSubmit`). Authentication is the admin API's (bearer token, proxy.admin.require_token).
 
 The work is done by an endpoint the composition root puts on the app under `hooks_key`
-(tap.wiring.hooks.ServerHooks); this module only adapts HTTP to it. Status codes: 200 with or
+(tap.wiring.hook_service.ServerHooks); this module only adapts HTTP to it. Status codes: 200 with or
 without a body; 400 for an unknown event or agent or a payload that is not a hook JSON object; 503
 when the app serves no hooks. Anything that fails inside the endpoint is answered with an empty
 200 (fail-open: an agent must never be held up or shown an error by its memory).
@@ -20,7 +20,7 @@ from typing import Protocol
 from aiohttp import web
 
 from proxy.admin import error
-from tap.priority import HOT_PATH
+from tap.runtime.priority import HOT_PATH
 
 
 class HookEndpoint(Protocol):
@@ -41,7 +41,7 @@ async def hook(request: web.Request) -> web.Response:
         return error(503, "agent hooks are not served here")
     event, agent = request.match_info["event"], request.query.get("agent", "claude")
     try:
-        with HOT_PATH.serving():  # an agent waits on it: background writers pause meanwhile (tap.priority)
+        with HOT_PATH.serving():  # an agent waits on it: background writers pause meanwhile (tap.runtime.priority)
             answer = await endpoint(event, agent, await request.read())
     except ValueError as exc:
         return error(400, str(exc))

@@ -24,8 +24,8 @@ from aiohttp import web
 
 from proxy.admin import _body, _run, _scope_problem, error, json_response
 from proxy.context import ServerContext, context_key
-from tap.views import memory_view
-from tap.why import WhyRecord, explain
+from tap.memories.views import memory_view
+from tap.recall.why import WhyRecord, explain
 
 
 async def archive(request: web.Request) -> web.Response:

@@ -1,19 +1,19 @@
 """The LLM API routes: the interception core around a forward with a tee, plus plain pass-through.
 
-Memory routes are the paths of tap.dialects.registry.MEMORY_ROUTES (Anthropic `POST /v1/messages`,
+Memory routes are the paths of tap.intercept.dialects.registry.MEMORY_ROUTES (Anthropic `POST /v1/messages`,
 OpenAI `POST /v1/chat/completions`, Ollama `POST /api/chat` and `POST /api/generate`); each runs
 `Interceptor.before` → forward (teeing the reply, settling it before its last chunk reaches the
 client) → `Interceptor.after`. The policy (scope, conversation, recall under the deadline,
-injection, degraded headers, capture) lives in tap.intercept; this module only adapts aiohttp to
-it. Token-counting routes (tap.dialects.registry.COUNT_ROUTES: Anthropic
+injection, degraded headers, capture) lives in tap.intercept.core; this module only adapts aiohttp to
+it. Token-counting routes (tap.intercept.dialects.registry.COUNT_ROUTES: Anthropic
 `POST /v1/messages/count_tokens`) forward the body with the block the memory route would inject
-for the same request (the same human turn gets the same bytes, tap.intercept), so the count is the
+for the same request (the same human turn gets the same bytes, tap.intercept.core), so the count is the
 truth; they are never captured. Every other path of those APIs passes through unchanged
 (`/v1/models`, `/api/tags`, …), addressed by `passthrough_dialect`, and so does Ollama's root
 (`GET /` and `HEAD /`: the ollama CLI probes it before every command).
 
 Every request gets `x-tap-request-id` and leaves one log line when it is over
-(`Interceptor.finish`; tap.why); memory and count routes also leave a record for `tap why`.
+(`Interceptor.finish`; tap.recall.why); memory and count routes also leave a record for `tap why`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,17 @@ from aiohttp import web
 
 from proxy.context import ServerContext, context_key, session_key
 from proxy.forward import error_response, forward
-from tap.dialects import Dialect, Reply
-from tap.dialects.registry import COUNT_ROUTES, MEMORY_ROUTES, OLLAMA_CHAT, PASSTHROUGH_PREFIXES, passthrough_dialect
-from tap.intercept import BadRequest, Interception
-from tap.priority import HOT_PATH
-from tap.why import REQUEST_ID_HEADER
+from tap.intercept.core import BadRequest, Interception
+from tap.intercept.dialects import Dialect, Reply
+from tap.intercept.dialects.registry import (
+    COUNT_ROUTES,
+    MEMORY_ROUTES,
+    OLLAMA_CHAT,
+    PASSTHROUGH_PREFIXES,
+    passthrough_dialect,
+)
+from tap.recall.why import REQUEST_ID_HEADER
+from tap.runtime.priority import HOT_PATH
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -161,7 +167,7 @@ def _count_handler(dialect: Dialect) -> Handler:
 
 
 def _relaying(handler: Handler) -> Handler:
-    """The handler, counted as hot-path work while it runs (tap.priority.HOT_PATH: background
+    """The handler, counted as hot-path work while it runs (tap.runtime.priority.HOT_PATH: background
     writers pause between their batches while there is some)."""
 
     async def handle(request: web.Request) -> web.StreamResponse:

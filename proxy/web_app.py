@@ -12,7 +12,7 @@ from aiohttp import web
 
 from proxy.admin import add_admin_routes, require_token, tap_errors
 from proxy.context import ServerContext, context_key, session_key
-from proxy.errors import error_shape
+from proxy.error_shapes import error_shape
 from proxy.guard import guard, install_guard
 from proxy.hooks_routes import add_hook_routes
 from proxy.lifecycle_routes import add_lifecycle_routes

@@ -49,7 +49,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from tap.priority import lower_thread_priority
+from tap.runtime.priority import lower_thread_priority
 from tap.sqlite import connect
 
 log = logging.getLogger(__name__)

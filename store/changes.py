@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OVERLAP_S", "RETAIN_S", "Change", "ChangeFeed"]
+__all__ = ["OVERLAP_S", "RETAIN_S", "ChangeEntry", "ChangeFeed"]
 
 OVERLAP_S = 5.0
 RETAIN_S = 3600.0
@@ -37,7 +37,7 @@ _PAGE = 5000
 
 
 @dataclass(frozen=True)
-class Change:
+class ChangeEntry:
     """One entry: memory `memory` of `scope` was written at `at` (its writer's clock)."""
 
     id: str
@@ -75,7 +75,7 @@ class ChangeFeed:
             newest = max(newest, change.at)
         return newest
 
-    def since(self, cursor: float) -> list[Change]:
+    def since(self, cursor: float) -> list[ChangeEntry]:
         """Other processes' entries from `OVERLAP_S` before `cursor` that were not returned yet."""
         fresh = [c for c in self._read(cursor - OVERLAP_S, mine=False) if c.id not in self._seen]
         for change in fresh:
@@ -84,17 +84,17 @@ class ChangeFeed:
         self._seen = {i: at for i, at in self._seen.items() if at >= horizon}
         return fresh
 
-    def _read(self, start: float, *, mine: bool) -> list[Change]:
+    def _read(self, start: float, *, mine: bool) -> list[ChangeEntry]:
         where: dict[str, Any] = {"at": {"$gte": start}}
         if not mine:
             where = {"$and": [where, {"origin": {"$ne": self.origin}}]}
-        out: list[Change] = []
+        out: list[ChangeEntry] = []
         offset = 0
         while True:
             got = self._col.get(where=where, include=["metadatas"], limit=_PAGE, offset=offset)
             for change_id, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
                 meta = meta or {}
-                out.append(Change(change_id, str(meta.get("memory", "")), str(meta.get("scope", "")), _at(meta)))
+                out.append(ChangeEntry(change_id, str(meta.get("memory", "")), str(meta.get("scope", "")), _at(meta)))
             if len(got["ids"]) < _PAGE:
                 return out
             offset += _PAGE

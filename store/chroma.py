@@ -50,13 +50,13 @@ from store.lock import DataDirLock  # noqa: E402
 from store.scope_vectors import ScopeVectors  # noqa: E402
 from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
-from tap.priority import write_parts, yield_after  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
+from tap.runtime.priority import write_parts, yield_after  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 _PAGE = 1000
-DELETE_BATCH = 100  # deletes per call while requests are relayed (~40 ms with the GIL held: tap.priority)
+DELETE_BATCH = 100  # deletes per call while requests are relayed (~40 ms with the GIL held: tap.runtime.priority)
 FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
 _PRUNE_EVERY_S = 300.0
 _SAVE_CURSOR_EVERY_S = 10.0
@@ -266,7 +266,7 @@ class ChromaStore:
 
         Embedded Chroma holds the GIL for a whole write (~10 ms plus ~0.6-2 ms a record): every
         other thread of the process waits, the event loop included, so background callers write
-        in small batches (tap.priority.yield_after).
+        in small batches (tap.runtime.priority.yield_after).
 
         No `documents=` here: Chroma would embed text passed without vectors (downloading a model).
         """

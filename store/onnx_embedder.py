@@ -21,7 +21,7 @@ Invariants:
   and releases the GIL). Measured on this 2-core machine with the int8 model: two such threads reach
   10,300 tokens/s on 256-token texts and 16,600 on 25-token sentences, against 7,300 and 11,000
   for one two-thread session; and one copy of the weights serves queries and batches. The batch
-  threads run at a lower priority (tap.priority), so a query or the proxy never waits behind them.
+  threads run at a lower priority (tap.runtime.priority), so a query or the proxy never waits behind them.
 - Texts are truncated to 256 tokens (the model's max_seq_length) and each runs alone: the int8
   model quantizes activations with one scale per run, so a text batched with others would get a
   slightly different vector (cosine 0.985 measured) than alone, and a query would not match its own
@@ -55,7 +55,7 @@ from tokenizers import Encoding, Tokenizer  # noqa: E402
 
 from store.onnx_quantize import quantized_model  # noqa: E402
 from tap.errors import EmbedderError, ModelError  # noqa: E402
-from tap.priority import lower_thread_priority  # noqa: E402
+from tap.runtime.priority import lower_thread_priority  # noqa: E402
 
 __all__ = ["MODEL_ID", "MODEL_SHA256", "OnnxMiniLMEmbedder", "default_model_path", "verify_model"]
 

@@ -3,7 +3,7 @@
 Everything recall reads of the *active* memories is in the lexical index's SQLite file: the FTS5
 index, each record, each vector (float16). Another process can read that file while `tap serve`
 writes it (WAL: a reader sees the last commit and never blocks the writer), so this view answers
-the searches of tap.recall from the file and its own in-memory state: the lexical index's counts,
+the searches of tap.recall.engine from the file and its own in-memory state: the lexical index's counts,
 frequencies, postings and records (store.lexical, `read_only`) and the scopes' vectors
 (store.scope_vectors). The writer tells it what each committed write changed (store.lexical.
 Committed, sent by the parent process in order with the recalls it asks for), and `follow` drops
@@ -41,7 +41,7 @@ class NotHere(Exception):
 
 
 class ReplicaStore:
-    """The searches tap.recall makes, answered from the lexical index file (see the module docstring)."""
+    """The searches tap.recall.engine makes, answered from the lexical index file (see the module docstring)."""
 
     def __init__(
         self,
@@ -85,7 +85,7 @@ class ReplicaStore:
         """Load the largest scopes' vectors that fit in memory and start reading what BM25 from kept
         postings needs (store.bm25), as `tap serve` does at start (store.chroma.warm_vectors): the
         first recalls of a scope must not be the slow ones (their time is what admission plans
-        with, tap.recall_batch). How many scopes were loaded."""
+        with, tap.recall.admission). How many scopes were loaded."""
         self._lexical.warm()
         room = self._vectors.max_total
         loaded = 0

@@ -1,7 +1,7 @@
 """The admin API bearer token and the running server's address, both kept in the data dir.
 
 The token is created on first use with mode 0600 (`<data_dir>/admin-token`, the data dir 0700:
-tap.files); an env var named
+tap.datadir); an env var named
 in `[admin] token_env` overrides it. `tap serve` writes `<data_dir>/server.json` (url, pid) while
 it runs, so CLI commands can go through it instead of opening the store a second time.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from tap.config import read_secret
-from tap.files import make_private
+from tap.datadir import make_private
 
 
 class ServerInfo(msgspec.Struct, kw_only=True):

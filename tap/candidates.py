@@ -1,5 +1,5 @@
 """What an extractor proposes, before reconcile gives it an id and a scope: `CandidateMemory`, and
-what every extractor (the offline rules in tap.rules, the LLM providers in store.llm) does to its
+what every extractor (the offline rules in tap.language.rules, the LLM providers in store.llm) does to its
 candidates before reconcile (`merge_duplicates`).
 
 Both sides import it from here: neither the rules nor the providers depend on the other.
@@ -16,7 +16,8 @@ from tap.records import Kind
 __all__ = ["NO_PARTNER", "CandidateMemory", "merge_duplicates"]
 
 NO_PARTNER = "no one"
-"""The partner role's value when it is empty ("Alex and I broke up": tap.rules.slots, tap.slot_links)."""
+"""The partner role's value when it is empty ("Alex and I broke up": tap.language.rules.slots and
+tap.language.linked_slots)."""
 
 
 class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,13 +27,13 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     "", "lisbon"; "team|database", "backend", "postgres"), so reconcile can supersede the statement
     it updates; `retracts`: words of what it takes back
     ("no longer eat meat" → ["eat", "meat"]); `correction`: [wrong, right] for "it's Dana, not Diana";
-    `holder`: whom it is about (tap.rules.slots.statement_holder: "user", "team", "user:sister",
+    `holder`: whom it is about (tap.language.rules.slots.statement_holder: "user", "team", "user:sister",
     "lucas"; "" when the extractor does not say); `deceased`: [name, noun] of the one whose death it
-    reports ("Luna passed away" → ["luna", ""], "my dad died" → ["", "dad"]; tap.deaths); `fulfils`:
-    the head noun of the goal it reports reached ("we bought a house" → "home"; tap.goals);
+    reports ("Luna passed away" → ["luna", ""], "my dad died" → ["", "dad"]; tap.language.death); `fulfils`:
+    the head noun of the goal it reports reached ("we bought a house" → "home"; tap.language.goal);
     `new_value`: the words of a thing it moves to another date, sets to another amount or calls off,
     head noun last ("we moved the wedding to May" → "wedding", "my dentist appointment got pushed"
-    → "dentist appointment"; tap.new_values).
+    → "dentist appointment"; tap.language.new_value).
     """
 
     content: str

@@ -4,7 +4,7 @@ It offers the MemoryService operations (same names and result types) and `ingest
 IngestEvents to `POST /tap/ingest` split into requests of at most MAX_MESSAGES messages and about
 MAX_BYTES of JSON, in order (so the server's body limit is never hit; it was tap/ingest_remote.py).
 CLI commands use it when a server holds the data dir, so two processes never open embedded
-Chroma at once. Standard library only (urllib), since the CLI is synchronous. tap.memories (the
+Chroma at once. Standard library only (urllib), since the CLI is synchronous. tap.memories.service (the
 recall engine, the queue) is imported only by the two methods that decode its result types, so
 `tap recall` / `tap status` against a server start fast.
 """
@@ -25,9 +25,9 @@ from tap.ports import StoreStats
 from tap.records import IngestEvent, Memory, Message
 
 if TYPE_CHECKING:
-    from tap.conflicts import Conflict, Settled
-    from tap.history import SourceTurn
-    from tap.memories import Forgotten, ImportReport
+    from tap.memories.conflicts import Conflict, Settled
+    from tap.memories.service import Forgotten, ImportReport
+    from tap.records import SourceTurn
 
 CONSOLIDATE_TIMEOUT_S = 3600.0  # a first consolidation of a large store takes a while
 INGEST_TIMEOUT_S = 120.0  # `tap ingest` sends large backfills
@@ -119,7 +119,7 @@ class AdminClient:
         return msgspec.convert(data["chain"], list[Memory])
 
     def history(self, memory_id: str) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
-        from tap.history import SourceTurn
+        from tap.records import SourceTurn
 
         try:
             data = self._json("GET", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}")
@@ -136,13 +136,13 @@ class AdminClient:
         return msgspec.convert(self._json("POST", f"/tap/memories/{_quote(memory_id)}/restore", {}), Memory)
 
     def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
-        from tap.conflicts import Conflict
+        from tap.memories.conflicts import Conflict
 
         data = self._json("GET", "/tap/conflicts", scope=scope)
         return msgspec.convert(data["conflicts"], list[Conflict])
 
     def resolve(self, keep: str, drop: str, *, both: bool = False) -> Settled:
-        from tap.conflicts import Settled
+        from tap.memories.conflicts import Settled
 
         data = self._json("POST", "/tap/conflicts/resolve", {"keep": keep, "drop": drop, "both": both})
         return msgspec.convert({k: v for k, v in data.items() if v is not None}, Settled)
@@ -169,7 +169,7 @@ class AdminClient:
         return self.forget_memory(memory_id).deleted
 
     def forget_memory(self, memory_id: str) -> Forgotten:
-        from tap.memories import Forgotten
+        from tap.memories.service import Forgotten
 
         try:
             data = self._json("DELETE", f"/tap/memories/{urllib.parse.quote(memory_id, safe='')}")
@@ -238,7 +238,7 @@ class AdminClient:
         yield from self._request("GET", "/tap/export", query={"scope": scope}).splitlines(keepends=True)
 
     def import_lines(self, lines: Iterable[bytes | str]) -> ImportReport:
-        from tap.memories import ImportReport
+        from tap.memories.service import ImportReport
 
         body = b"".join(line.encode() if isinstance(line, str) else line for line in lines)
         return msgspec.json.decode(self._request("POST", "/tap/import", body=body), type=ImportReport)

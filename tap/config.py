@@ -40,7 +40,7 @@ class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
 
 class DataConfig(Section, frozen=True):
     """Where tap keeps its state (store, queue, turn log, admin token), and for how long the
-    conversation text it no longer needs (tap.retention)."""
+    conversation text it no longer needs (tap.ingest.retention)."""
 
     dir: str = ""
     retention_days: PositiveFloat = 30.0
@@ -133,7 +133,7 @@ class ExtractConfig(Section, frozen=True):
 
 
 class ConsolidateConfig(Section, frozen=True):
-    """Living with memory for months (tap.consolidation): near-duplicates merged into one memory
+    """Living with memory for months (tap.extract.consolidation): near-duplicates merged into one memory
     citing all their sources, stale low-importance memories archived (listed and restorable, never
     recalled), and an optional cap per scope. Offline, no LLM; at low priority in `tap serve`, and
     by hand with `tap memories consolidate`."""

@@ -1,28 +1,22 @@
 """Small interfaces between the core and its adapters (docs/architecture.md, Layers).
 
-The core only ever sees these Protocols; the composition roots (tap.wiring, tap.cli) pick the
-adapters, all of which live outside tap/: `Embedder` (store.onnx_embedder, store.ollama_embedder),
-`MemoryStore` (store.chroma), `LLMProvider` (store.llm.anthropic, store.llm.ollama) and
-`ReplyModel` (store.llm.replies, the Telegram bot's model). Every method of the first three is
-synchronous: the backends (ONNX, Chroma, the model SDKs' sync clients) are blocking libraries, and
-async callers run them in a worker thread (see tap.recall.RecallEngine.recall_async).
-`ReplyModel` is async (the bridge awaits it on the event loop).
+The core only ever sees Protocols; the composition roots (tap.wiring, tap.cli) pick the adapters,
+all of which live outside tap/. Here: `Embedder` (store.onnx_embedder, store.ollama_embedder) and
+`MemoryStore` (store.chroma). The model ports live beside what they return: `LLMProvider` in
+tap.llm.contract (store.llm.anthropic_provider, store.llm.ollama_provider) and `ReplyModel` in tap.intercept.reply_model
+(store.llm.replies, the Telegram bot's model). The store and embedder methods are synchronous: the
+backends (ONNX, Chroma) are blocking libraries, and async callers run them in a worker thread (see
+tap.recall.engine.RecallEngine.recall_async).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
 from tap.records import Hit, Memory
-
-if TYPE_CHECKING:  # signatures only: the CLI reads StoreStats from here and needs none of these
-    from tap.candidates import CandidateMemory
-    from tap.chunker import Chunk
-    from tap.dialects import Dialect, JsonObject
-    from tap.llm.base import ChatReply, Decision, GateVerdict, Usage
 
 
 class Embedder(Protocol):
@@ -54,7 +48,7 @@ class StoreStats(msgspec.Struct, kw_only=True):
 
 
 class RecallStore(Protocol):
-    """What recall (tap.recall) reads of a store, and writes (access counts): a MemoryStore, or the
+    """What recall (tap.recall.engine) reads of a store, and writes (access counts): a MemoryStore, or the
     read view of the recall process (store.replica), which writes nothing."""
 
     def revision(self, scope: str) -> int: ...
@@ -209,40 +203,4 @@ class MemoryStore(Protocol):
 
     def close(self) -> None:
         """Release files and locks."""
-        ...
-
-
-class LLMProvider(Protocol):
-    """A model behind the gate, the extractor and reconcile (Anthropic, Ollama, or a fake).
-
-    The contract (threads, errors, usage) is in tap.llm.base; `make_llm_provider` (store.llm)
-    builds the configured one."""
-
-    def gate(self, chunk_text: str) -> tuple[GateVerdict, Usage]:
-        """Is the rendered chunk worth extracting memories from?"""
-        ...
-
-    def extract(self, chunk: Chunk, existing: list[Memory]) -> tuple[list[CandidateMemory], Usage]:
-        """Candidate memories from the chunk; `existing` are similar stored memories not to repeat."""
-        ...
-
-    def reconcile(self, candidates: list[CandidateMemory], similar: list[list[Memory]]) -> tuple[list[Decision], Usage]:
-        """One decision per candidate (in candidate order) against its similar stored memories."""
-        ...
-
-
-class ReplyModel(Protocol):
-    """A chat model behind the Telegram bot; `make_reply_model` (store.llm) builds the configured one.
-
-    A call returns a `ChatReply` with non-empty text, or raises `tap.errors.ProviderError` whose
-    message names the provider URL and model (never the API key)."""
-
-    dialect: Dialect
-
-    async def complete(self, request: JsonObject) -> ChatReply:
-        """Answer one request in `dialect`'s shape (possibly with memories injected)."""
-        ...
-
-    async def close(self) -> None:
-        """Release the HTTP connections."""
         ...

@@ -9,7 +9,7 @@ Invariants:
   by hand (`archived_at > 0`): still listed and restorable, never recalled; `active` = current and
   not archived, the only memories recall, reconcile and the lexical index ever see;
 - `conflicts_with` names the active memories a memory contradicts without tap being able to tell
-  which is current (tap.conflicts): both stay active, and recall shows both with their dates;
+  which is current (tap.memories.conflicts): both stay active, and recall shows both with their dates;
 - timestamps are POSIX seconds (float, UTC); text renderings use ISO dates.
 """
 
@@ -173,4 +173,13 @@ class RecallResult(msgspec.Struct, kw_only=True):
     memories: list[Recalled]
     elapsed_ms: float = 0.0
     lexical_only: bool = False
-    """Recalled by BM25 alone: the recall batcher's fallback under overload (tap.recall_batch)."""
+    """Recalled by BM25 alone: the recall batcher's fallback under overload (tap.recall.admission)."""
+
+
+class SourceTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """One conversation turn a memory was taken from."""
+
+    id: str
+    role: str
+    text: str
+    at: float = 0.0

@@ -12,10 +12,10 @@
    and credentials in connection strings (`scheme://user:pass@host`, `redis://:pass@host`,
    `…;Password=x;…`).
 
-It is the one scrubber on every way into the store: ingested turns (tap.chunker.prepare_turns),
-chunks again when the worker claims them (tap.worker), and memories written by hand, through the
-admin API or by import (tap.memories.MemoryService); the turn log is scrubbed before it is written
-(tap.capture.TurnLog).
+It is the one scrubber on every way into the store: ingested turns (tap.ingest.chunker.prepare_turns),
+chunks again when the worker claims them (tap.extract.worker), and memories written by hand, through the
+admin API or by import (tap.memories.service.MemoryService); the turn log is scrubbed before it is written
+(tap.ingest.capture.TurnLog).
 
 Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a private span or a
 secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper

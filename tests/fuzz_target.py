@@ -23,9 +23,9 @@ import aiohttp
 from aiohttp import web
 
 from proxy.web_app import make_web_app
-from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
-from tap.tasks import running_tasks
+from tap.ingest.capture import Capture, TurnLog
+from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, open_runtime
 from tap.wiring.server import build_context
 from tests.bridges.fake_telegram import TOKEN, FakeBotAPI

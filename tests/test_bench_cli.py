@@ -3,7 +3,7 @@
 Nothing is timed or compared here (the machine may be busy; speed is the benchmark's to report):
 the run must exit 0 and time every command in both modes, wall clock and CPU, next to the
 interpreter baseline. That the commands against a running server leave the store and the model
-to it is tested on what they import (tests/tap/test_cli_startup.py), not on how long they take.
+to it is tested on what they import (tests/tap/cli/test_cli_startup.py), not on how long they take.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Agent hooks: Claude Code's and Codex's lifecycle hooks as a way into tap (docs/protocols.md, Agent hooks).
 
-What each event does (bridges.hooks.service):
+What each event does (bridges.hooks.hook_session):
 - SessionStart: the scope's most important current memories as `additionalContext` (given again
   after a compaction or a clear, when the earlier context is gone);
 - UserPromptSubmit: recall for the prompt, same block and budget as the proxy, minus what this

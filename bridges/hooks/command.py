@@ -6,12 +6,12 @@ Where the event goes:
   printed unchanged: the server does the work, so this process only starts Python, reads two small
   files and makes one request (no msgspec, chromadb or onnxruntime import; see bridges.hooks);
 - no server: `embedded(invocation, body)` handles it on the embedded store in this process (the
-  composition root passes it in: tap.wiring.hooks.run_embedded).
+  composition root passes it in: tap.wiring.hook_service.run_embedded).
 
 Fail-open: whatever goes wrong (bad arguments, unreadable config, server down or slow, store busy,
 any exception) the process exits 0 with nothing on stdout, so the agent carries on without
 memories, and leaves one line in `<data dir>/tap.log` (bridges.hooks.hooklog) and in the hook's
-status (bridges.hooks.state). A `Deadline` bounds the whole process: `[hooks] timeout_s` (1 s)
+status (bridges.hooks.hook_db). A `Deadline` bounds the whole process: `[hooks] timeout_s` (1 s)
 when a server runs, `[hooks] embedded_timeout_s` (10 s) when this process must open the store.
 """
 
@@ -195,7 +195,7 @@ class _Reporter:
             self.data_dir, f"hook {event} ({inv.agent}, session {_session_of(self.body)}): {reason}; exit 0, no output"
         )
         try:
-            from bridges.hooks.state import STATE_FILE, HookState
+            from bridges.hooks.hook_db import STATE_FILE, HookState
 
             state = HookState(self.data_dir / STATE_FILE)
             state.fired(inv.agent, inv.event, f"failed: {reason}")

@@ -77,7 +77,7 @@ class HookCall:
 
 
 @dataclass(frozen=True)
-class Change:
+class FileEdit:
     """A settings file before and after."""
 
     path: Path
@@ -283,21 +283,21 @@ def render(document: dict[str, Any], indent: int = 2) -> str:
     return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
 
 
-def plan_install(path: Path, new: Mapping[str, dict[str, Any]]) -> Change:
+def plan_install(path: Path, new: Mapping[str, dict[str, Any]]) -> FileEdit:
     """What installing `new` into the file would do (nothing when tap's entries are already these)."""
     document, text = read_document(path)
     after = merged(document, new, path)
-    return Change(path, text, text if text and after == document else render(after, indent_of(text)))
+    return FileEdit(path, text, text if text and after == document else render(after, indent_of(text)))
 
 
-def plan_uninstall(path: Path) -> Change:
+def plan_uninstall(path: Path) -> FileEdit:
     """What removing tap's entries from the file would do."""
     document, text = read_document(path)
     cleaned, removed = without_tap(document, path)
-    return Change(path, text, render(cleaned, indent_of(text)) if removed else text)
+    return FileEdit(path, text, render(cleaned, indent_of(text)) if removed else text)
 
 
-def write(change: Change, *, now: float | None = None) -> Path | None:
+def write(change: FileEdit, *, now: float | None = None) -> Path | None:
     """Apply a change (atomically, keeping the mode); returns the backup of the old file, if there was one."""
     path = change.path
     backup = None

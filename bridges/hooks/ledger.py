@@ -1,9 +1,9 @@
-"""The hook path's per-session ledger: tap.repeats.SessionLedger kept in step with hooks.db.
+"""The hook path's per-session ledger: tap.intercept.repeats.SessionLedger kept in step with hooks.db.
 
 A hook's context is recorded in the transcript and sent again on every later turn, so a memory
 given to a session once is not given again — until a compaction or a clear drops that context
 (`reset`). `SessionLedger` (the core's bounded in-memory ledger) answers in `tap serve`; the rows
-in hooks.db (bridges.hooks.state) make it survive a restart and let one-process-per-event hooks
+in hooks.db (bridges.hooks.hook_db) make it survive a restart and let one-process-per-event hooks
 (no server) share it. A session is loaded from the database the first time this process asks.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bridges.hooks.state import HookState
+from bridges.hooks.hook_db import HookState
+from tap.intercept.repeats import MAX_SESSIONS, SessionLedger, Skip
 from tap.lru import LRU
-from tap.repeats import MAX_SESSIONS, SessionLedger, Skip
 
 
 class HookLedger:

@@ -1,10 +1,10 @@
-"""Whose memories a hook event reads and writes: per project by default (tap.projects: the git
+"""Whose memories a hook event reads and writes: per project by default (tap.intercept.projects: the git
 root of the session's working directory, the same rule as the Claude Code log-tail's), or one
 configured scope."""
 
 from __future__ import annotations
 
-from tap.projects import MAX_SCOPE, fit_scope, project_root, project_scope
+from tap.intercept.projects import MAX_SCOPE, fit_scope, project_root, project_scope
 
 __all__ = ["DEFAULT_SCOPE", "MAX_SCOPE", "hook_scope", "project_root"]
 

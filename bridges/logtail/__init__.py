@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bridges.logtail.follow import follow, start_following
     from bridges.logtail.formats import FORMATS
-    from bridges.logtail.state import OffsetStore
+    from bridges.logtail.progress_db import OffsetStore
     from bridges.logtail.tailer import Choice, Sink, Skipped, Tailer, TailStats
 
 _HOME = {
     "follow": "follow",
     "start_following": "follow",
     "FORMATS": "formats",
-    "OffsetStore": "state",
+    "OffsetStore": "progress_db",
     "Choice": "tailer",
     "Sink": "tailer",
     "Skipped": "tailer",

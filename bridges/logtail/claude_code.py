@@ -9,7 +9,7 @@ and command noise (`<command-name>`, `<local-command-stdout>`, `[Request interru
 are dropped, and the lines of one assistant message (Claude Code writes one content block per line,
 all with the same `message.id`) are merged into one turn whose id is the uuid of its first line.
 Scope: the project of the session's working directory (`cwd` of its first entry; its git root, as
-the agent hooks file it, tap.projects) unless a scope is configured; conversation: the entry's
+the agent hooks file it, tap.intercept.projects) unless a scope is configured; conversation: the entry's
 `sessionId`; turn ids: entry uuids; timestamps: the ISO `timestamp`.
 
 Streaming, with bounded memory: the file is never loaded whole. Between two checkpoints the parser
@@ -51,8 +51,8 @@ from bridges.logtail.formats import (
     fit_scope,
     parse_timestamp,
 )
-from bridges.logtail.lines import Line
-from tap.projects import project_scope
+from bridges.logtail.lines import LogLine
+from tap.intercept.projects import project_scope
 from tap.records import IngestEvent, Message
 
 __all__ = ["ClaudeCodeParser", "clean_user_text"]
@@ -71,7 +71,7 @@ _NOISE_OPEN = re.compile(rf"<({_NOISE_TAGS})>.*", re.DOTALL)  # an unclosed nois
 _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
 
 
-class _Block(msgspec.Struct):
+class _ContentBlock(msgspec.Struct):
     """A content block; only text blocks are read, the rest (tool_result, …) is skipped unparsed."""
 
     type: str = ""
@@ -82,10 +82,10 @@ class _Message(msgspec.Struct):
     id: str | None = None
     role: str | None = None
     model: str | None = None
-    content: str | list[_Block | str] | None = None
+    content: str | list[_ContentBlock | str] | None = None
 
 
-class _Entry(msgspec.Struct, rename="camel"):
+class _TranscriptEntry(msgspec.Struct, rename="camel"):
     """The fields of a transcript line that matter here (tolerant: unknown fields are skipped)."""
 
     type: str | None = None
@@ -104,7 +104,7 @@ class _Entry(msgspec.Struct, rename="camel"):
     message: _Message | str | None = None
 
 
-_DECODER = msgspec.json.Decoder(_Entry)
+_DECODER = msgspec.json.Decoder(_TranscriptEntry)
 
 
 @dataclass(slots=True)
@@ -133,7 +133,7 @@ def clean_user_text(text: str) -> str:
     return text.strip()
 
 
-def _texts(content: str | list[_Block | str] | None) -> tuple[list[str], bool]:
+def _texts(content: str | list[_ContentBlock | str] | None) -> tuple[list[str], bool]:
     """The text blocks of a message, and whether it carries a tool result."""
     if content is None:
         return [], False
@@ -168,7 +168,7 @@ class ClaudeCodeParser:
         self._scopes: dict[str, str] = dict(saved_scopes) if isinstance(saved_scopes, dict) else {}
         self._seen_turns = bool(ctx.state.get("seen_turns", False))
 
-    def feed(self, line: Line, lineno: int) -> str | None:
+    def feed(self, line: LogLine, lineno: int) -> str | None:
         """Index one transcript line."""
         entry, skipped = decode_line(line, _DECODER)
         if entry is None:
@@ -191,7 +191,7 @@ class ClaudeCodeParser:
         self._last_type = entry.type or ""
         return None
 
-    def _turn(self, entry: _Entry, session: str) -> _Turn | None:
+    def _turn(self, entry: _TranscriptEntry, session: str) -> _Turn | None:
         """The visible text of a user/assistant entry, or None when it shows nothing to remember."""
         message = entry.message
         if entry.type not in ("user", "assistant") or not isinstance(message, _Message):

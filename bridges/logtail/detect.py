@@ -17,7 +17,7 @@ import msgspec
 from bridges.logtail.claude_code import ClaudeCodeParser
 from bridges.logtail.formats import FileContext, Format, Parser
 from bridges.logtail.jsonl import JsonlParser
-from bridges.logtail.text import TextParser, speaker_line
+from bridges.logtail.plain_text import TextParser, speaker_line
 
 __all__ = ["detect", "make_parser"]
 

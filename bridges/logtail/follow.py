@@ -15,12 +15,12 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bridges.logtail.state import OffsetStore
+from bridges.logtail.progress_db import OffsetStore
 from bridges.logtail.tailer import Tailer
 from tap.config import LogtailConfig
 from tap.plural import plural
 from tap.records import IngestEvent
-from tap.tasks import create_task
+from tap.runtime.tasks import create_task
 
 __all__ = ["STATE_FILE", "follow", "start_following"]
 

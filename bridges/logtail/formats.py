@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from bridges.logtail.lines import Line
+from bridges.logtail.lines import LogLine
 from tap.records import IngestEvent, Message
 from tap.validate import parse_timestamp as parse_iso_or_posix
 
@@ -48,7 +48,7 @@ class FileContext:
 class Parser(Protocol):
     """One pass of one format over one file."""
 
-    def feed(self, line: Line, lineno: int) -> str | None:
+    def feed(self, line: LogLine, lineno: int) -> str | None:
         """Consume a complete line; returns why it was skipped, or None."""
         ...
 
@@ -69,7 +69,7 @@ class Parser(Protocol):
         ...
 
 
-def decode_line[T](line: Line, decoder: msgspec.json.Decoder[T]) -> tuple[T, None] | tuple[None, str | None]:
+def decode_line[T](line: LogLine, decoder: msgspec.json.Decoder[T]) -> tuple[T, None] | tuple[None, str | None]:
     """(decoded item, None), or (None, the reason to skip it); a blank line is (None, None)."""
     if line.data is None:
         return None, TOO_LONG

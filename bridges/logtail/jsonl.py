@@ -25,7 +25,7 @@ from bridges.logtail.formats import (
     events_by_conversation,
     parse_timestamp,
 )
-from bridges.logtail.lines import Line
+from bridges.logtail.lines import LogLine
 from tap.records import IngestEvent, Message
 
 __all__ = ["JsonlParser"]
@@ -33,14 +33,14 @@ __all__ = ["JsonlParser"]
 BATCH = 2000
 
 
-class _Block(msgspec.Struct):
+class _PartBlock(msgspec.Struct):
     type: str = ""
     text: str | None = None
 
 
 class _Line(msgspec.Struct):
     role: str | None = None
-    content: str | list[_Block | str] | None = None
+    content: str | list[_PartBlock | str] | None = None
     name: str | None = None
     id: str | int | None = None
     conversation: str | int | None = None
@@ -50,7 +50,7 @@ class _Line(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_Line)
 
 
-def _text(content: str | list[_Block | str] | None) -> str:
+def _text(content: str | list[_PartBlock | str] | None) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -70,7 +70,7 @@ class JsonlParser:
         self._batch = batch
         self._pending: list[tuple[str, str, Message]] = []
 
-    def feed(self, line: Line, lineno: int) -> str | None:
+    def feed(self, line: LogLine, lineno: int) -> str | None:
         """Decode one message line."""
         item, skipped = decode_line(line, _DECODER)
         if item is None:

@@ -5,8 +5,8 @@ its byte range. It stops before a trailing partial line (a writer may still be a
 `take_partial` is set (the file has been quiet long enough for that line to be its real end).
 
 Invariants: memory stays below about `block + max_line` bytes whatever the file size; a line longer
-than `max_line` is not buffered but reported once as `Line(data=None, …)` and skipped up to its
-newline; offsets are exact byte positions, so `Line.end` is a safe offset to resume from.
+than `max_line` is not buffered but reported once as `LogLine(data=None, …)` and skipped up to its
+newline; offsets are exact byte positions, so `LogLine.end` is a safe offset to resume from.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ MAX_LINE = 32 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class Line:
+class LogLine:
     """One line without its newline; `data` is None for a line over the size limit."""
 
     data: bytes | None
@@ -30,7 +30,7 @@ class Line:
 
 def read_lines(
     handle: BinaryIO, start: int, *, take_partial: bool = False, block: int = BLOCK, max_line: int = MAX_LINE
-) -> Iterator[Line]:
+) -> Iterator[LogLine]:
     """Complete lines from `start`; a trailing line without newline only when `take_partial`."""
     handle.seek(start)
     buffer = bytearray()
@@ -41,10 +41,10 @@ def read_lines(
         cut = 0
         while (newline := buffer.find(b"\n", cut)) != -1:
             if skip_from >= 0:
-                yield Line(None, skip_from, buffer_start + newline + 1)
+                yield LogLine(None, skip_from, buffer_start + newline + 1)
                 skip_from = -1
             else:
-                yield Line(bytes(buffer[cut:newline]), buffer_start + cut, buffer_start + newline + 1)
+                yield LogLine(bytes(buffer[cut:newline]), buffer_start + cut, buffer_start + newline + 1)
             cut = newline + 1
         del buffer[:cut]
         buffer_start += cut
@@ -54,4 +54,4 @@ def read_lines(
             buffer.clear()
     if take_partial and (buffer or skip_from >= 0):
         end = buffer_start + len(buffer)
-        yield Line(None, skip_from, end) if skip_from >= 0 else Line(bytes(buffer), buffer_start, end)
+        yield LogLine(None, skip_from, end) if skip_from >= 0 else LogLine(bytes(buffer), buffer_start, end)

@@ -1,7 +1,7 @@
 """The tailer: reads every watched file from its committed offset and hands events to a sink.
 
 One `poll()` is one pass: find the files (bridges.logtail.discover), and for each file whose size or
-mtime changed (or that has data waiting), recognise it (bridges.logtail.state: identity, head and
+mtime changed (or that has data waiting), recognise it (bridges.logtail.progress_db: identity, head and
 mark checks; rotation and truncation), feed its new complete lines to its format's parser, hand the
 events to the sink at each checkpoint and at the end, and only then commit the new offset. The sink
 is the one ingestion entry point (`Ingestor.ingest`, or `POST /tap/ingest` of a running server).
@@ -38,7 +38,7 @@ from bridges.logtail.detect import detect, make_parser
 from bridges.logtail.discover import covered_by, find_files
 from bridges.logtail.formats import WARN_REASONS, FileContext, Format, Parser, fit_scope
 from bridges.logtail.lines import read_lines
-from bridges.logtail.state import FileRecord, OffsetStore, head_hash, head_matches, head_of, mark_at
+from bridges.logtail.progress_db import FileRecord, OffsetStore, head_hash, head_matches, head_of, mark_at
 from tap.records import IngestEvent
 
 __all__ = ["Choice", "Sink", "Skipped", "TailStats", "Tailer"]

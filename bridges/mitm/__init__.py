@@ -2,7 +2,7 @@
 
 For clients that cannot change their base URL: a forward proxy (`HTTPS_PROXY`, tap's CA trusted)
 that intercepts only the configured API hosts, and reverse proxies per upstream (plain HTTP, no
-CA).  The policy is the interception core's (tap.intercept), exactly as for the aiohttp proxy.
+CA).  The policy is the interception core's (tap.intercept.core), exactly as for the aiohttp proxy.
 
 Modules: `hosts` (which hosts are intercepted, reverse targets), `link` (calls into the core on its
 loop), `addon` (mitmproxy's hooks), `runner` (mitmproxy on the current loop or in a thread), `ca`

@@ -1,10 +1,10 @@
 """TapAddon: the mitmproxy addon that gives API requests memories and taps their replies.
 
-The policy lives in the interception core (tap.intercept, reached through `CoreLink`); this module
+The policy lives in the interception core (tap.intercept.core, reached through `CoreLink`); this module
 only adapts mitmproxy's event hooks to it, the way proxy/routes.py adapts aiohttp:
 - `tls_clienthello`: a connection to a host the `HostPolicy` does not name is ignored — mitmproxy
   relays its bytes without terminating TLS, so the client sees the real server's certificate;
-- `requestheaders`: a POST to a memory route (tap.dialects.registry.MEMORY_ROUTES: Anthropic
+- `requestheaders`: a POST to a memory route (tap.intercept.dialects.registry.MEMORY_ROUTES: Anthropic
   Messages, OpenAI Chat Completions and Responses, Ollama chat/generate) or a token-counting route
   (COUNT_ROUTES) on an intercepted host is kept for `request`; every other flow is streamed both
   ways without buffering and without changes;
@@ -16,7 +16,7 @@ only adapts mitmproxy's event hooks to it, the way proxy/routes.py adapts aiohtt
   breaks a request);
 - `responseheaders`: tap's headers (`x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`) are
   added, and the body is streamed through `flow.response.stream`, a callable that feeds a copy of
-  each chunk to the dialect's tee (tap.dialects.tee.ReplyTee) and returns the chunk unchanged — no
+  each chunk to the dialect's tee (tap.intercept.dialects.tee.ReplyTee) and returns the chunk unchanged — no
   chunk is held back; the reply is settled before the chunk that completes it is sent on;
 - `response` / `error`: `Interceptor.after` captures the exchange (in the core's background); an
   upstream failure (refused, TLS verification) or a client that went away is one log line naming
@@ -36,11 +36,11 @@ from mitmproxy import http, tls
 
 from bridges.mitm.hosts import HostPolicy
 from bridges.mitm.link import CoreLink
-from tap.dialects import Dialect, Reply, count_dialect, memory_dialect
-from tap.dialects.tee import ReplyTee
-from tap.intercept import DEGRADED_HEADER, BadRequest, Before
-from tap.priority import HOT_PATH
-from tap.repeatlog import RepeatLog
+from tap.intercept.core import DEGRADED_HEADER, BadRequest, Before
+from tap.intercept.dialects import Dialect, Reply, count_dialect, memory_dialect
+from tap.intercept.dialects.tee import ReplyTee
+from tap.runtime.priority import HOT_PATH
+from tap.runtime.repeatlog import RepeatLog
 
 log = logging.getLogger("tap.mitm")
 _KEY = "tap"
@@ -145,7 +145,7 @@ class TapAddon:
         self.flows += 1
         request = flow.request
         body = request.get_content(strict=False) or b""
-        HOT_PATH.enter()  # until _finish (or the local 400): background writers pause meanwhile (tap.priority)
+        HOT_PATH.enter()  # until _finish (or the local 400): background writers pause meanwhile (tap.runtime.priority)
         try:
             state.before = await self.core.before(state.dialect, request.headers, body, request.path)
         except BadRequest as exc:

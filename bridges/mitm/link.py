@@ -1,6 +1,6 @@
 """CoreLink: calls into the interception core on the event loop that owns it.
 
-The interception core (tap.intercept.Interceptor) keeps per-conversation state and starts its
+The interception core (tap.intercept.core.Interceptor) keeps per-conversation state and starts its
 capture tasks on one event loop.  Standalone (`tap mitm`) mitmproxy runs on that same loop and
 the calls are direct.  Inside `tap serve`, mitmproxy runs on its own loop in its own thread (so
 its event-loop settings never touch the aiohttp server), and every call hops to the server's loop:
@@ -17,9 +17,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from tap.dialects import Dialect, Reply
-from tap.intercept import Before, Interception, Interceptor
-from tap.why import RequestNote
+from tap.intercept.core import Before, Interception, Interceptor
+from tap.intercept.dialects import Dialect, Reply
+from tap.recall.why import RequestNote
 
 log = logging.getLogger("tap.mitm")
 

@@ -5,11 +5,11 @@ the server's admin API: `POST /tap/recall` for each human turn's block and `POST
 each captured exchange; it keeps the conversation state and the turn log (SQLite, shared safely
 with the server) itself.
 
-`RemoteRecall.recall_async` keeps the core's contract (tap.intercept.Recaller): it raises
+`AdminApiRecaller.recall_async` keeps the core's contract (tap.intercept.core.Recaller): it raises
 TimeoutError past the deadline (the request goes on without memories), and the memories the
 model can already see in the request (`skip`) are left out: the server packs the block; when
 one of its memories is to be skipped, the block is packed again here from the others
-(tap.recall.pack_block), so it may hold fewer memories than a local recall would.
+(tap.recall.engine.pack_block), so it may hold fewer memories than a local recall would.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import aiohttp
 import msgspec
 
 from tap.errors import StoreError
-from tap.recall import pack_block
+from tap.recall.engine import pack_block
+from tap.recall.why import RecallTrace
 from tap.records import IngestEvent, Memory, Recalled, RecallResult
-from tap.why import RecallTrace
 
 _VIEW_FIELDS = ("id", "scope", "content", "kind", "importance", "conversation", "sources", "valid_from")
 
@@ -48,8 +48,8 @@ def result_of(view: dict[str, Any], skip: Callable[[Memory], bool] | None, budge
     return pack_block([(r.memory, r.score) for r in kept], budget)
 
 
-class RemoteRecall:
-    """tap.intercept.Recaller over a running server's `POST /tap/recall`."""
+class AdminApiRecaller:
+    """tap.intercept.core.Recaller over a running server's `POST /tap/recall`."""
 
     def __init__(self, url: str, token: str, budget_tokens: int) -> None:
         self.url = url.rstrip("/")

@@ -1,7 +1,7 @@
 """The Telegram bridge: a memory-backed chat bot served by tap's own webhook (docs/architecture.md, Scopes).
 
 Telegram → `POST [telegram] path` on tap's port → python-telegram-bot handlers → tap's
-interception core (tap.intercept: recall from the chat's scope, injected as the proxy does) →
+interception core (tap.intercept.core: recall from the chat's scope, injected as the proxy does) →
 the configured model → the reply back to Telegram → the core's after-step (turn log, then the
 ingestion entry point, `source = "telegram"`).
 
@@ -11,7 +11,7 @@ Public surface (for the composition root and the CLI only):
 
 Modules: webhook (secret, parse, dedup), bridge (PTB lifecycle), handlers (gate + callbacks),
 conversation (one turn), commands, model (the request the chat model answers; the model itself is
-a `tap.ports.ReplyModel` the composition root hands in), send (split/format/429), markdown, split,
+a `tap.intercept.reply_model.ReplyModel` the composition root hands in), send (split/format/429), markdown, split,
 chats (scopes), access (who may talk), db (SQLite state), credentials, redact (no token in logs),
 botapi (webhook management).
 """

@@ -30,7 +30,7 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import AIORateLimiter, ApplicationBuilder
 
 from bridges.telegram.commands import Commands
-from bridges.telegram.conversation import TYPING_INTERVAL_S, Conversations
+from bridges.telegram.conversation import TYPING_INTERVAL_S, ChatResponder
 from bridges.telegram.credentials import Credentials, bot_url, file_url, read_credentials
 from bridges.telegram.db import TelegramDB
 from bridges.telegram.handlers import BotApplication, Handlers
@@ -40,11 +40,11 @@ from bridges.telegram.send import Sender, use_timedelta_periods
 from bridges.telegram.webhook import Webhook
 from tap.config import TelegramConfig
 from tap.errors import ConfigError
-from tap.intercept import Interceptor
-from tap.ledger import CostLedger
-from tap.memories import MemoryService
-from tap.ports import ReplyModel
-from tap.tasks import create_task
+from tap.extract.costs import CostLedger
+from tap.intercept.core import Interceptor
+from tap.intercept.reply_model import ReplyModel
+from tap.memories.service import MemoryService
+from tap.runtime.tasks import create_task
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 15.0
@@ -143,7 +143,7 @@ class TelegramBridge:
     def _wire(self, application: BotApplication, db: TelegramDB) -> Handlers:
         sender = Sender(application.bot)
         deps = self.deps
-        conversations = Conversations(
+        conversations = ChatResponder(
             self.cfg,
             db=db,
             intercept=deps.intercept,

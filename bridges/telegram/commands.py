@@ -22,11 +22,11 @@ from typing import Any
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bridges.telegram.chats import ChatKey
-from bridges.telegram.conversation import Conversations
+from bridges.telegram.conversation import ChatResponder
 from bridges.telegram.db import TelegramDB
 from bridges.telegram.send import Sender
-from tap.ledger import CostLedger
-from tap.memories import MemoryService
+from tap.extract.costs import CostLedger
+from tap.memories.service import MemoryService
 from tap.records import Memory
 from tap.validate import safe_day
 
@@ -126,7 +126,7 @@ class Commands:
         db: TelegramDB,
         memories: MemoryService,
         ledger: CostLedger,
-        conversations: Conversations,
+        conversations: ChatResponder,
         sender: Sender,
         now: Callable[[], float] = time.time,
     ) -> None:

@@ -4,7 +4,7 @@ Per incoming message (already admitted by bridges.telegram.access):
 1. the user's turn is stored as *pending* in the chat history (unless `/private` asked for the
    message not to be stored);
 2. the request is built from the last `[telegram] history_turns` turns plus this one and goes
-   through tap's interception core (tap.intercept.Interceptor.prepare), exactly as a proxied
+   through tap's interception core (tap.intercept.core.Interceptor.prepare), exactly as a proxied
    request does: the memories of the chat's scope relevant to the message are recalled under
    `[telegram] recall_deadline_ms` (minus those already visible in the history it sends) and
    injected by the dialect — on a timeout or an error the request goes out without memories
@@ -32,18 +32,18 @@ from dataclasses import dataclass
 
 from bridges.telegram.chats import ChatKey
 from bridges.telegram.db import TelegramDB, TurnRow
-from bridges.telegram.model import Line, build_request
+from bridges.telegram.model import ChatLine, build_request
 from bridges.telegram.send import Sender, keep_typing
 from tap.config import TelegramConfig
-from tap.dialects import JsonObject
-from tap.dialects import Reply as WireReply
 from tap.errors import ProviderError
-from tap.intercept import Interception, Interceptor
-from tap.ledger import CostLedger
+from tap.extract.costs import CostLedger
+from tap.intercept.core import Interception, Interceptor
+from tap.intercept.dialects import JsonObject
+from tap.intercept.dialects import Reply as WireReply
+from tap.intercept.reply_model import ReplyModel
 from tap.llm import ChatReply, cost_usd
-from tap.ports import ReplyModel
 from tap.records import Message
-from tap.tasks import create_task
+from tap.runtime.tasks import create_task
 
 log = logging.getLogger(__name__)
 TYPING_INTERVAL_S = 4.0
@@ -62,7 +62,7 @@ class Incoming:
     private: bool = False
 
 
-class Conversations:
+class ChatResponder:
     """Answers admitted messages, chat by chat."""
 
     def __init__(
@@ -109,7 +109,7 @@ class Conversations:
     async def _answer(
         self, key: ChatKey, history: list[TurnRow], author: str, text: str, message_id: int, turn: TurnRow | None
     ) -> None:
-        request = build_request(self.cfg, [*self._lines(key, history), Line("user", self._said(key, author, text))])
+        request = build_request(self.cfg, [*self._lines(key, history), ChatLine("user", self._said(key, author, text))])
         visible = {turn_id(key, t.message_id) for t in history} | {reply_id(key, t.message_id) for t in history}
         answered = await self._think_visibly(key, request, visible, message_id, stored=turn is not None)
         if answered is None:
@@ -168,12 +168,12 @@ class Conversations:
         )
         await self.sender.html(key, f"Sorry — {why}. {then}", reply_to=message_id)
 
-    def _lines(self, key: ChatKey, history: list[TurnRow]) -> list[Line]:
-        lines: list[Line] = []
+    def _lines(self, key: ChatKey, history: list[TurnRow]) -> list[ChatLine]:
+        lines: list[ChatLine] = []
         for turn in history:
-            lines.append(Line("user", self._said(key, turn.author, turn.user_text)))
+            lines.append(ChatLine("user", self._said(key, turn.author, turn.user_text)))
             if turn.reply_text:
-                lines.append(Line("assistant", turn.reply_text))
+                lines.append(ChatLine("assistant", turn.reply_text))
         return lines
 
     @staticmethod

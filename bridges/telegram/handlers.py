@@ -34,7 +34,7 @@ from telegram.ext import (
 from bridges.telegram.access import BotIdentity, Verdict, decide, strip_mention, user_allowed
 from bridges.telegram.chats import ChatKey, author_name, chat_key
 from bridges.telegram.commands import FORGET_ALL_PREFIX, FORGET_CANCEL, MEMORIES_PREFIX, Call, Commands
-from bridges.telegram.conversation import Conversations, Incoming
+from bridges.telegram.conversation import ChatResponder, Incoming
 from bridges.telegram.db import TelegramDB
 from bridges.telegram.send import Sender
 from tap.config import TelegramConfig
@@ -67,7 +67,7 @@ class Handlers:
         cfg: TelegramConfig,
         *,
         db: TelegramDB,
-        conversations: Conversations,
+        conversations: ChatResponder,
         commands: Commands,
         sender: Sender,
     ) -> None:

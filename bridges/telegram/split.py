@@ -31,23 +31,23 @@ def utf16_len(text: str) -> int:
 
 
 @dataclass(frozen=True)
-class Block:
+class Paragraph:
     """A paragraph, or a fenced code block (`fence` is its opening line, e.g. "```python")."""
 
     text: str
     fence: str = ""
 
 
-def blocks_of(text: str) -> list[Block]:
+def blocks_of(text: str) -> list[Paragraph]:
     """Paragraphs (separated by blank lines) and fenced code blocks (kept whole, blank lines and all)."""
-    blocks: list[Block] = []
+    blocks: list[Paragraph] = []
     prose: list[str] = []
     code: list[str] | None = None
     for line in text.split("\n"):
         if code is not None:
             code.append(line)
             if _FENCE.match(line) and len(code) > 1:
-                blocks.append(Block("\n".join(code), fence=code[0].strip()))
+                blocks.append(Paragraph("\n".join(code), fence=code[0].strip()))
                 code = None
         elif _FENCE.match(line):
             _flush(prose, blocks)
@@ -58,13 +58,13 @@ def blocks_of(text: str) -> list[Block]:
             _flush(prose, blocks)
     _flush(prose, blocks)
     if code is not None:  # an unclosed fence: close it so the chunk renders as code
-        blocks.append(Block("\n".join([*code, "```"]), fence=code[0].strip()))
+        blocks.append(Paragraph("\n".join([*code, "```"]), fence=code[0].strip()))
     return blocks
 
 
-def _flush(prose: list[str], blocks: list[Block]) -> None:
+def _flush(prose: list[str], blocks: list[Paragraph]) -> None:
     if prose:
-        blocks.append(Block("\n".join(prose)))
+        blocks.append(Paragraph("\n".join(prose)))
         prose.clear()
 
 
@@ -108,7 +108,7 @@ def split_prose(text: str, limit: int, level: int = 0) -> list[str]:
     return pack(parts, sep, limit)
 
 
-def split_code(block: Block, limit: int) -> list[str]:
+def split_code(block: Paragraph, limit: int) -> list[str]:
     """A code block too long for one message, as several complete fenced blocks."""
     body = block.text.split("\n")[1:-1]
     overhead = utf16_len(block.fence) + utf16_len("```") + 2

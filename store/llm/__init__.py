@@ -24,11 +24,12 @@ import importlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from tap.config import ExtractConfig, TelegramConfig
-from tap.ports import LLMProvider, ReplyModel
+from tap.intercept.reply_model import ReplyModel
+from tap.llm.contract import LLMProvider
 
 if TYPE_CHECKING:
-    from store.llm.anthropic import AnthropicProvider
-    from store.llm.ollama import OllamaProvider
+    from store.llm.anthropic_provider import AnthropicProvider
+    from store.llm.ollama_provider import OllamaProvider
     from store.llm.replies import AnthropicReplies, OllamaReplies
 
 __all__ = [
@@ -45,11 +46,11 @@ def make_llm_provider(cfg: ExtractConfig, which: Literal["gate", "extract"]) -> 
     """The provider configured for the gate or the extractor; None for "heuristic" / "rules"."""
     choice = cfg.gate if which == "gate" else cfg.provider
     if choice == "anthropic":
-        from store.llm.anthropic import AnthropicProvider
+        from store.llm.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(cfg)
     if choice == "ollama":
-        from store.llm.ollama import OllamaProvider
+        from store.llm.ollama_provider import OllamaProvider
 
         return OllamaProvider(cfg)
     return None
@@ -65,8 +66,8 @@ def make_reply_model(cfg: TelegramConfig) -> ReplyModel:
 
 
 _LAZY = {
-    "AnthropicProvider": "store.llm.anthropic",
-    "OllamaProvider": "store.llm.ollama",
+    "AnthropicProvider": "store.llm.anthropic_provider",
+    "OllamaProvider": "store.llm.ollama_provider",
     "AnthropicReplies": "store.llm.replies",
     "OllamaReplies": "store.llm.replies",
 }

@@ -1,5 +1,5 @@
 """The one mapping from the anthropic SDK to tap: its errors to ProviderCallError, a response's
-usage to Usage. Used by the extraction pipeline's provider (store.llm.anthropic) and the
+usage to Usage. Used by the extraction pipeline's provider (store.llm.anthropic_provider) and the
 Telegram bot's replies (store.llm.replies), so both retry the same statuses, read the same
 retry hints and count the same tokens.
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import anthropic
 from anthropic.types import Message
 
-from tap.llm.base import ProviderCallError, Usage
+from tap.llm.contract import ProviderCallError, Usage
 
 __all__ = ["call_error", "parse_retry_after", "usage_of"]
 

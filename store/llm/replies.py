@@ -22,9 +22,9 @@ import ollama
 
 from store.llm.anthropic_mapping import call_error, usage_of
 from tap.config import TelegramConfig, read_secret
-from tap.dialects import ANTHROPIC, OLLAMA_CHAT, Dialect, JsonObject
 from tap.errors import ConfigError, ProviderError
-from tap.llm.base import ChatReply, Usage
+from tap.intercept.dialects import ANTHROPIC, OLLAMA_CHAT, Dialect, JsonObject
+from tap.llm.contract import ChatReply, Usage
 
 __all__ = ["AnthropicReplies", "OllamaReplies"]
 

@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from bridges.hooks.command import Invocation, run
+from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hooklog import last_lines, log_path
 from bridges.hooks.install import (
     HTTP_EVENTS,
@@ -40,9 +41,8 @@ from bridges.hooks.install import (
 )
 from bridges.hooks.names import AGENTS, EVENTS
 from bridges.hooks.scope import hook_scope
-from bridges.hooks.state import STATE_FILE, HookState
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.base import emit_json, state
+from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig
 
 WHAT_EACH_DOES = """\
@@ -54,7 +54,7 @@ WHAT_EACH_DOES = """\
 
 
 def _embedded(invocation: Invocation, body: bytes) -> bytes:
-    from tap.wiring.hooks import run_embedded  # the store and pipeline: only without a server
+    from tap.wiring.hook_service import run_embedded  # the store and pipeline: only without a server
 
     return run_embedded(invocation, body)
 
@@ -270,7 +270,7 @@ def render_status(doc: dict[str, Any]) -> str:
 @hooks.command("drain", hidden=True)
 def drain_command() -> None:
     """Extract queued chunks with the embedded store (started in the background by a hook)."""
-    from tap.wiring.hooks import drain
+    from tap.wiring.hook_service import drain
 
     drain(state().load())
     sys.exit(0)

@@ -30,8 +30,8 @@ import click
 
 from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.base import emit_json, state
 from tap.cli.options import config_type
+from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig, LogtailConfig
 from tap.plural import plural
 

@@ -4,7 +4,7 @@ An agent runs `tap hook …` on every prompt, so its start-up is on the user's p
 every command's dependencies (chromadb, onnxruntime, aiohttp, the Telegram library: seconds), so a
 hook invocation is recognised here first and handed to bridges.hooks.command, which needs the
 standard library and platformdirs only when a `tap serve` is running; without one it opens the store itself
-(tap.wiring.hooks, imported only then). Everything else goes to the click CLI (tap.cli), which
+(tap.wiring.hook_service, imported only then). Everything else goes to the click CLI (tap.cli), which
 also has `tap hook` (same behaviour, for `--help` and tests).
 """
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _embedded(invocation: Invocation, body: bytes) -> bytes:
-    from tap.wiring.hooks import run_embedded  # the store and pipeline: only without a server
+    from tap.wiring.hook_service import run_embedded  # the store and pipeline: only without a server
 
     return run_embedded(invocation, body)
 

@@ -13,12 +13,12 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.base import backend, emit_json, state
 from tap.cli.memories import json_option, memories
+from tap.cli.progress import Bar
+from tap.cli.render import when
+from tap.cli.shared import backend, emit_json, state
+from tap.memories.views import memory_view
 from tap.plural import plural
-from tap.progress import Bar
-from tap.render import when
-from tap.views import memory_view
 
 
 @memories.command("consolidate")

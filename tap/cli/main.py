@@ -8,7 +8,7 @@ through a running `tap serve` when there is one (so only one process opens embed
 Start-up: every command (and `tap --help`) imports this module and the command modules, so their
 top levels import click, msgspec and tap's light core only. chromadb, onnxruntime, aiohttp, rich
 and the Telegram library (seconds together) are imported inside the commands that use them;
-tests/tap/test_cli_startup.py keeps it that way.
+tests/tap/cli/test_cli_startup.py keeps it that way.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import click
 import msgspec
 
 from tap.cli import lifecycle, memories, ops  # lifecycle adds memory subcommands
-from tap.cli.base import CliState, emit_json, state
 from tap.cli.options import config_type
+from tap.cli.render import config_toml
+from tap.cli.shared import CliState, emit_json, state
 from tap.config import ServerConfig, default_config_text, user_config_file
 from tap.errors import ConfigError, TapError
-from tap.render import config_toml
 
 # Commands whose modules load only when the command runs (or its own --help): their imports
 # (bridges.logtail, bridges.hooks, mitmproxy's helpers) cost ~0.1 s that `tap status`, `tap
 # recall` and `tap memories list` should not pay. name → ("module:attribute", first help paragraph
-# as `tap --help` lists it; tests/tap/test_cli_startup.py checks it against the command's own).
+# as `tap --help` lists it; tests/tap/cli/test_cli_startup.py checks it against the command's own).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("tap.cli.mitm:env", "Shell lines that point clients at tap, for each way in (or just WAY)."),
     "hook": (

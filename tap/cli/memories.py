@@ -1,6 +1,6 @@
 """`tap memories …` and `tap recall`: inspect, search, edit, delete, export and import memories.
 
-Every read command takes `--json` (the shapes of tap.views); `--scope` names whose memories.
+Every read command takes `--json` (the shapes of tap.memories.views); `--scope` names whose memories.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any, BinaryIO
 
 import click
 
-from tap.cli.base import backend, emit_json, state
 from tap.cli.options import int_range
+from tap.cli.progress import Bar, shown
+from tap.cli.render import chain_text, console, memories_table, stats_table
+from tap.cli.shared import backend, emit_json, state
 from tap.config import RecallConfig
+from tap.memories.views import memory_view, search_view
 from tap.plural import plural
-from tap.progress import Bar, shown
 from tap.records import KINDS
-from tap.render import chain_text, console, memories_table, stats_table
-from tap.views import memory_view, search_view
 
 DEFAULT_SCOPE = "default"
 BUDGET = int_range(RecallConfig, "budget_tokens")  # what [recall] budget_tokens allows
@@ -115,7 +115,7 @@ def show_cmd(memory_id: str, as_json: bool) -> None:
     if not chain:
         raise click.ClickException(f"no memory with id {memory_id}")
     if as_json:
-        from tap.history import history_view
+        from tap.memories.history import history_view
 
         emit_json({"id": memory_id, "chain": [memory_view(m) for m in chain], "history": history_view(chain, turns)})
     else:
@@ -353,7 +353,7 @@ def _nothing_recalled(svc: Any, text: str, scope: str, budget_tokens: int | None
     found = svc.search(text, scope=scope, limit=50)
     if not found:
         return f"nothing relevant in scope {scope!r}"
-    from tap.recall import pack_block  # pure packing, no store; only on this path
+    from tap.recall.engine import pack_block  # pure packing, no store; only on this path
 
     budget = budget_tokens if budget_tokens is not None else state().load().config.recall.budget_tokens
     low, high = budget, MAX_BUDGET

@@ -1,7 +1,7 @@
 """`tap mitm` (run the mitmproxy way in on its own), `tap mitm ca`, and `tap env` (shell lines per way in).
 
 `tap mitm` runs mitmproxy with tap's addon against the same store as `tap serve` (through a running
-server, else on the store itself: tap.wiring.mitm); options override `[mitm]`. `tap mitm ca` creates
+server, else on the store itself: tap.wiring.mitm_service); options override `[mitm]`. `tap mitm ca` creates
 tap's CA if needed and prints where it is and how each client trusts it. `tap env` prints the shell
 lines that point clients at tap, for every way in (`--json` for scripts). mitmproxy is imported only
 by the commands that run it (it takes seconds), so other commands stay fast.
@@ -16,8 +16,8 @@ import click
 import msgspec
 
 from tap.admin_token import read_server_info
-from tap.cli.base import emit_json, state
 from tap.cli.options import config_type
+from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig, MitmConfig
 from tap.errors import ConfigError
 
@@ -50,7 +50,7 @@ def mitm(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from tap.wiring.mitm import run_standalone, settings_of  # imports mitmproxy (seconds)
+    from tap.wiring.mitm_service import run_standalone, settings_of  # imports mitmproxy (seconds)
 
     loaded = _with_overrides(state().load(), host=host, port=port, reverse=reverse, regular=regular)
     run_standalone(loaded, settings_of(loaded))
@@ -81,7 +81,7 @@ def _with_overrides(
 def ca(as_json: bool) -> None:
     """Where tap's CA is (created now if needed) and how each client trusts it."""
     from bridges.mitm.ca import trust_lines
-    from tap.wiring.mitm import ca_files
+    from tap.wiring.mitm_service import ca_files
 
     loaded = state().load()
     files = ca_files(loaded)
@@ -129,7 +129,7 @@ def env_lines(loaded: LoadedConfig) -> dict[str, list[str]]:
     mitm = config.mitm
     if mitm.regular:
         from bridges.mitm.ca import trust_lines
-        from tap.wiring.mitm import ca_files
+        from tap.wiring.mitm_service import ca_files
 
         ways["mitm"] = ["# mitmproxy, regular mode (`tap mitm`, or [mitm] enabled in `tap serve`)"]
         ways["mitm"] += trust_lines(ca_files(loaded), _regular_url(mitm))

@@ -7,11 +7,11 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.base import backend, emit_json, state
+from tap.cli.progress import Bar
+from tap.cli.render import when
+from tap.cli.shared import backend, emit_json, state
+from tap.intercept.scopes import scope_rule
 from tap.plural import plural
-from tap.progress import Bar
-from tap.render import when
-from tap.scopes import scope_rule
 
 STALLED_LAG_MS = 50.0
 """Event loop lag p99 from which `tap status` says the server is overloaded at times (idle: a few ms;

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from tap.cli.base import emit_json, state
+from tap.cli.shared import emit_json, state
 from tap.config import TelegramConfig
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")

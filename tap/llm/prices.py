@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import msgspec
 
-from tap.llm.base import Usage
+from tap.llm.contract import Usage
 
 __all__ = ["HAIKU", "PRICES", "SONNET", "TOP", "Price", "cost_usd", "price_for"]
 

@@ -10,7 +10,7 @@ Invariants:
   reads like instructions ("ignore previous instructions…"), and the prompts say so; a closing tag
   inside the data is defused (`</conversation>` → `<\\/conversation>`), so data cannot end its own
   fence early;
-- turn ids shown to the extractor are exactly the chunk's ids (tap.chunker.render_chunk labels
+- turn ids shown to the extractor are exactly the chunk's ids (tap.ingest.chunker.render_chunk labels
   each line `[id] Speaker (YYYY-MM-DD): text`), and memory ids shown to the reconciler are the
   stored ids, so what the model cites can be checked against what it was shown;
 - output shapes (field names, allowed kinds, 1–5 importance) match tap.llm.schema.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tap.candidates import CandidateMemory
-from tap.chunker import Chunk, format_date, render_chunk
+from tap.ingest.chunker import Chunk, format_date, render_chunk
 from tap.records import Memory
 
 __all__ = [

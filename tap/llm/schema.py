@@ -1,6 +1,6 @@
 """The structured output of the gate, extractor and reconciler: JSON schemas and strict parsing.
 
-Both providers (store.llm.anthropic, store.llm.ollama) ask for the same shapes (Anthropic as a
+Both providers (store.llm.anthropic_provider, store.llm.ollama_provider) ask for the same shapes (Anthropic as a
 tool's `input_schema`, Ollama as the chat `format`), and both hand the model's JSON object to the
 `parse_*` functions here, which decode it with `msgspec.convert(strict=True)` into wire Structs and
 then check what a schema cannot: that cited turn ids are turns of the chunk and cited memory ids
@@ -25,8 +25,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from tap.candidates import CandidateMemory, merge_duplicates
-from tap.chunker import Chunk
-from tap.llm.base import Action, Decision, GateVerdict
+from tap.ingest.chunker import Chunk
+from tap.llm.contract import Action, Decision, GateVerdict
 from tap.records import Memory
 
 __all__ = [

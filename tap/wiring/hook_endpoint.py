@@ -1,6 +1,6 @@
 """Agent hooks in `tap serve`: the endpoint behind `POST /tap/hooks/{event}` (proxy/hooks_routes.py).
 
-The HookService runs over the server's runtime (tap.wiring.hooks.RuntimeBackend). Prompt events
+The HookService runs over the server's runtime (tap.wiring.hook_service.RuntimeBackend). Prompt events
 (SessionStart, UserPromptSubmit) are answered within `[hooks] timeout_s` x 0.8, so a `tap hook`
 process waiting `timeout_s` in all still gets the answer; past it the answer is empty, one line
 goes to the log and nothing is committed (a memory the agent never received is not marked as
@@ -18,16 +18,16 @@ from pathlib import Path
 import msgspec
 from aiohttp import web
 
+from bridges.hooks.hook_db import STATE_FILE, HookState
+from bridges.hooks.hook_session import HookService
 from bridges.hooks.hooklog import log_line
 from bridges.hooks.names import AGENTS, EVENTS, PROMPT_EVENTS, cli_event
 from bridges.hooks.payload import HookInput, parse_input
-from bridges.hooks.service import HookService
-from bridges.hooks.state import STATE_FILE, HookState
 from bridges.logtail import OffsetStore
 from proxy.hooks_routes import hooks_key
-from tap.metrics import Metrics
-from tap.tasks import create_task
-from tap.wiring.hooks import Pipeline, RuntimeBackend, TranscriptReader
+from tap.runtime.metrics import Metrics
+from tap.runtime.tasks import create_task
+from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime
 
 log = logging.getLogger("tap.hooks")

@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from tap.allocator import release_free_memory
 from tap.config import EmbedderConfig, RecallConfig
-from tap.recall import Ask
+from tap.recall.engine import Ask
+from tap.recall.why import SentTrace
 from tap.records import Memory, RecallResult
-from tap.why import SentTrace
+from tap.runtime.allocator import release_free_memory
 
 log = logging.getLogger(__name__)
 
 Answer = tuple[RecallResult, SentTrace | None]
-"""A recall's result and, for a traced recall, what its trace was told (tap.why.SentTrace)."""
+"""A recall's result and, for a traced recall, what its trace was told (tap.recall.why.SentTrace)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def serve(conn: Connection, versions: Connection) -> None:
     """Open the view, warm up, say ready, then answer recalls and follow writes in order."""
     from store.embedders import make_embedder
     from store.replica import NotHere, ReplicaStore
-    from tap.recall import RecallEngine
+    from tap.recall.engine import RecallEngine
 
     settings: ChildSettings = conn.recv()
     versions_lock = threading.Lock()
@@ -73,7 +73,7 @@ def serve(conn: Connection, versions: Connection) -> None:
     try:
         store.warm()
         engine.search("warm up the embedder and the indexes", scope="tap-warm-up")
-        release_free_memory(every_s=0)  # what loading the model and the vectors freed (tap.allocator)
+        release_free_memory(every_s=0)  # what loading the model and the vectors freed (tap.runtime.allocator)
         conn.send(("ready",))
         while True:
             message = conn.recv()

@@ -2,7 +2,7 @@
 
 Under load one `tap serve` process is bound by its one interpreter lock: the event loop relaying
 64 streams and the recall worker want it at once, in bursts, and the time to first byte follows the
-queue (bench/load.py, README "Load"). Here the recall worker of tap.recall hands each recall to a
+queue (bench/load.py, README "Load"). Here the recall worker of tap.recall.engine hands each recall to a
 child process (a new interpreter, not a fork: the parent has threads) that searches the same store through a
 read view of the lexical index file (store.replica): same ranking, same packing, same block.
 
@@ -13,7 +13,7 @@ forget included) is answered after the child caught up with it. While the child 
 restarts), writes are kept and sent once it is ready; applying one it had read already changes
 nothing (LexicalIndex.follow).
 
-What stays in `tap serve`: admission, deadlines and the lexical-only fallback (tap.recall_batch);
+What stays in `tap serve`: admission, deadlines and the lexical-only fallback (tap.recall.admission);
 traced recalls (`tap why`); access counts (noted from each result); superseded versions (the child
 asks for them over a second pipe, answered from the store); scopes the child cannot search exactly
 in memory (store.replica.NotHere: that recall runs in `tap serve`); and every recall while the child
@@ -41,9 +41,9 @@ from typing import Any
 
 from store.lexical import Committed
 from tap.config import Config
-from tap.recall import Ask
+from tap.recall.engine import Ask
+from tap.recall.why import RecallTrace
 from tap.records import Memory
-from tap.why import RecallTrace
 from tap.wiring.recall_child import Answer, ChildSettings
 from tap.wiring.runtime import Runtime
 
@@ -254,13 +254,13 @@ class RecallProcess:
                     process.kill()  # started again, reading the file afresh
 
     def answer(self, ask: Ask, *, lexical_only: bool, deadline: float) -> Answer | None:
-        """The child's result for one recall (tap.recall.RemoteRecall)."""
+        """The child's result for one recall (tap.recall.engine.OffProcessRecall)."""
         if self._conn is None:  # starting, or gone (checked again below, under the lock)
             return None
         if not self._searchable(ask.scope):
             self.not_here += 1
             return None
-        if ask.trace is not None:  # filled there, sent back (tap.why.SentTrace)
+        if ask.trace is not None:  # filled there, sent back (tap.recall.why.SentTrace)
             ask = dataclasses.replace(ask, trace=RecallTrace(ask.trace.skip_outcome))
         try:
             message = pickle.dumps(ask, protocol=pickle.HIGHEST_PROTOCOL)

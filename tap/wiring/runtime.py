@@ -19,18 +19,18 @@ from typing import Any
 from store.chroma import ChromaStore
 from store.embedders import make_embedder
 from store.llm import make_llm_provider
-from tap.capture import TurnLog
 from tap.config import LoadedConfig
-from tap.consolidation import Consolidator, Journal
-from tap.extraction import Extraction
-from tap.files import make_private
-from tap.ingest import Ingestor
-from tap.ledger import CostLedger
-from tap.memories import MemoryService
+from tap.datadir import make_private
+from tap.extract.consolidation import Consolidator, Journal
+from tap.extract.costs import CostLedger
+from tap.extract.pipeline import Extraction
+from tap.extract.worker import ExtractionWorker
+from tap.ingest.capture import TurnLog
+from tap.ingest.entry import Ingestor
+from tap.ingest.queue import ChunkQueue
+from tap.memories.service import MemoryService
 from tap.ports import Embedder, MemoryStore
-from tap.queue import ChunkQueue
-from tap.recall import RecallEngine
-from tap.worker import ExtractionWorker
+from tap.recall.engine import RecallEngine
 
 
 @dataclass
@@ -84,8 +84,8 @@ class FileHolder:
 
 def scope_files(data_dir: Path) -> list[FileHolder]:
     """The bridges' files that keep something per scope (README: Security, forgetting)."""
-    from bridges.hooks.state import HookState
-    from bridges.logtail.state import OffsetStore
+    from bridges.hooks.hook_db import HookState
+    from bridges.logtail.progress_db import OffsetStore
     from bridges.telegram.db import TelegramDB
 
     return [

@@ -27,24 +27,24 @@ from proxy.web_app import make_web_app
 from store.llm import make_reply_model
 from store.llm.deprecation import deprecated_model_warnings
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
-from tap.capture import Capture
 from tap.config import Config, LoadedConfig, read_secret
-from tap.consolidation import ConsolidationJob
 from tap.errors import TapError
-from tap.identity import Conversations
-from tap.intercept import Interceptor
-from tap.loop_lag import LoopLag
-from tap.metrics import Metrics
+from tap.extract.consolidation import ConsolidationJob
+from tap.ingest.capture import Capture
+from tap.ingest.retention import keep_pruning
+from tap.intercept.conversations import ConversationResolver
+from tap.intercept.core import Interceptor
+from tap.intercept.scopes import scope_rule
 from tap.plural import plural
-from tap.priority import lower_thread_priority
-from tap.retention import keep_pruning
-from tap.scopes import scope_rule
-from tap.tasks import create_task, running_tasks
-from tap.why import WhyLog
+from tap.recall.why import WhyLog
+from tap.runtime.loop_lag import LoopLag
+from tap.runtime.metrics import Metrics
+from tap.runtime.priority import lower_thread_priority
+from tap.runtime.startup_heap import freeze_startup_objects
+from tap.runtime.tasks import create_task, running_tasks
 from tap.wiring.hook_endpoint import attach_hooks
 from tap.wiring.recall_process import start_recall_process
 from tap.wiring.runtime import Runtime, open_runtime
-from tap.wiring.startup_heap import freeze_startup_objects
 
 log = logging.getLogger("tap")
 SHUTDOWN_GRACE_S = 10.0
@@ -70,7 +70,7 @@ def build_context(rt: Runtime, token: str, capture: Capture, background: Executo
         rt.loaded.config,
         recall=rt.recall,
         metrics=metrics,
-        conversations=Conversations(capture.turn_log),
+        conversations=ConversationResolver(capture.turn_log),
         capture=capture,
         why=why,
     )
@@ -125,7 +125,7 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     url = f"http://{_format_host(bound[0])}:{bound[1]}"
     stop_mitm = None
     if rt.loaded.config.mitm.enabled:  # before server.json: "started" means every way in listens
-        from tap.wiring.mitm import serve_mitm  # imports mitmproxy (seconds): only when used
+        from tap.wiring.mitm_service import serve_mitm  # imports mitmproxy (seconds): only when used
 
         try:
             stop_mitm = await serve_mitm(rt.loaded, ctx.interceptor, ctx.metrics)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bridges.logtail import OffsetStore, Tailer
-from tap.ingest import Ingestor
-from tap.queue import ChunkQueue
+from tap.ingest.entry import Ingestor
+from tap.ingest.queue import ChunkQueue
 from tap.records import IngestEvent
 
 

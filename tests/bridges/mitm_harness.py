@@ -28,7 +28,7 @@ from cryptography.x509.oid import NameOID
 from bridges.mitm.hosts import ReverseTarget
 from bridges.mitm.link import CoreLink
 from bridges.mitm.runner import MitmProxy, MitmSettings
-from tap.intercept import Interceptor
+from tap.intercept.core import Interceptor
 
 
 def _name(common: str) -> x509.Name:

@@ -27,10 +27,10 @@ from aiohttp import web
 from bridges.telegram import TelegramBridge, TelegramDeps, add_telegram
 from proxy.web_app import make_web_app
 from store.llm import make_reply_model
-from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
+from tap.ingest.capture import Capture, TurnLog
 from tap.records import IngestEvent
-from tap.tasks import running_tasks
+from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
 from tests.bridges.fake_telegram import BOT, TOKEN

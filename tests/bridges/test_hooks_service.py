@@ -15,13 +15,13 @@ from typing import Any
 import msgspec
 import pytest
 
+from bridges.hooks.hook_db import STATE_FILE, HookState
+from bridges.hooks.hook_session import HookService
 from bridges.hooks.payload import HookInput, parse_input
-from bridges.hooks.service import HookService
-from bridges.hooks.state import STATE_FILE, HookState
 from bridges.logtail import OffsetStore, Tailer
 from tap.config import LoadedConfig, parse_config
 from tap.tokens import count_tokens
-from tap.wiring.hooks import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
 from tests.bridges.hooks_fixtures import Transcript, payload
 from tests.fakes import fake_adapters

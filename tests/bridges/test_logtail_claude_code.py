@@ -13,7 +13,7 @@ import pytest
 
 from bridges.logtail.claude_code import ClaudeCodeParser, clean_user_text
 from bridges.logtail.formats import FileContext
-from bridges.logtail.lines import Line
+from bridges.logtail.lines import LogLine
 from tests.bridges.logtail_helpers import Recorder
 from tests.bridges.transcripts import (
     CWD,
@@ -124,7 +124,7 @@ def test_long_session_with_a_small_index_keeps_order_and_merges_messages() -> No
     emitted = []
     offset = 0
     for number, raw in enumerate(lines, 1):
-        assert parser.feed(Line(raw.rstrip(b"\n"), offset, offset + len(raw)), number) is None
+        assert parser.feed(LogLine(raw.rstrip(b"\n"), offset, offset + len(raw)), number) is None
         offset += len(raw)
         if parser.want_checkpoint():
             emitted += [m for e in parser.take(final=False) for m in e.messages]

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
-from tap.worker import ExtractionWorker
+from tap.extract.worker import ExtractionWorker
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,
@@ -217,7 +217,7 @@ def read_through(home: Path, path: Path) -> bool:
 
 def extracted(home: Path) -> bool:
     """Every queued turn is extracted: no turn waits in an open window, no chunk is queued or being
-    extracted (read from queue.db as `tap status` counts them; tap.queue.ChunkQueue.counts)."""
+    extracted (read from queue.db as `tap status` counts them; tap.ingest.queue.ChunkQueue.counts)."""
     with sqlite3.connect(home / "queue.db") as db:
         (busy,) = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()
         (waiting,) = db.execute(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridges.logtail.detect import detect
-from bridges.logtail.text import speaker_line
+from bridges.logtail.plain_text import speaker_line
 from tests.bridges.logtail_helpers import Recorder
 from tests.bridges.transcripts import claude_session_entries, jsonl_line
 

@@ -20,15 +20,15 @@ from mitmproxy.test import taddons, tflow, tutils
 from bridges.mitm.addon import TapAddon, declared_length, route_of
 from bridges.mitm.hosts import HostPolicy
 from bridges.mitm.link import CoreLink
-from tap.capture import Capture, TurnLog
 from tap.config import Config
-from tap.dialects import ANTHROPIC, OPENAI_RESPONSES
-from tap.identity import Conversations
-from tap.intercept import Interceptor
-from tap.metrics import Metrics
-from tap.priority import HOT_PATH
+from tap.ingest.capture import Capture, TurnLog
+from tap.intercept.conversations import ConversationResolver
+from tap.intercept.core import Interceptor
+from tap.intercept.dialects import ANTHROPIC, OPENAI_RESPONSES
 from tap.records import IngestEvent, Memory, Recalled, RecallResult, make_memory
-from tap.tasks import running_tasks
+from tap.runtime.metrics import Metrics
+from tap.runtime.priority import HOT_PATH
+from tap.runtime.tasks import running_tasks
 from tests.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
 
 API = "api.anthropic.com"
@@ -63,7 +63,7 @@ class Core:
             Config(),
             recall=self.recall,
             metrics=Metrics(),
-            conversations=Conversations(self.turn_log),
+            conversations=ConversationResolver(self.turn_log),
             capture=Capture(self.turn_log, self._ingest),
         )
         self.addon = TapAddon(CoreLink(self.interceptor), HostPolicy.parse([API, "localhost:11434"]))
@@ -182,7 +182,7 @@ async def test_request_gets_the_block_and_the_stream_is_teed_unchanged(core: Cor
     with taddons.context(core.addon):
         core.addon.requestheaders(f)
         await core.addon.request(f)
-        assert HOT_PATH.serving_now == relaying + 1  # counted until the reply ends (tap.priority)
+        assert HOT_PATH.serving_now == relaying + 1  # counted until the reply ends (tap.runtime.priority)
         sent = json.loads(f.request.content or b"")
         assert sent["messages"][0]["content"] == [{"type": "text", "text": "cello?"}, {"type": "text", "text": BLOCK}]
         assert "x-tap-scope" not in f.request.headers and f.request.headers["x-api-key"] == "sk"
@@ -275,7 +275,7 @@ async def test_recall_failure_degrades_and_a_broken_core_forwards_unchanged(tmp_
 
     broken = Core(tmp_path / "b")
     broken.addon.core = CoreLink(
-        Broken(Config(), recall=broken.recall, metrics=Metrics(), conversations=Conversations())
+        Broken(Config(), recall=broken.recall, metrics=Metrics(), conversations=ConversationResolver())
     )
     g = api_flow()
     broken.addon.requestheaders(g)

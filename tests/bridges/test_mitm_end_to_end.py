@@ -37,7 +37,7 @@ def interceptor(tap: TapProxy):  # type: ignore[no-untyped-def]
 
 
 def stream_text(transcript: str, dialect: str) -> str:
-    from tap.dialects import get_dialect
+    from tap.intercept.dialects import get_dialect
 
     parser = get_dialect(dialect).stream_parser()
     parser.feed(load_transcript(transcript))

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tap.capture import TurnLog
+from tap.ingest.capture import TurnLog
 from tests.serve_process import ServeProcess
 from tests.upstreams import FakeAnthropic
 from tests.waits import wait_until

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tap.recall import HEADER
+from tap.recall.engine import HEADER
 from tests.bridges.fake_telegram import FakeBotAPI
 from tests.bridges.telegram_harness import (
     ANTHROPIC_KEY,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tap.chunker import Turn
+from tap.ingest.chunker import Turn
 from tests.bridges.fake_telegram import FakeBotAPI
 from tests.bridges.telegram_harness import (
     ANTHROPIC_KEY,

@@ -16,10 +16,10 @@ import msgspec
 from aiohttp import web
 
 from proxy.web_app import make_web_app
-from tap.capture import Capture, TurnLog
 from tap.config import LoadedConfig, parse_config
+from tap.ingest.capture import Capture, TurnLog
 from tap.records import IngestEvent
-from tap.tasks import running_tasks
+from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
 from tests.fakes import fake_adapters
@@ -45,7 +45,7 @@ def hold_embedder(embedder: Any, release: threading.Event) -> None:
 
 
 class TapProxy:
-    """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories."""
+    """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories.service."""
 
     def __init__(
         self,

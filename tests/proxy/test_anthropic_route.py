@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tap.dialects import get_dialect
+from tap.intercept.dialects import get_dialect
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
 from tests.upstreams import FakeAnthropic, load_transcript

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tap.capture import Exchange
-from tap.dialects import ANTHROPIC, Said
-from tap.identity import fingerprint, turn_key
+from tap.ingest.capture import Exchange
+from tap.intercept.conversations import fingerprint, turn_key
+from tap.intercept.dialects import ANTHROPIC, PlainMessage
 from tests.proxy.harness import TapProxy
 from tests.proxy.loop_upstreams import ChattyAnthropic
 from tests.sdk import sdk
@@ -162,7 +162,7 @@ async def test_a_reply_is_settled_before_its_stream_ends(isolated_home: Path) ->
     transcript = load_transcript("anthropic_stream.sse")
     request = {"model": "m", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hello"}]}
     reply_text = ANTHROPIC.parse_response(load_transcript("anthropic_message.json")).text
-    key = fingerprint("p", "default", "", [*ANTHROPIC.transcript(request), Said("assistant", reply_text)])
+    key = fingerprint("p", "default", "", [*ANTHROPIC.transcript(request), PlainMessage("assistant", reply_text)])
     async with ChattyAnthropic() as up, TapProxy(isolated_home, anthropic=up.url) as tap:
         up.next_response(transcript="anthropic_stream.sse", hang_after=len(transcript))
         headers = {"x-api-key": "sk-ant-conv", "anthropic-version": "2023-06-01"}

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from tap.tasks import running_tasks
+from tap.runtime.tasks import running_tasks
 from tests.chroma_server import free_port
 from tests.proxy.harness import TapProxy, hold_embedder
 from tests.upstreams import FakeAnthropic, FakeOllama, load_transcript
@@ -177,7 +177,7 @@ async def test_a_tool_result_step_gets_the_human_turns_block_and_is_not_a_new_hu
 
 
 async def test_scope_by_api_key_isolates_users_and_ignores_the_header(isolated_home: Path) -> None:
-    from tap.scopes import key_fingerprint
+    from tap.intercept.scopes import key_fingerprint
 
     async with (
         FakeAnthropic() as up,
@@ -232,8 +232,8 @@ async def test_large_bodies_pass(isolated_home: Path) -> None:
 async def test_a_large_body_is_parsed_off_the_event_loop(isolated_home: Path, monkeypatch: Any) -> None:
     import threading
 
-    from tap.dialects.registry import ANTHROPIC
-    from tap.intercept import LARGE_BODY_BYTES
+    from tap.intercept.core import LARGE_BODY_BYTES
+    from tap.intercept.dialects.registry import ANTHROPIC
 
     threads: list[str] = []
     parse = ANTHROPIC.parse_request

@@ -1,5 +1,5 @@
-"""The proxy counts the requests it relays (tap.priority.HOT_PATH), and background writers pause
-between their batches only while there are some (tap.priority.yield_after)."""
+"""The proxy counts the requests it relays (tap.runtime.priority.HOT_PATH), and background writers pause
+between their batches only while there are some (tap.runtime.priority.yield_after)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 
 from proxy.hooks_routes import add_hook_routes, hooks_key
-from tap import priority
-from tap.priority import HOT_PATH, HotPath, yield_after
+from tap.runtime import priority
+from tap.runtime.priority import HOT_PATH, HotPath, yield_after
 from tests.proxy.harness import TapProxy
 from tests.upstreams import FakeOllama
 from tests.waits import until

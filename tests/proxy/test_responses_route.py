@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from tap.dialects import OPENAI_RESPONSES
+from tap.intercept.dialects import OPENAI_RESPONSES
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
 from tests.upstreams import FakeOpenAI, load_transcript

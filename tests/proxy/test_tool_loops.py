@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tap.recall import HEADER
+from tap.recall.engine import HEADER
 from tests.proxy.harness import TapProxy
 from tests.proxy.loop_upstreams import ChattyAnthropic, ChattyOpenAI, prefix_violations
 from tests.sdk import sdk

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from tap.cli.main import main
 from tap.config import parse_config
+from tap.recall.why import Candidate, RecallTrace, RequestNote, WhyLog
 from tap.records import Memory, Recalled, RecallResult
-from tap.why import Candidate, RecallTrace, RequestNote, WhyLog
 from tests.serve_process import ServeProcess, admin
 from tests.upstreams import FakeAnthropic
 from tests.waits import until

@@ -12,10 +12,10 @@ import pytest
 from store import chroma
 from store.chroma import ChromaStore
 from store.lexical import LexicalIndex
-from tap import priority
 from tap.errors import StoreError
-from tap.priority import HotPath
 from tap.records import Memory, make_memory
+from tap.runtime import priority
+from tap.runtime.priority import HotPath
 
 
 def _add(store: ChromaStore, embedder: Any, *texts: str, scope: str = "ann", **fields: Any) -> list[Memory]:
@@ -157,7 +157,7 @@ def test_a_delete_while_requests_are_relayed_goes_in_small_calls_and_deletes_eve
     store: ChromaStore, embedder: Any, monkeypatch: pytest.MonkeyPatch, relaying: bool
 ) -> None:
     """Embedded Chroma holds the GIL while it deletes: with requests in flight a large delete goes
-    DELETE_BATCH ids a call (tap.priority.write_parts); either way every id goes, from both indexes."""
+    DELETE_BATCH ids a call (tap.runtime.priority.write_parts); either way every id goes, from both indexes."""
     hot_path = HotPath()  # this test's own: whatever other tests of the process left counted
     monkeypatch.setattr(priority, "HOT_PATH", hot_path)
     if relaying:

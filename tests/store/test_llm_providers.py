@@ -18,9 +18,9 @@ import pytest
 from store import llm
 from store.llm import make_llm_provider
 from tap.candidates import CandidateMemory
-from tap.chunker import Chunk, Turn, render_chunk
 from tap.config import ExtractConfig, parse_config
 from tap.errors import ProviderError
+from tap.ingest.chunker import Chunk, Turn, render_chunk
 from tap.llm import Decision, ProviderCallError, Usage, cost_usd
 from tap.llm.prices import price_for
 from tap.records import Memory, make_memory

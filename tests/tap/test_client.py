@@ -1,5 +1,5 @@
 """The admin-API client: large events split for `POST /tap/ingest`, the error a dead server gives.
-(Its other methods run against a real server in tests/tap/test_cli_remote.py.)"""
+(Its other methods run against a real server in tests/tap/cli/test_cli_remote.py.)"""
 
 from __future__ import annotations
 

@@ -1,0 +1,303 @@
+"""Capture: one completed exchange → the durable turn log → the ingestion entry point.
+
+The interception core (tap.intercept.core, for the proxy, the Telegram bridge and the mitmproxy addon)
+builds an `Exchange` once the response has ended — completely, with an upstream error, or because
+the client went away — and hands it to `Capture.record`, which runs in the background: the
+response to the client never waits for it.
+
+An exchange is a human turn and its reply, or (an agent-loop step) only the assistant's reply:
+a step of tool results is never recorded as a new human turn. Telegram also hands over the
+earlier unanswered messages its reply folds in (`earlier`).
+
+Invariants: the turn log (SQLite `turnlog.db` in the data dir) gets the exchange before ingestion
+sees it, so a crash between the two loses nothing that the log cannot replay; API keys are
+never part of an exchange; turn ids are stable for a retried request, so duplicate delivery is
+harmless downstream. The same database keeps the conversation-continuity keys
+(tap.intercept.conversations.ContinuityStore), bounded to `MAX_CONTINUITY` rows, so a restart keeps chats whole.
+
+Privacy: what is written is scrubbed first (tap.scrub: `<private>` spans and secrets never reach
+the file); exchanges older than `[data] retention_days` are pruned (tap.ingest.retention); forgetting a
+memory deletes the exchanges its source turns came from (`forget_turns`), and forgetting a scope
+deletes all of the scope's (`forget_scope`). Deleted rows are overwritten (`secure_delete`) and
+the write-ahead log is truncated after a forget, so the text does not linger in the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tap.records import IngestEvent, Message, Source, SourceTurn
+from tap.runtime.repeatlog import RepeatLog
+from tap.scrub import scrub
+from tap.sqlite import connect, transaction
+
+log = logging.getLogger(__name__)
+MAX_CONTINUITY = 200_000
+_PRUNE_EVERY = 1_000
+
+Ingest = Callable[[IngestEvent], Awaitable[int]]
+
+
+class Exchange(msgspec.Struct, kw_only=True):
+    """One request/response pair as the proxy saw it."""
+
+    scope: str
+    conversation: str
+    source: Source = "proxy"
+    dialect: str
+    model: str = ""
+    user_turn_id: str
+    user_text: str
+    user_name: str = ""
+    earlier: list[Message] = msgspec.field(default_factory=list)
+    reply_turn_id: str = ""
+    reply_text: str = ""
+    usage: dict[str, int] = msgspec.field(default_factory=dict)
+    status: int = 0
+    complete: bool = False
+    error: str = ""
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+    def to_event(self) -> IngestEvent:
+        """The ingestion event: earlier folded turns, the user turn (unless this was a tool step)
+        and, when there is one, the assistant reply."""
+        messages = list(self.earlier)
+        if self.user_text.strip():
+            messages.append(
+                Message(
+                    role="user",
+                    content=self.user_text,
+                    name=self.user_name,
+                    id=self.user_turn_id,
+                    timestamp=self.started_at,
+                )
+            )
+        if self.reply_text.strip():
+            messages.append(
+                Message(
+                    role="assistant",
+                    content=self.reply_text,
+                    id=self.reply_turn_id or self.user_turn_id.replace("u-", "a-", 1),
+                    timestamp=self.finished_at,
+                )
+            )
+        return IngestEvent(scope=self.scope, conversation=self.conversation, source=self.source, messages=messages)
+
+    def scrubbed(self) -> Exchange:
+        """A copy with every text scrubbed (private spans and secrets removed)."""
+        return msgspec.structs.replace(
+            self,
+            user_text=scrub(self.user_text),
+            reply_text=scrub(self.reply_text),
+            error=scrub(self.error),
+            earlier=[msgspec.structs.replace(m, content=scrub(m.content)) for m in self.earlier],
+        )
+
+    def turn_ids(self) -> set[str]:
+        """The ids of every turn this exchange holds."""
+        ids = {self.user_turn_id, self.reply_turn_id, *(m.id for m in self.earlier)}
+        ids.discard("")
+        return ids
+
+
+class TurnLog:
+    """Append-only SQLite log of captured exchanges (thread-safe)."""
+
+    name = "turn log"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = connect(path)
+        self._db.execute("PRAGMA secure_delete=ON")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+            "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, "
+            "record BLOB NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS exchanges_conv ON exchanges (scope, conversation)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS continuity (key TEXT PRIMARY KEY, conversation TEXT NOT NULL, "
+            "seen_at REAL NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS continuity_seen ON continuity (seen_at)")
+        self._puts = 0
+
+    def append(self, exchange: Exchange) -> int:
+        """Store the exchange durably, scrubbed; returns its sequence number."""
+        exchange = exchange.scrubbed()
+        with self._lock:
+            cur = self._db.execute(
+                "INSERT INTO exchanges (scope, conversation, user_turn_id, recorded_at, record) VALUES (?,?,?,?,?)",
+                (
+                    exchange.scope,
+                    exchange.conversation,
+                    exchange.user_turn_id,
+                    time.time(),
+                    msgspec.json.encode(exchange),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def recent(self, limit: int = 50, *, scope: str | None = None) -> list[Exchange]:
+        """The latest exchanges, newest first."""
+        query = "SELECT record FROM exchanges" + (" WHERE scope = ?" if scope else "") + " ORDER BY seq DESC LIMIT ?"
+        params: tuple[Any, ...] = (scope, limit) if scope else (limit,)
+        with self._lock:
+            rows = self._db.execute(query, params).fetchall()
+        return [_decode(row[0]) for row in rows]
+
+    def continuity_get(self, key: str) -> str | None:
+        """The conversation remembered for a continuity key (tap.intercept.conversations.ContinuityStore)."""
+        with self._lock:
+            row = self._db.execute("SELECT conversation FROM continuity WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def continuity_put(self, key: str, conversation: str) -> None:
+        """Remember a continuity key; the oldest go once there are more than MAX_CONTINUITY."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO continuity (key, conversation, seen_at) VALUES (?,?,?)",
+                (key, conversation, time.time()),
+            )
+            self._puts += 1
+            if self._puts % _PRUNE_EVERY == 0:
+                self._db.execute(
+                    "DELETE FROM continuity WHERE key IN (SELECT key FROM continuity ORDER BY seen_at DESC "
+                    "LIMIT -1 OFFSET ?)",
+                    (MAX_CONTINUITY,),
+                )
+
+    def exchange_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> dict[str, str]:
+        """Every turn of the exchanges that hold any of these turns (a user turn and the reply to it,
+        and what Telegram folded in), these ids included: id → text ("" when the log has none)."""
+        related = dict.fromkeys(turn_ids, "")
+        if not turn_ids or not conversation:
+            return related
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record FROM exchanges WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+        for (blob,) in rows:
+            exchange = _decode(blob)
+            if exchange.turn_ids() & turn_ids:
+                texts = {exchange.user_turn_id: exchange.user_text, exchange.reply_turn_id: exchange.reply_text}
+                texts |= {m.id: m.content for m in exchange.earlier}
+                related |= {i: text for i, text in texts.items() if i}
+        return related
+
+    def source_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> list[SourceTurn]:
+        """The turns with these ids that the log still holds (tap.memories.history.TurnSource)."""
+        if not turn_ids or not conversation:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record FROM exchanges WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+        found: dict[str, SourceTurn] = {}
+        for (blob,) in rows:
+            exchange = _decode(blob)
+            turns = [SourceTurn(id=m.id, role=m.role, text=m.content, at=m.timestamp) for m in exchange.earlier]
+            turns.append(
+                SourceTurn(id=exchange.user_turn_id, role="user", text=exchange.user_text, at=exchange.started_at)
+            )
+            turns.append(
+                SourceTurn(
+                    id=exchange.reply_turn_id, role="assistant", text=exchange.reply_text, at=exchange.finished_at
+                )
+            )
+            found.update((t.id, t) for t in turns if t.id in turn_ids and t.text.strip())
+        return list(found.values())
+
+    def forget_turns(self, scope: str, conversation: str, turn_ids: set[str]) -> int:
+        """Delete the exchanges of a conversation that hold any of these turns; returns how many."""
+        if not turn_ids or not conversation:
+            return 0
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, record FROM exchanges WHERE scope = ? AND conversation = ?", (scope, conversation)
+            ).fetchall()
+            doomed = [seq for seq, blob in rows if _decode(blob).turn_ids() & turn_ids]
+            for seq in doomed:
+                self._db.execute("DELETE FROM exchanges WHERE seq = ?", (seq,))
+            if doomed:
+                self._truncate_wal()
+            return len(doomed)
+
+    def forget_scope(self, scope: str) -> int:
+        """Delete every exchange of a scope, and the continuity keys of its conversations."""
+        with self._lock:
+            conversations = [
+                row[0]
+                for row in self._db.execute("SELECT DISTINCT conversation FROM exchanges WHERE scope = ?", (scope,))
+            ]
+            with transaction(self._db):
+                deleted = self._db.execute("DELETE FROM exchanges WHERE scope = ?", (scope,)).rowcount
+                for conversation in conversations:
+                    self._db.execute("DELETE FROM continuity WHERE conversation = ?", (conversation,))
+            self._truncate_wal()
+            return int(deleted)
+
+    def prune(self, before: float) -> int:
+        """Delete the exchanges recorded before `before` (POSIX seconds); returns how many."""
+        with self._lock:
+            deleted = int(self._db.execute("DELETE FROM exchanges WHERE recorded_at < ?", (before,)).rowcount)
+            if deleted:
+                self._truncate_wal()
+            return deleted
+
+    def _truncate_wal(self) -> None:
+        """Fold the write-ahead log into the file and empty it (deleted text must not linger there)."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def count(self) -> int:
+        """How many exchanges were captured."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM exchanges").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+
+def _decode(blob: bytes) -> Exchange:
+    return msgspec.json.decode(blob, type=Exchange)
+
+
+class Capture:
+    """Records exchanges in the turn log and hands them to ingestion, off the hot path."""
+
+    def __init__(self, turn_log: TurnLog, ingest: Ingest | None = None) -> None:
+        self.turn_log = turn_log
+        self._ingest = ingest
+        self.captured = 0
+        self.failed = 0
+        self._log = RepeatLog(log)
+
+    async def record(self, exchange: Exchange) -> None:
+        """Log the exchange, then ingest it; failures are logged and counted, never raised."""
+        try:
+            await asyncio.to_thread(self.turn_log.append, exchange)
+            self.captured += 1
+            event = exchange.to_event()
+            if self._ingest is not None and event.messages:
+                await self._ingest(event)
+        except Exception as exc:
+            self.failed += 1
+            self._log.failed(
+                "capture", "capture of an exchange in conversation %s failed", exchange.conversation, exc=exc
+            )
+
+    def status(self) -> dict[str, int]:
+        """Counters for /tap/status."""
+        return {"captured": self.captured, "failed": self.failed}

@@ -1,0 +1,206 @@
+"""The OpenAI Responses API dialect (`POST /v1/responses`; the current OpenAI SDKs and Codex).
+
+Request (openai-python `types/responses/response_create_params.py`): `input` is a string (one
+user message) or a list of items — messages `{"role": "user"|"assistant"|"system"|"developer",
+"content": str | [parts], "type"?: "message"}` whose user parts are `input_text` / `input_image` /
+`input_file` and whose assistant parts are `output_text` / `refusal`, and the items of earlier
+replies and tool loops (`reasoning`, `function_call`, `function_call_output`, `custom_tool_call`,
+`*_call_output`, `item_reference`, ...); `instructions` is the system prompt; `previous_response_id`
+or `conversation` keep the history upstream, so the request then carries only the new items.
+
+Injection (cache-safe, docs/protocols.md, OpenAI Responses: OpenAI caches exact prefixes; same rules
+as tap.intercept.dialects.openai):
+- only the newest input item changes or one item is appended; `instructions`, `tools` and every
+  earlier item are shared with the input untouched;
+- when the last item is a user message, the block is appended to it as a new `input_text` part
+  (string content becomes `[{"type": "input_text", "text": <original>}, <memory part>]`); a string
+  `input` becomes one user message of those two parts (the API defines a string as exactly that
+  message), so the original text stays byte-identical;
+- an agent-loop step (the input ends with tool outputs, e.g. `function_call_output`) gets the block
+  as one new user message after them: tool outputs must follow their calls, and a block inside a
+  tool output would present memories as tool output.  With `previous_response_id` such a step may
+  carry no human turn at all; tap.intercept.core then uses the block of the human turn the chain
+  started from (`ClientIds.follows`).
+
+Transcript (tap.intercept.dialects.transcript), one entry per *turn* rather than per item: the items of one
+reply (reasoning, messages, tool calls) come back as several consecutive items, so consecutive
+assistant-side items are one "assistant" entry whose text is their `output_text` joined with no
+separator — exactly the streamed reply's text (tap.intercept.dialects.openai_responses_stream), so
+conversation continuity recognises a reply when the client sends it back.  User messages are
+"user" (their `input_text` parts joined by newlines, markers for images and files); system and
+developer messages are "system"; each tool output item is one "tool" entry identified by its type,
+call id and output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tap.intercept.dialects.common import (
+    JsonDialect,
+    JsonObject,
+    as_dict,
+    as_list,
+    encode_json,
+    markers,
+    require_block,
+    str_field,
+)
+from tap.intercept.dialects.openai import error_type
+from tap.intercept.dialects.openai_responses_stream import ResponsesStream, parse_responses_response
+from tap.intercept.dialects.transcript import ClientIds, PlainMessage
+from tap.intercept.dialects.wire import Reply, StreamParser
+
+_SYSTEM_ROLES = ("system", "developer")
+_CLIENT_ID_FIELDS = ("user", "safety_identifier", "prompt_cache_key")
+_TOOL_OUTPUTS = ("mcp_approval_response",)
+"""Tool-side item types whose name does not end in `_output`."""
+
+
+def input_items(req: JsonObject) -> list[Any]:
+    """The request's input as a list of items (a string is one user message; anything else: [])."""
+    value = req.get("input")
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return as_list(value)
+
+
+def item_side(item: object) -> str:
+    """Who an input item comes from: "user", "system", "assistant", "tool", or "" when malformed."""
+    found = as_dict(item)
+    if found is None:
+        return ""
+    kind = str_field(found, "type")
+    if kind in ("", "message"):
+        role = str_field(found, "role")
+        if role in _SYSTEM_ROLES:
+            return "system"
+        return role if role in ("user", "assistant") else ""
+    if kind.endswith("_output") or kind in _TOOL_OUTPUTS:
+        return "tool"
+    return "assistant"  # reasoning, function_call, item_reference, web_search_call, ...
+
+
+def part_text(content: object, part_type: str) -> list[str]:
+    """String content as one text, or the `text` of the parts of `part_type`."""
+    if isinstance(content, str):
+        return [content]
+    return [str_field(as_dict(p), "text") for p in as_list(content) if str_field(as_dict(p), "type") == part_type]
+
+
+def _output_text(value: object) -> str:
+    """A tool output: a string, or the text of its content parts."""
+    if isinstance(value, str):
+        return value
+    return "\n".join(t for t in part_text(value, "input_text") if t)
+
+
+def _said(item: Any, side: str) -> PlainMessage:
+    if side == "user":
+        content = item.get("content")
+        text = "\n".join(t for t in part_text(content, "input_text") if t)
+        return PlainMessage("user", text, markers(content, skip=("input_text",)))
+    if side == "system":
+        return PlainMessage("system", "\n".join(t for t in part_text(item.get("content"), "input_text") if t))
+    if side == "tool":
+        call = str_field(item, "call_id") or str_field(item, "approval_request_id") or str_field(item, "id")
+        output = _output_text(item.get("output"))
+        return PlainMessage("tool", "", f"[{str_field(item, 'type')} {call}]{output}")
+    return PlainMessage("", "")
+
+
+def assistant_text(item: Any) -> str:
+    """The visible text of an assistant-side item (its `output_text` parts; "" for tool calls)."""
+    if str_field(item, "type") not in ("", "message"):
+        return ""
+    return "".join(part_text(item.get("content"), "output_text"))
+
+
+def transcript(items: list[Any]) -> list[PlainMessage]:
+    """The items as turns (see the module docstring)."""
+    out: list[PlainMessage] = []
+    reply: list[str] | None = None
+    for item in items:
+        side = item_side(item)
+        if side == "assistant":
+            if reply is None:
+                reply = []
+                out.append(PlainMessage("assistant", ""))
+            reply.append(assistant_text(item))
+            out[-1] = PlainMessage("assistant", "".join(reply))
+            continue
+        reply = None
+        out.append(_said(item, side))
+    return out
+
+
+def _thread_id(value: object) -> str:
+    """The `conversation` parameter's id (a string or `{"id": ...}`)."""
+    return value if isinstance(value, str) else str_field(as_dict(value), "id")
+
+
+def _user_parts(content: object) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}] if content else []
+    if content is None or isinstance(content, list):
+        return list(as_list(content))
+    raise ValueError("the last user message's content is neither a string nor a list of parts")
+
+
+class OpenAIResponses(JsonDialect):
+    """OpenAI Responses API requests (stream only when `"stream": true`)."""
+
+    name = "openai_responses"
+    upstream = "openai"
+    stream_default = False
+
+    def transcript(self, req: JsonObject) -> list[PlainMessage]:
+        """The input's turns (see the module docstring)."""
+        return transcript(input_items(req))
+
+    def system_text(self, req: JsonObject) -> str:
+        """`instructions`."""
+        return str_field(req, "instructions")
+
+    def client_ids(self, req: JsonObject) -> ClientIds:
+        """`conversation` names the conversation (and keeps its history upstream);
+        `previous_response_id` continues an upstream reply; `user`, `safety_identifier` and
+        `prompt_cache_key` only tell users apart (see tap.intercept.dialects.openai)."""
+        found = [f"{key}={str_field(req, key)}" for key in _CLIENT_ID_FIELDS if str_field(req, key)]
+        thread = _thread_id(req.get("conversation"))
+        return ClientIds(
+            session=thread,
+            discriminator="&".join(found),
+            follows=str_field(req, "previous_response_id"),
+            thread=thread,
+        )
+
+    def inject(self, req: JsonObject, block: str) -> JsonObject:
+        """Append `block` to the newest user message, or as a user message after tool outputs."""
+        text = require_block(block)
+        part = {"type": "input_text", "text": text}
+        value = req.get("input")
+        if isinstance(value, str):
+            return {**req, "input": [{"role": "user", "content": [*_user_parts(value), part]}]}
+        items = as_list(value)
+        side = item_side(items[-1]) if items else ""
+        if side == "tool":
+            return {**req, "input": [*items, {"type": "message", "role": "user", "content": [part]}]}
+        if side != "user":
+            raise ValueError("the last input item is not a user message")
+        last = items[-1]
+        changed = {**last, "content": [*_user_parts(last.get("content")), part]}
+        return {**req, "input": [*items[:-1], changed]}
+
+    def error_body(self, status: int, message: str) -> tuple[bytes, str]:
+        """`{"error": {"message", "type", "param": null, "code": null}}` as JSON (OpenAI's shape)."""
+        error = {"message": message, "type": error_type(status), "param": None, "code": None}
+        return encode_json({"error": error}), "application/json"
+
+    def stream_parser(self) -> StreamParser:
+        """A fresh Responses SSE tee parser."""
+        return ResponsesStream()
+
+    def parse_response(self, body: bytes) -> Reply:
+        """A whole `response` object."""
+        return parse_responses_response(body)

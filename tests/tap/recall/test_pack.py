@@ -1,0 +1,72 @@
+"""Packing the block (tap.recall.engine.pack_block): a pure function, so it is tried on many random blocks.
+
+The count a block reports is what the packer added up line by line and heading by heading, not a
+second count of the rendered block: these tests hold the two equal for every kind of line (
+statements and excerpts, cut to the question or whole, lists, speaker labels, digits, non-ASCII
+text, conflict and outdated marks, days across years, undated memories), and the block within
+its budget.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tap.recall.engine import pack_block
+from tap.records import OUTDATED_TAG, Memory, make_memory
+from tap.tokens import count_tokens
+
+DAY = 86400.0
+NOW = 1_800_000_000.0
+WORDS = (
+    "Ann visited the museum in Lisbon with her dad and liked the tiles; flight LH1234 leaves at 07:45, "
+    "café crème costs €3.50 — 東京 trip booked 🎉 hotel Marquês 2 nights, budget 1,250 dollars"
+).split()
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 14))) + rng.choice([".", "!", "?", ":"])
+
+
+def _content(rng: random.Random, excerpt: bool) -> str:
+    if not excerpt:
+        return " ".join(_sentence(rng) for _ in range(rng.randint(1, 2)))
+    label = rng.choice(["", "User: ", "Assistant: ", "Maria Lopes: "])
+    if rng.random() < 0.2:  # a list: always shown whole
+        return label + "Here are some: " + " ".join(f"{n}. {_sentence(rng)}" for n in range(1, rng.randint(3, 6)))
+    return label + " ".join(_sentence(rng) for _ in range(rng.randint(1, 6)))
+
+
+def _memory(rng: random.Random, others: list[Memory]) -> Memory:
+    excerpt = rng.random() < 0.5
+    when = rng.choice([NOW - rng.randint(0, 900) * DAY, NOW - rng.randint(0, 3) * DAY, 1e300])  # 1e300: undated
+    memory = make_memory(
+        scope="ann",
+        content=_content(rng, excerpt),
+        kind="episode" if excerpt else "fact",
+        tags=[OUTDATED_TAG] if rng.random() < 0.15 else [],
+        sources=[f"t{rng.randint(1, 30)}"],
+        valid_from=when,
+        now=NOW,
+    )
+    if others and rng.random() < 0.1:
+        memory.conflicts_with = [rng.choice(others).id]
+    return memory
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_count_is_the_blocks_and_within_the_budget(seed: int) -> None:
+    rng = random.Random(seed)
+    memories: list[Memory] = []
+    for _ in range(rng.randint(1, 60)):
+        memories.append(_memory(rng, memories))
+    ranked = [(m, 1.0 / (rank + 1)) for rank, m in enumerate(memories)]
+    query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6)))
+    for budget in (40, 90, 200, 500, 900):
+        result = pack_block(ranked, budget, query=query)
+        if not result.memories:
+            assert (result.block, result.tokens) == ("", 0)
+            continue
+        assert result.tokens == count_tokens(result.block), f"budget {budget}"
+        assert result.tokens <= budget
