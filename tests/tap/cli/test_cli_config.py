@@ -124,7 +124,7 @@ def test_config_init_writes_the_documented_defaults_to_the_user_config_file(tmp_
     user = tmp_path / "xdg-config" / "tap" / "config.toml"
     code, out, _ = run("config", "init")
     assert code == 0 and str(user) in out
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     assert user.read_text() == (root / "config.toml").read_text()
     code, _, err = run("config", "init")
     assert code == 1 and "exists" in err and "--force" in err
