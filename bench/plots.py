@@ -83,38 +83,18 @@ def latency(results: Results) -> tuple[Figure, str]:
     ax.axhline(150, color="#b03030", linewidth=0.8, linestyle="-.", label="recall deadline (150 ms)")
     ax.set(xscale="log", yscale="log", xlabel="memories in the scope", ylabel="ms", title="Recall by store size")
     ax.legend(fontsize=8, loc="upper left")
-    rss = {**{int(k): v["idle_rss_mb"] for k, v in main["serve"].items()}}
+    rss = {int(k): v["idle_rss_mb"] for k, v in main["serve"].items()}
     rss.update({int(k): v["idle_rss_mb"] for k, v in million["serve"].items() if int(k)})
+    child = {int(k): v["idle_rss_mb"] for k, v in with_child["serve"].items() if int(k)}
     rows: list[list[object]] = []
     for p in points:
-        size = p["memories"]
-        disk = p["disk_mb"]
+        size, disk = p["memories"], p["disk_mb"]
         idle = f"{rss[size]:,.0f} MB" if size in rss else "–"
-        if size == with_child["points"][0]["memories"]:
-            idle += f"; {with_child['serve'][str(size)]['idle_rss_mb']:.0f} MB with its recall process"
-        rows.append(
-            [
-                f"{size:,}",
-                ms(p["end_to_end_ms"]["p50"]),
-                ms(p["end_to_end_ms"]["p99"]),
-                ms(p["embed_query_ms"]["p50"]),
-                f"{p['lexical_search_ms']['p50']:.1f} / {p['lexical_search_ms']['p99']:.1f} ms",
-                f"{disk['chroma']:,.0f} + {disk['lexical']:,.0f} MB",
-                idle,
-            ]
-        )
+        if size in child:
+            idle += f"; {child[size]:.0f} MB with its recall process"
+        rows.append(latency_row(f"{size:,}", p, f"{disk['chroma']:,.0f} + {disk['lexical']:,.0f} MB", idle))
     for p in main["chroma_server"]:
-        rows.append(
-            [
-                f"{p['memories']:,} on a Chroma server",
-                ms(p["end_to_end_ms"]["p50"]),
-                ms(p["end_to_end_ms"]["p99"]),
-                ms(p["embed_query_ms"]["p50"]),
-                f"{p['lexical_search_ms']['p50']:.1f} / {p['lexical_search_ms']['p99']:.1f} ms",
-                "(the server's)",
-                "–",
-            ]
-        )
+        rows.append(latency_row(f"{p['memories']:,} on a Chroma server", p, "(the server's)", "–"))
     headers = ["memories", "p50", "p99", "query embedding p50", "BM25 p50 / p99", "disk (Chroma + lexical)"]
     text = table(
         [*headers, "`tap serve` idle RSS"],
@@ -122,6 +102,20 @@ def latency(results: Results) -> tuple[Figure, str]:
         "`recall.json`, `recall-1m.json` (the 1M row) and `recall-process-rss.json`",
     )
     return fig, text
+
+
+def latency_row(label: str, point: dict[str, Any], disk: str, idle: str) -> list[object]:
+    """One row of the recall latency table."""
+    lexical = point["lexical_search_ms"]
+    return [
+        label,
+        ms(point["end_to_end_ms"]["p50"]),
+        ms(point["end_to_end_ms"]["p99"]),
+        ms(point["embed_query_ms"]["p50"]),
+        f"{lexical['p50']:.1f} / {lexical['p99']:.1f} ms",
+        disk,
+        idle,
+    ]
 
 
 # --- quality by data set against BM25 -------------------------------------------------------
@@ -229,82 +223,48 @@ def load(results: Results) -> tuple[Figure, str]:
     right.set(xlabel="concurrent streams", ylabel="% of requests", ylim=(0, 118), title="Requests with memories")
     right.set_yticks(range(0, 101, 20))
     right.legend(fontsize=8, loc="upper left", ncols=2)
-    rows: list[list[object]] = []
-    for s, t in zip(streams, taps, strict=True):
-        level = levels[str(s)]
-        rows.append(
-            [
-                s,
-                pct(t["share_with_memories"]),
-                t["lexical_only_with_memories"],
-                ms(level["added_ttfb_p50_ms"]),
-                ms(level["added_ttfb_p99_ms"]),
-                ms(t["server_cpu_ms_per_request"]),
-                t["errors"],
-            ]
-        )
-    for wave, run in data["bursts"].items():
-        t = run["tap"]
-        rows.append(
-            [
-                f"{wave} at once, x3",
-                pct(t["share_with_memories"]),
-                t["lexical_only_with_memories"],
-                ms(run["added_ttfb_p50_ms"]),
-                ms(run["added_ttfb_p99_ms"]),
-                ms(t["server_cpu_ms_per_request"]),
-                t["errors"],
-            ]
-        )
+    runs = {str(s): levels[str(s)] for s in streams}
+    runs.update({f"{wave} at once, x3": run for wave, run in data["bursts"].items()})
+    rows = [load_row(name, run) for name, run in runs.items()]
     headers = ["streams", "with memories", "BM25 only", "added TTFB p50", "added TTFB p99", "CPU per request", "errors"]
     return fig, table(headers, rows, "`load.json`")
+
+
+def load_row(name: str, run: dict[str, Any]) -> list[object]:
+    """One row of the load table: a level of closed-loop streams, or a wave of requests at once."""
+    tap = run["tap"]
+    return [
+        name,
+        pct(tap["share_with_memories"]),
+        tap["lexical_only_with_memories"],
+        ms(run["added_ttfb_p50_ms"]),
+        ms(run["added_ttfb_p99_ms"]),
+        ms(tap["server_cpu_ms_per_request"]),
+        tap["errors"],
+    ]
 
 
 # --- the other benchmarks, one table each -----------------------------------------------------
 
 
-def proxy(results: Results) -> str:
-    data = results("proxy")
-    plain, stream = data["non_streaming"]["latency"], data["streaming"]["ttfb"]
+def pairs(data: dict[str, Any], baseline: str, columns: list[str], source: str) -> str:
+    """An A/B table: each request kind's baseline, through tap, and what tap added (p50 and p99)."""
+    kinds = {"non-streaming": data["non_streaming"]["latency"], "streaming, first byte": data["streaming"]["ttfb"]}
     rows: list[list[object]] = [
-        ["non-streaming p50", ms(plain["direct_p50_ms"]), ms(plain["tap_p50_ms"]), ms(plain["added_p50_ms"])],
-        ["non-streaming p99", ms(plain["direct_p99_ms"]), ms(plain["tap_p99_ms"]), ms(plain["added_p99_ms"])],
-        [
-            "streaming, first byte p50",
-            ms(stream["direct_p50_ms"]),
-            ms(stream["tap_p50_ms"]),
-            ms(stream["added_p50_ms"]),
-        ],
-        [
-            "streaming, first byte p99",
-            ms(stream["direct_p99_ms"]),
-            ms(stream["tap_p99_ms"]),
-            ms(stream["added_p99_ms"]),
-        ],
+        [f"{kind} {q}", *(ms(times[f"{side}_{q}_ms"]) for side in (baseline, "tap", "added"))]
+        for kind, times in kinds.items()
+        for q in ("p50", "p99")
     ]
-    return table(["", "direct", "through tap", "added"], rows, "`proxy.json` (10,000 memories, A/B pairs)")
+    return table(["", *columns, "added"], rows, source)
+
+
+def proxy(results: Results) -> str:
+    source = "`proxy.json` (10,000 memories, A/B pairs)"
+    return pairs(results("proxy"), "direct", ["direct", "through tap"], source)
 
 
 def mitm(results: Results) -> str:
-    data = results("mitm")
-    plain, stream = data["non_streaming"]["latency"], data["streaming"]["ttfb"]
-    rows: list[list[object]] = [
-        ["non-streaming p50", ms(plain["baseline_p50_ms"]), ms(plain["tap_p50_ms"]), ms(plain["added_p50_ms"])],
-        ["non-streaming p99", ms(plain["baseline_p99_ms"]), ms(plain["tap_p99_ms"]), ms(plain["added_p99_ms"])],
-        [
-            "streaming, first byte p50",
-            ms(stream["baseline_p50_ms"]),
-            ms(stream["tap_p50_ms"]),
-            ms(stream["added_p50_ms"]),
-        ],
-        [
-            "streaming, first byte p99",
-            ms(stream["baseline_p99_ms"]),
-            ms(stream["tap_p99_ms"]),
-            ms(stream["added_p99_ms"]),
-        ],
-    ]
-    return table(["", "mitmproxy, no addon", "tap's addon", "added"], rows, "`mitm.json`")
+    return pairs(results("mitm"), "baseline", ["mitmproxy, no addon", "tap's addon"], "`mitm.json`")
 
 
 def throughput(results: Results) -> str:
