@@ -204,7 +204,7 @@ class HooksConfig(Section, frozen=True):
 
 
 class MitmConfig(Section, frozen=True):
-    """The mitmproxy way in (README: Ways in): a forward proxy for clients that cannot change their
+    """The mitmproxy way in (docs/ways-in.md): a forward proxy for clients that cannot change their
     base URL, and reverse proxies per upstream; run by `tap serve` when enabled, or by `tap mitm`."""
 
     enabled: bool = False

@@ -113,7 +113,7 @@ def reverse_line(url: str, local: str) -> str:
 
 
 def env_lines(loaded: LoadedConfig) -> dict[str, list[str]]:
-    """The shell lines per way in (see README: Ways in)."""
+    """The shell lines per way in (see docs/ways-in.md)."""
     config = loaded.config
     info = read_server_info(loaded.data_dir)
     host = f"[{config.server.host}]" if ":" in config.server.host else config.server.host
