@@ -198,7 +198,12 @@ def memory_quality(results: Results) -> str:
         values = [splits[split]["rates"][key] for split in ("all", "dev", "test")]
         shown = [f"{v:.2f}" if isinstance(v, float) else str(v) for v in values]
         rows.append([name, *shown, targets.get(key, "")])
-    return table(["metric", "all", "dev", "test", "target"], rows, "`quality.json`")
+    counts = splits["all"]["counts"]
+    source = (
+        f"`quality.json`: {counts['conversations']} conversations, {counts['turns']:,} turns, "
+        f"{counts['labels']} labelled memories of which {counts['updates']} updates"
+    )
+    return table(["metric", "all", "dev", "test", "target"], rows, source)
 
 
 # --- the proxy under load ---------------------------------------------------------------------
