@@ -31,6 +31,8 @@ value, so recall lets it yield for questions about the present (it stays searcha
 Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "mcp", "manual", "import"]
 SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "mcp", "manual", "import")
 Importance = Annotated[int, msgspec.Meta(ge=1, le=5)]
+REMEMBERED = "remembered"
+"""The conversation of every statement an agent asked tap to remember (tap.extract.remember)."""
 
 
 MAX_PASSAGES = 16

@@ -18,12 +18,12 @@ from bridges.mcp.tools import ToolCallError
 from tap.errors import TapError
 from tap.memories.agent import AgentMemory, ToolInputError
 
-_METHODS: dict[str, Callable[..., str]] = {
-    "search_memories": AgentMemory.search,
-    "remember": AgentMemory.remember,
-    "forget": AgentMemory.forget,
-    "recent_memories": AgentMemory.recent,
-    "why": AgentMemory.why,
+_METHODS = {
+    "search_memories": "search",
+    "remember": "remember",
+    "forget": "forget",
+    "recent_memories": "recent",
+    "why": "why",
 }
 
 
@@ -41,10 +41,11 @@ class LocalTools:
             raise ToolCallError(f"unknown tool {tool!r}")
         return await asyncio.to_thread(self._run, method, self._scope(), arguments)
 
-    def _run(self, method: Callable[..., str], scope: str, arguments: dict[str, Any]) -> str:
+    def _run(self, method: str, scope: str, arguments: dict[str, Any]) -> str:
         try:
             with self._open_agent() as agent:
-                return method(agent, scope, **arguments)
+                answer: str = getattr(agent, method)(scope, **arguments)
+                return answer
         except ToolInputError as exc:
             raise ToolCallError(str(exc)) from None
         except TapError as exc:  # the store or the embedder down, the data dir busy: nothing was done

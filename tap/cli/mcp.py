@@ -25,7 +25,7 @@ from tap.cli.shared import state
 @click.option("--scope", default=None, help="The scope the tools use (default: [hooks] scope, else the project).")
 def mcp(scope: str | None) -> None:
     """Run tap's MCP server over stdio (what an agent starts; `tap hooks install` registers it)."""
-    from tap.wiring.hook_service import load_hook_config
+    from tap.wiring.agent_config import load_hook_config
     from tap.wiring.mcp_stdio import serve_stdio, stdio_scope
 
     loaded = load_hook_config(state().config_path)

@@ -25,12 +25,10 @@ from tap.extract.reconcile import Plan
 from tap.ingest.chunker import Chunk, Turn
 from tap.language.person import as_first_person
 from tap.language.rules import RulesExtractor
-from tap.records import Kind, Memory, Source
+from tap.records import REMEMBERED, Kind, Memory, Source
 from tap.scrub import scrub
 from tap.tokens import count_tokens
 
-REMEMBERED = "remembered"
-"""The conversation every remembered statement is filed under."""
 MAX_REMEMBER_CHARS = 2000
 DEFAULT_IMPORTANCE = 3
 

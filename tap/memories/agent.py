@@ -29,13 +29,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tap.extract.remember import Remembered
 from tap.memories.agent_text import MAX_ANSWER_CHARS, day, memories_text, shortened, why_text
-from tap.memories.service import MemoryService
 from tap.plural import plural
 from tap.recall.why import WhyLog, WhyRecord
 from tap.records import KINDS, Kind, Memory
+
+if TYPE_CHECKING:  # the store and extraction: a `tap mcp` that relays to a server never loads them
+    from tap.extract.remember import Remembered
+    from tap.memories.service import MemoryService
 
 CONFIRM_TTL_S = 600.0
 MAX_CONFIRMATIONS = 256
@@ -48,7 +51,7 @@ DEFAULT_AGENT_SCOPE = "default"
 caller_scope: ContextVar[str] = ContextVar("tap_agent_scope", default=DEFAULT_AGENT_SCOPE)
 """The scope of the agent calling, where a transport serves many (tap serve's `/mcp`: per request)."""
 
-RememberFn = Callable[..., Remembered]
+RememberFn = Callable[..., "Remembered"]
 """`(scope=, text=, kind=, importance=) -> Remembered` (tap.extract.remember.remember, bound to an Extraction)."""
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from tap.extract.remember import REMEMBERED
 from tap.plural import plural
 from tap.recall.why import WhyRecord
-from tap.records import Memory
+from tap.records import REMEMBERED, Memory
 
 MAX_ANSWER_CHARS = 8000
 """An answer's size budget (about 2,000 tokens): a tool result lands in the agent's context."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tap.extract.remember import MAX_REMEMBER_CHARS, REMEMBERED, remember
+from tap.extract.remember import MAX_REMEMBER_CHARS, remember
 from tap.language.person import as_first_person
+from tap.records import REMEMBERED
 from tap.wiring.runtime import Runtime
 
 
