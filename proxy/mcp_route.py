@@ -6,12 +6,15 @@ Host/Origin rules apply as on every path (proxy/guard.py). The scope the tools r
 for the request's tasks in tap.memories.agent.caller_scope. The composition root puts the SDK's
 ASGI handler on the app under `mcp_key` (bridges.mcp.http); this module only adapts an aiohttp
 request to ASGI: the whole body in one `http.request` message, the answer streamed back as the
-handler sends it. 503 when the app serves no MCP; 400 for a malformed scope.
+handler sends it, except an error answer, which is held and given as JSON (a JSON-RPC error: the
+SDK refuses some requests in plain text). 503 when the app serves no MCP; 400 for a malformed
+scope; 405 for GET and DELETE (stateless: no stream to open, no session to end).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 from urllib.parse import unquote
@@ -23,6 +26,7 @@ from tap.intercept.projects import MAX_SCOPE
 from tap.memories.agent import DEFAULT_AGENT_SCOPE, caller_scope
 
 MCP_PATH = "/mcp"
+INVALID_REQUEST = -32600  # JSON-RPC
 SCOPE_HEADER = "x-tap-scope"
 Message = MutableMapping[str, Any]
 
@@ -85,6 +89,7 @@ async def mcp(request: web.Request) -> web.StreamResponse:
     delivered = False
     done = asyncio.Event()
     response: web.StreamResponse | None = None
+    refused: tuple[int, list[tuple[str, str]], bytearray] | None = None  # an error answer, held whole
 
     async def receive() -> Message:
         nonlocal delivered
@@ -95,12 +100,17 @@ async def mcp(request: web.Request) -> web.StreamResponse:
         return {"type": "http.disconnect"}
 
     async def send(message: Message) -> None:
-        nonlocal response
-        if message["type"] == "http.response.start":
+        nonlocal response, refused
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])]
+        if message["type"] == "http.response.start" and int(message["status"]) >= 400:
+            refused = (int(message["status"]), headers, bytearray())
+        elif message["type"] == "http.response.start":
             response = web.StreamResponse(status=int(message["status"]))
-            for name, value in message.get("headers", []):
-                response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in headers:
+                response.headers.add(name, value)
             await response.prepare(request)
+        elif message["type"] == "http.response.body" and refused is not None:
+            refused[2].extend(message.get("body", b""))
         elif message["type"] == "http.response.body" and response is not None:
             await response.write(bytes(message.get("body", b"")))
             if not message.get("more_body", False):
@@ -110,12 +120,28 @@ async def mcp(request: web.Request) -> web.StreamResponse:
         await handler(_asgi_scope(request), receive, send)
     finally:
         done.set()
+    if refused is not None:
+        return error_answer(*refused)
     if response is None:
         return error(500, "the MCP handler gave no answer")
     return response
 
 
+def error_answer(status: int, headers: list[tuple[str, str]], body: bytes | bytearray) -> web.Response:
+    """The SDK's error answer, as JSON: a JSON-RPC error as it is, its plain-text refusals (a wrong
+    content type, an unacceptable Accept header) as a JSON-RPC error with that text."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        text = body.decode("utf-8", "replace").strip() or f"HTTP {status}"
+        document = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": text}}
+    kept = {name: value for name, value in headers if name.lower() in ("www-authenticate", "allow")}
+    return web.json_response(document, status=status, headers=kept)
+
+
 def add_mcp_routes(app: web.Application) -> None:
-    """Register `/mcp` (POST for messages; GET and DELETE answered by the SDK: not allowed when stateless)."""
-    for method in ("GET", "POST", "DELETE"):
-        app.router.add_route(method, MCP_PATH, mcp)
+    """Register `POST /mcp`. Stateless, the endpoint keeps no stream open to the client and no
+    session to end: GET and DELETE are 405, as the transport's specification allows."""
+    app.router.add_post(MCP_PATH, mcp)

@@ -99,6 +99,7 @@ class FuzzTarget:
         ctx = build_context(self.rt, ADMIN_TOKEN, Capture(self._turn_log, self.rt.ingestor.ingest_async))
         app = make_web_app(ctx)
         _attach_hooks(app, self.rt, ctx)
+        _attach_mcp(app, self.rt, ctx)
         from bridges.telegram import TelegramDeps, add_telegram
         from store.llm import make_reply_model
 
@@ -171,6 +172,15 @@ class FuzzTarget:
             except Exception as exc:  # a read that breaks on a stored value
                 problems.append(f"chain {memory.id}: {type(exc).__name__}: {exc}")
         return problems
+
+
+def _attach_mcp(app: web.Application, rt: Runtime, ctx: Any) -> None:
+    """The MCP endpoint, as `tap serve` attaches it (when this checkout has it)."""
+    try:
+        from tap.wiring.mcp_service import attach_mcp
+    except ImportError:
+        return
+    attach_mcp(app, rt, ctx.why, "fuzz")
 
 
 def _attach_hooks(app: web.Application, rt: Runtime, ctx: Any) -> None:
