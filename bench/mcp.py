@@ -1,6 +1,10 @@
 """MCP tools: `search_memories` latency at 10k memories (target p50 and p95 ≤ 50 ms server-side) and
 the start-up of `tap mcp`, the stdio server an agent starts.
 
+Server-side is the tool's work as the server does it for a call (search, answer text), timed in
+process; the round trip over `/mcp` adds the SDK's request handling, HTTP and the client, which
+`tools/list` on the same session shows on its own. Both are checked against the target.
+
 Run: ``./dev bench mcp [--memories 10000] [--queries 100] [--quick] [--out FILE]``. Writes
 ``bench/results/mcp.json`` and prints a table.
 
@@ -157,7 +161,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             server.stop()
         floor = python_floor(max(3, args.startups))
-    p50, p95 = http["search_ms"]["p50"], http["search_ms"]["p95"]
+    tool, round_trip = local["tool_ms"], http["search_ms"]
     return {
         "benchmark": "mcp",
         "machine": benchutil.machine(),
@@ -178,15 +182,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "stdio_with_server": with_server,
         "python_floor": floor,
         "verdict": {
-            "search_p50_ms": p50,
-            "search_p95_ms": p95,
-            "search_over_list_tools_p50": round(p50 / max(http["list_tools_ms"]["p50"], 0.01), 2),
-            "tool_over_search_p50": round(local["tool_ms"]["p50"] / max(local["search_ms"]["p50"], 0.01), 2),
+            "server_side_p50_ms": tool["p50"],
+            "server_side_p95_ms": tool["p95"],
+            "round_trip_p50_ms": round_trip["p50"],
+            "round_trip_p95_ms": round_trip["p95"],
+            "round_trip_over_list_tools_p50": round(round_trip["p50"] / max(http["list_tools_ms"]["p50"], 0.01), 2),
+            "tool_over_search_p50": round(tool["p50"] / max(local["search_ms"]["p50"], 0.01), 2),
             "stdio_start_p50_ms": with_server["start_ms"]["p50"],
             "stdio_start_over_python_floor_p50": round(
                 with_server["start_ms"]["p50"] / max(floor["wall_ms"]["p50"], 0.01), 1
             ),
-            "meets": {"search_p50": p50 <= TARGETS["search_p50_ms"], "search_p95": p95 <= TARGETS["search_p95_ms"]},
+            "meets": {
+                "server_side_p50": tool["p50"] <= TARGETS["search_p50_ms"],
+                "server_side_p95": tool["p95"] <= TARGETS["search_p95_ms"],
+                "round_trip_p50": round_trip["p50"] <= TARGETS["search_p50_ms"],
+                "round_trip_p95": round_trip["p95"] <= TARGETS["search_p95_ms"],
+            },
         },
     }
 

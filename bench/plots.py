@@ -330,7 +330,7 @@ def mcp(results: Results) -> str:
             ms(http["list_tools_ms"]["p50"]),
             ms(http["list_tools_ms"]["p95"]),
         ],
-        ["`search_memories`, the tool's work in process", ms(local["tool_ms"]["p50"]), ms(local["tool_ms"]["p95"])],
+        ["`search_memories` server-side: the tool's work", ms(local["tool_ms"]["p50"]), ms(local["tool_ms"]["p95"])],
         ["the search alone, in process", ms(local["search_ms"]["p50"]), ms(local["search_ms"]["p95"])],
         [
             "`tap mcp` start-up, `tap serve` running",

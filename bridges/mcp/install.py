@@ -125,12 +125,12 @@ def _plan_json(path: Path, entry: dict[str, Any] | None) -> FileEdit:
 
 
 def _read_toml(path: Path) -> tuple[dict[str, Any], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, ""
-    except OSError as exc:
-        raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    text = ""
+    if path.exists():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:

@@ -51,7 +51,7 @@ from tap.errors import StoreError
 from tap.ingest.entry import Ingestor
 from tap.ingest.queue import ChunkQueue
 from tap.intercept.conversations import ConversationResolver
-from tap.intercept.core import Interceptor, TurnRecall
+from tap.intercept.core import Interceptor, Recaller, TurnRecall
 from tap.intercept.repeats import Skip
 from tap.ports import Embedder, MemoryStore
 from tap.recall.digest import CurrentMemories, StartDigest
@@ -115,31 +115,25 @@ class CoreBlocks:
         self.deadline_ms = deadline_ms
 
     def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
-        return self._run(
-            self.interceptor.recall_turn(
-                prompt,
-                scope=scope,
-                conversation=session,
-                turn_key=turn,
-                path=f"/tap/hooks/{event}",
-                skip=skip,
-                deadline_ms=self.deadline_ms,
-            )
-        )
+        return self._block(prompt, event, scope, session, turn, skip)
 
     def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
-        return self._run(
-            self.interceptor.recall_turn(
-                "",
-                scope=scope,
-                conversation=session,
-                turn_key=turn,
-                path=f"/tap/hooks/{event}",
-                skip=skip,
-                deadline_ms=self.deadline_ms,
-                recaller=StartDigest(self.current, budget),
-            )
+        return self._block("", event, scope, session, turn, skip, StartDigest(self.current, budget))
+
+    def _block(
+        self, text: str, event: str, scope: str, session: str, turn: str, skip: Skip, recaller: Recaller | None = None
+    ) -> TurnRecall:
+        recall = self.interceptor.recall_turn(
+            text,
+            scope=scope,
+            conversation=session,
+            turn_key=turn,
+            path=f"/tap/hooks/{event}",
+            skip=skip,
+            deadline_ms=self.deadline_ms,
+            recaller=recaller,
         )
+        return self._run(recall)
 
 
 def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Coroutine[None, None, TurnRecall]], TurnRecall]:
