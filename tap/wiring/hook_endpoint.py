@@ -99,7 +99,8 @@ def attach_hooks(app: web.Application, rt: Runtime, interceptor: Interceptor, me
     def current(scope: str, limit: int) -> list[Memory]:
         return rt.memories.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
 
-    blocks = CoreBlocks(interceptor, current, on_loop(asyncio.get_running_loop()))
+    answer_ms = int(config.hooks.timeout_s * 0.8 * 1000)  # a digest may take what the endpoint's answer may
+    blocks = CoreBlocks(interceptor, current, on_loop(asyncio.get_running_loop()), start_deadline_ms=answer_ms)
     service = HookService(config.hooks, RuntimeBackend(blocks, pipeline), state)
     metrics.sections["hooks"] = service.status
     endpoint = ServerHooks(service, data_dir, max(0.1, config.hooks.timeout_s * 0.8))

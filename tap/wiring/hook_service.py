@@ -99,7 +99,9 @@ class CoreBlocks:
 
     `run` runs a coroutine of the core to its end from the calling thread: on the server's event
     loop from the hook's worker thread, or on a loop of its own in a standalone hook process.
-    `deadline_ms`: recall's deadline (None: the proxy's, `[recall] deadline_ms`)."""
+    `deadline_ms`: a prompt's recall deadline (None: the proxy's, `[recall] deadline_ms`);
+    `start_deadline_ms`: the session-start digest's (None: the same), which reads up to
+    tap.recall.digest.START_CANDIDATES memories and holds up no model request."""
 
     def __init__(
         self,
@@ -108,20 +110,31 @@ class CoreBlocks:
         run: Callable[[Coroutine[None, None, TurnRecall]], TurnRecall],
         *,
         deadline_ms: int | None = None,
+        start_deadline_ms: int | None = None,
     ) -> None:
         self.interceptor = interceptor
         self.current = current
         self._run = run
         self.deadline_ms = deadline_ms
+        self.start_deadline_ms = start_deadline_ms or deadline_ms
 
     def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
-        return self._block(prompt, event, scope, session, turn, skip)
+        return self._block(prompt, event, scope, session, turn, skip, self.deadline_ms)
 
     def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
-        return self._block("", event, scope, session, turn, skip, StartDigest(self.current, budget))
+        digest = StartDigest(self.current, budget)
+        return self._block("", event, scope, session, turn, skip, self.start_deadline_ms, digest)
 
     def _block(
-        self, text: str, event: str, scope: str, session: str, turn: str, skip: Skip, recaller: Recaller | None = None
+        self,
+        text: str,
+        event: str,
+        scope: str,
+        session: str,
+        turn: str,
+        skip: Skip,
+        deadline_ms: int | None,
+        recaller: Recaller | None = None,
     ) -> TurnRecall:
         recall = self.interceptor.recall_turn(
             text,
@@ -130,7 +143,7 @@ class CoreBlocks:
             turn_key=turn,
             path=f"/tap/hooks/{event}",
             skip=skip,
-            deadline_ms=self.deadline_ms,
+            deadline_ms=deadline_ms,
             recaller=recaller,
         )
         return self._run(recall)
