@@ -37,22 +37,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import benchutil
+import benchutil  # first: it moves this folder after the installed packages (this file is not the SDK)
 import corpus
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
-# this script is bench/mcp.py: with its folder first on sys.path, `import mcp` would import it
-# again instead of the SDK (benchutil and corpus, imported above, need that folder; nothing else does)
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
-
-import httpx2  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-
-from tap.config import LoadedConfig, parse_config  # noqa: E402
-from tap.memories.agent import AgentMemory, Confirmations  # noqa: E402
-from tap.wiring.mcp_stdio import agent_memory  # noqa: E402
-from tap.wiring.runtime import open_runtime  # noqa: E402
-from tests.serve_process import ServeProcess  # noqa: E402
+from tap.config import LoadedConfig, parse_config
+from tap.memories.agent import AgentMemory, Confirmations
+from tap.wiring.mcp_stdio import agent_memory
+from tap.wiring.runtime import open_runtime
+from tests.serve_process import ServeProcess
 
 TARGETS = {"search_p50_ms": 50.0, "search_p95_ms": 50.0}
 TAP = str(Path(sys.executable).with_name("tap"))
