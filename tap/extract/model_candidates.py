@@ -11,7 +11,8 @@ as the offline extractor's.
   (`[extract] reconcile = "rules"` or `"llm"`): a statement about one holder never replaces, merges
   into, duplicates or contradicts one about another (the user's sister is not the user; the design
   team is not the user's team; "user" and "team" are one, as in reconcile), and a statement older
-  than its target does not replace it: it is written as the target's history.
+  than its target does not replace it: it is written as the target's history. A correction ("it's
+  Maren, not Marit") is left as decided: it names the value it corrects, whoever it was said of.
 
 Invariants: pure; a guarded plan only ever loses targets (never gains one), so a model's decision
 cannot reach a memory reconcile did not show it, and nothing is deleted either way.
@@ -71,8 +72,8 @@ def _speaker_holder(candidate: CandidateMemory, chunk: Chunk) -> str:
 def guarded(candidate: CandidateMemory, plan: Plan) -> Plan:
     """The plan without the targets that belong to another holder, and an older statement written
     as history instead of replacing a newer one (see the module docstring)."""
-    if plan.action not in _REPLACING or plan.target is None:
-        return plan
+    if plan.action not in _REPLACING or plan.target is None or candidate.correction:
+        return plan  # a correction names the value it corrects, whoever's statement said it
     also = [m for m in plan.also if _same_holder(candidate.holder, m.holder)]
     if not _same_holder(candidate.holder, plan.target.holder):
         if plan.action in ("supersede", "conflict") and also:  # another of the slot's values is the user's
