@@ -57,7 +57,7 @@ _UNNAMED = frozenset({"user", "assistant"})
 
 def _speaker_holder(candidate: CandidateMemory, chunk: Chunk) -> str:
     """The holder, with "user" (and "user:<relation>") read as the speaker's name when every cited
-    turn is one named speaker's: the rules hold "I live in Ghent", said by Priya, as "priya"."""
+    turn is one named speaker's: the rules hold "I live in Ljubljana", said by Priya, as "priya"."""
     root, colon, relation = candidate.holder.partition(":")
     if root != "user":
         return candidate.holder

@@ -72,8 +72,8 @@ absolute dates or periods using the date on the turn where they were said ("Ruai
 driving test on 3 March 2026"); keep dates that are already absolute; never invent a date;
 - keep names, numbers, places and rare words exactly as written;
 - one fact per memory; merge nothing that was said by different people about different things;
-- an unnamed speaker "User" is "the user" ("The user works night shifts at a bakery"); facts about \
-other people stay theirs ("The user's cousin teaches in Tartu", never "The user teaches in Tartu").
+- an unnamed speaker "User" is "the user" ("The user works weekends at a ceramics studio"); facts about \
+other people stay theirs ("The user's cousin teaches in Aarhus", never "The user teaches in Aarhus").
 
 For every memory give:
 - content: the statement;
@@ -101,7 +101,7 @@ browser, chat tool, package manager, backend framework, frontend framework. A fa
 "favorite <thing>"; who fills a role is the role's name ("user:manager", attribute "name"). \
 part is the part of the team's work it is about ("backend", "mobile app"), else "". Reuse the \
 attribute names of the stored memories shown to you. Nothing in the past tense, planned or \
-wished fills an attribute, except a move or switch that states the present ("moved to Ghent"; \
+wished fills an attribute, except a move or switch that states the present ("moved to Ljubljana"; \
 "we switched the docs site to Hugo").
 - change: "update" when the statement says something changed or went back ("moved", \
 "switched", "instead", "no longer", "went back to", "is back on", "replaced"); "now" for a \
@@ -117,8 +117,8 @@ Kelburn, not Kilburn"): the wrong one exactly as it was written and the right on
 found, landed, finished, passed, got into): the head noun ("we finally got the keys to the flat" \
 → "flat"; "Ruairi passed his driving test" → "test").
 - new_value_of: when it moves something to another date or time, sets another amount, or calls \
-it off: that thing, head noun last ("the recital got pushed to the 22nd" → "recital"; "my \
-physio cut my sessions to one a week" → "physio sessions").
+it off: that thing, head noun last ("the recital got pushed to the 22nd" → "recital"; "the \
+coach cut my swimming lessons to one a week" → "swimming lessons").
 - happened_on: for an event, the day it happened as YYYY-MM-DD when the excerpt tells it \
 ("yesterday" on a turn dated 2026-03-09 → "2026-03-08"); else "".
 
@@ -147,7 +147,7 @@ same attribute, whatever the wording (a changed preference, a moved date, a new 
 employer, "the choir moved rehearsals to Mondays", "I gave up coffee", "sorry, it's Kelburn, not \
 Kilburn", "I'm back on my old bike"); target is the replaced memory's id and content is the \
 statement that is true now (usually the candidate's). Going back to an earlier value supersedes \
-the value that replaced it. A fact about someone else (the user's cousin moved to Tartu) never \
+the value that replaced it. A fact about someone else (the user's cousin moved to Aarhus) never \
 replaces one about the user, another team's choice never replaces the user's team's, a plan or \
 a hypothetical never replaces a fact, and an older statement never replaces a newer one.
 - noop: the candidate says nothing new; target is the id of the stored memory that already says \
@@ -179,7 +179,7 @@ def fence(tag: str, text: str) -> str:
 
 def render_memory(memory: Memory, *, with_id: bool) -> str:
     """One stored memory as a line: `- [id] (kind, YYYY-MM-DD) content`, then what it states
-    when known (`{holder: user; residence = ghent}`), so a model reuses the same attribute names."""
+    when known (`{holder: user; residence = ljubljana}`), so a model reuses the same attribute names."""
     date = format_date(memory.valid_from or memory.created_at)
     label = f"{memory.kind}, {date}" if date else memory.kind
     ident = f"[{memory.id}] " if with_id else ""
@@ -188,7 +188,7 @@ def render_memory(memory: Memory, *, with_id: bool) -> str:
 
 
 def _states(holder: str, slot: str, part: str, value: str) -> str:
-    """` {holder: user; residence (backend) = ghent}`, or '' when nothing is known."""
+    """` {holder: user; residence (backend) = ljubljana}`, or '' when nothing is known."""
     attribute = slot.rpartition("|")[2] if slot else ""
     facts = [f"holder: {holder}"] if holder else []
     if attribute:

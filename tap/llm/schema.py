@@ -28,8 +28,8 @@ Invariants:
 - every `CandidateMemory` cites at least one turn of its chunk, and its `valid_from` is the latest
   timestamp among the cited turns (when the statement was made), except a plain event (no slot,
   nothing it ends) whose `happened_on` is earlier: then that day. Whatever ends or replaces
-  something is dated when it was said, as the rules date theirs: "I moved to Ghent in March",
-  said in June, is newer than "I live in Tartu" said in May;
+  something is dated when it was said, as the rules date theirs: "I moved to Ljubljana in March",
+  said in June, is newer than "I live in Aarhus" said in May;
 - `parse_decisions` returns exactly one `Decision` per candidate, in candidate order.
 Schemas are built per call so enums can list the chunk's own turn ids and the shown memory ids
 (Ollama's and llama.cpp's grammars then cannot produce another id; Anthropic treats them as strong
@@ -125,7 +125,7 @@ ANNOTATIONS: dict[str, dict[str, Any]] = {
     "holder": _text('whom it is about: "user", "team", "<holder>:<relation>" (user:sister), or a name'),
     "attribute": _text('the single-valued attribute it states ("residence", "employer", "editor"), else ""'),
     "part": _text('the part of the team\'s work the attribute is about ("backend"), else ""'),
-    "value": _text('the attribute\'s value now, short ("ghent", "postgres"), else ""'),
+    "value": _text('the attribute\'s value now, short ("ljubljana", "postgres"), else ""'),
     "change": {"type": "string", "enum": list(CHANGES), "description": "update: says it changed; now: a weaker now"},
     "retracts": {
         "type": "array",

@@ -52,15 +52,15 @@ def free_port() -> int:
 @pytest.fixture
 def chunk() -> Chunk:
     turns = [
-        Turn(id="t1", role="user", speaker="User", text="I'm back in Tartu since Monday.", timestamp=MARCH_9),
+        Turn(id="t1", role="user", speaker="User", text="I'm back in Aarhus since Monday.", timestamp=MARCH_9),
         Turn(id="t2", role="assistant", speaker="Assistant", text="Welcome back!", timestamp=MARCH_9),
     ]
     return Chunk(id="c_1", scope="default", conversation="conv-1", source="proxy", turns=turns, tokens=30)
 
 
 def memory(**changes: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {"content": "The user lives in Tartu.", "kind": "fact", "importance": 4, "tags": []}
-    item |= {"turn_ids": ["t1"], "holder": "user", "attribute": "residence", "value": "Tartu", "change": "update"}
+    item: dict[str, Any] = {"content": "The user lives in Aarhus.", "kind": "fact", "importance": 4, "tags": []}
+    item |= {"turn_ids": ["t1"], "holder": "user", "attribute": "residence", "value": "Aarhus", "change": "update"}
     return {**item, **changes}
 
 
@@ -105,14 +105,14 @@ async def test_extract_returns_annotated_candidates_with_the_key_sent(
         found, spent = await asyncio.to_thread(provider.extract, chunk, [])
     assert found == [
         CandidateMemory(
-            content="The user lives in Tartu.",
+            content="The user lives in Aarhus.",
             kind="fact",
             importance=4,
             tags=["update"],
             turn_ids=["t1"],
             valid_from=MARCH_9,
             slot="user|residence",
-            slot_value="tartu",
+            slot_value="aarhus",
             holder="user",
         )
     ]
@@ -125,9 +125,9 @@ async def test_extract_returns_annotated_candidates_with_the_key_sent(
 
 
 async def test_reconcile_decides_every_candidate_and_needs_no_call_for_none() -> None:
-    stored = make_memory(scope="default", content="The user lives in Ghent.", valid_from=MARCH_9 - 86400)
+    stored = make_memory(scope="default", content="The user lives in Ljubljana.", valid_from=MARCH_9 - 86400)
     new = CandidateMemory(
-        content="The user lives in Tartu.", kind="fact", importance=4, tags=[], turn_ids=["t1"], valid_from=MARCH_9
+        content="The user lives in Aarhus.", kind="fact", importance=4, tags=[], turn_ids=["t1"], valid_from=MARCH_9
     )
     async with FakeOpenAI() as fake:
         decision = {"candidate": 0, "action": "supersede", "target": stored.id, "content": ""}
@@ -174,7 +174,7 @@ async def test_a_server_with_neither_gets_the_schema_in_the_prompt_and_may_wrap_
         fake.reply_content(wrapped)
         provider = local(fake)
         found, _ = await asyncio.to_thread(provider.extract, chunk, [])
-    assert [m.content for m in found] == ["The user lives in Tartu."] and provider.mode == "json"
+    assert [m.content for m in found] == ["The user lives in Aarhus."] and provider.mode == "json"
     last = fake.requests[-1].json()
     assert "response_format" not in last and "tools" not in last
     assert "matching this JSON schema" in last["messages"][0]["content"]

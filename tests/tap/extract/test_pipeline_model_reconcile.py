@@ -72,30 +72,30 @@ def current(rt: Runtime) -> list[str]:
     return sorted(content for content, m in statements(rt).items() if m.active)
 
 
-TARTU = {"holder": "user", "attribute": "residence", "value": "Tartu"}
-GHENT = {"holder": "user", "attribute": "residence", "value": "Ghent", "change": "update"}
+AARHUS = {"holder": "user", "attribute": "residence", "value": "Aarhus"}
+LJUBLJANA = {"holder": "user", "attribute": "residence", "value": "Ljubljana", "change": "update"}
 
 
 async def test_a_move_supersedes_through_the_rules_without_a_reconcile_call(isolated_home: Path) -> None:
     async with FakeOpenAI() as fake:
         rt = runtime_for(isolated_home, fake.url)
         try:
-            extracted(fake, statement("c1", "The user lives in Tartu.", **TARTU))
-            tell(rt, "c1", "I live in Tartu.", 0)
+            extracted(fake, statement("c1", "The user lives in Aarhus.", **AARHUS))
+            tell(rt, "c1", "I live in Aarhus.", 0)
             await drain(rt)
-            extracted(fake, statement("c2", "The user moved to Ghent.", **GHENT))
-            tell(rt, "c2", "I moved to Ghent last week.", 30)
+            extracted(fake, statement("c2", "The user moved to Ljubljana.", **LJUBLJANA))
+            tell(rt, "c2", "I moved to Ljubljana last week.", 30)
             await drain(rt)
             stored = statements(rt)
             now = current(rt)
         finally:
             rt.close()
-    assert now == ["The user moved to Ghent."]
-    assert stored["The user lives in Tartu."].superseded_by == stored["The user moved to Ghent."].id
-    assert stored["The user moved to Ghent."].slot == "user|residence"
+    assert now == ["The user moved to Ljubljana."]
+    assert stored["The user lives in Aarhus."].superseded_by == stored["The user moved to Ljubljana."].id
+    assert stored["The user moved to Ljubljana."].slot == "user|residence"
     assert len(fake.requests) == 2  # two extractions, no reconcile call
     second = fake.requests[1].json()["messages"][1]["content"]
-    assert "The user lives in Tartu. {holder: user; residence = tartu}" in second  # attribute names to reuse
+    assert "The user lives in Aarhus. {holder: user; residence = aarhus}" in second  # attribute names to reuse
 
 
 async def test_going_back_restores_the_earlier_value_as_current(isolated_home: Path) -> None:
@@ -103,9 +103,9 @@ async def test_going_back_restores_the_earlier_value_as_current(isolated_home: P
         rt = runtime_for(isolated_home, fake.url)
         try:
             for conversation, content, fields, day in [
-                ("c1", "The user lives in Tartu.", TARTU, 0),
-                ("c2", "The user moved to Ghent.", GHENT, 30),
-                ("c3", "The user moved back to Tartu.", {**TARTU, "change": "update"}, 90),
+                ("c1", "The user lives in Aarhus.", AARHUS, 0),
+                ("c2", "The user moved to Ljubljana.", LJUBLJANA, 30),
+                ("c3", "The user moved back to Aarhus.", {**AARHUS, "change": "update"}, 90),
             ]:
                 extracted(fake, statement(conversation, content, **fields))
                 tell(rt, conversation, content, day)
@@ -114,43 +114,43 @@ async def test_going_back_restores_the_earlier_value_as_current(isolated_home: P
             now = current(rt)
         finally:
             rt.close()
-    assert now == ["The user moved back to Tartu."]
-    assert stored["The user moved to Ghent."].superseded_by == stored["The user moved back to Tartu."].id
+    assert now == ["The user moved back to Aarhus."]
+    assert stored["The user moved to Ljubljana."].superseded_by == stored["The user moved back to Aarhus."].id
 
 
 async def test_a_relatives_move_never_replaces_the_users_home(isolated_home: Path) -> None:
     async with FakeOpenAI() as fake:
         rt = runtime_for(isolated_home, fake.url)
         try:
-            extracted(fake, statement("c1", "The user lives in Tartu.", **TARTU))
-            tell(rt, "c1", "I live in Tartu.", 0)
+            extracted(fake, statement("c1", "The user lives in Aarhus.", **AARHUS))
+            tell(rt, "c1", "I live in Aarhus.", 0)
             await drain(rt)
-            sister = {"holder": "user:sister", "attribute": "residence", "value": "Tartu", "change": "update"}
-            extracted(fake, statement("c2", "The user's sister moved to Tartu.", **sister))
-            tell(rt, "c2", "My sister moved to Tartu.", 10)
+            sister = {"holder": "user:sister", "attribute": "residence", "value": "Aarhus", "change": "update"}
+            extracted(fake, statement("c2", "The user's sister moved to Aarhus.", **sister))
+            tell(rt, "c2", "My sister moved to Aarhus.", 10)
             await drain(rt)
             now = current(rt)
         finally:
             rt.close()
-    assert now == ["The user lives in Tartu.", "The user's sister moved to Tartu."]
+    assert now == ["The user lives in Aarhus.", "The user's sister moved to Aarhus."]
 
 
 async def test_an_older_statement_ingested_late_is_written_as_history(isolated_home: Path) -> None:
     async with FakeOpenAI() as fake:
         rt = runtime_for(isolated_home, fake.url)
         try:
-            extracted(fake, statement("c2", "The user moved to Ghent.", **GHENT))
-            tell(rt, "c2", "I moved to Ghent last week.", 30)
+            extracted(fake, statement("c2", "The user moved to Ljubljana.", **LJUBLJANA))
+            tell(rt, "c2", "I moved to Ljubljana last week.", 30)
             await drain(rt)
-            extracted(fake, statement("c1", "The user lives in Tartu.", **TARTU))
-            tell(rt, "c1", "I live in Tartu.", 0)  # a backfilled log: said a month earlier
+            extracted(fake, statement("c1", "The user lives in Aarhus.", **AARHUS))
+            tell(rt, "c1", "I live in Aarhus.", 0)  # a backfilled log: said a month earlier
             await drain(rt)
             stored = statements(rt)
             now = current(rt)
         finally:
             rt.close()
-    assert now == ["The user moved to Ghent."]
-    assert stored["The user lives in Tartu."].superseded_by == stored["The user moved to Ghent."].id
+    assert now == ["The user moved to Ljubljana."]
+    assert stored["The user lives in Aarhus."].superseded_by == stored["The user moved to Ljubljana."].id
 
 
 async def test_corrections_retractions_and_deaths_end_what_they_end(isolated_home: Path) -> None:
@@ -209,22 +209,22 @@ async def test_a_models_reconcile_decision_stays_inside_the_invariants(isolated_
     async with FakeOpenAI() as fake:
         rt = runtime_for(isolated_home, fake.url, reconcile='"llm"')
         try:
-            extracted(fake, statement("c1", "The user lives in Tartu.", **TARTU))
-            tell(rt, "c1", "I live in Tartu.", 0)
+            extracted(fake, statement("c1", "The user lives in Aarhus.", **AARHUS))
+            tell(rt, "c1", "I live in Aarhus.", 0)
             await drain(rt)
-            (tartu,) = current(rt)
-            tartu_id = statements(rt)[tartu].id
-            sister = {"holder": "user:sister", "attribute": "residence", "value": "Ghent", "change": "update"}
-            extracted(fake, statement("c2", "The user's sister moved to Ghent.", **sister))
+            (aarhus,) = current(rt)
+            aarhus_id = statements(rt)[aarhus].id
+            sister = {"holder": "user:sister", "attribute": "residence", "value": "Ljubljana", "change": "update"}
+            extracted(fake, statement("c2", "The user's sister moved to Ljubljana.", **sister))
             fake.reply_content(
-                {"decisions": [{"candidate": 0, "action": "supersede", "target": tartu_id, "content": ""}]}
+                {"decisions": [{"candidate": 0, "action": "supersede", "target": aarhus_id, "content": ""}]}
             )
-            tell(rt, "c2", "My sister moved to Ghent.", 10)
+            tell(rt, "c2", "My sister moved to Ljubljana.", 10)
             await drain(rt)
             now = current(rt)
         finally:
             rt.close()
     asked = fake.requests[-1].json()
     assert asked["response_format"]["json_schema"]["name"] == "reconcile_memories"
-    assert "{holder: user:sister; residence = ghent}" in asked["messages"][1]["content"]
-    assert now == ["The user lives in Tartu.", "The user's sister moved to Ghent."]  # added, not replacing
+    assert "{holder: user:sister; residence = ljubljana}" in asked["messages"][1]["content"]
+    assert now == ["The user lives in Aarhus.", "The user's sister moved to Ljubljana."]  # added, not replacing

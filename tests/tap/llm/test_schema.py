@@ -35,13 +35,17 @@ def test_annotations_become_the_candidates_slot_and_signals() -> None:
         holder="The User's Sister",
         attribute=" Residence ",
         part="",
-        value="Ghent.",
+        value="Ljubljana.",
         change="update",
         retracts=["old flat", "Leith"],
         goal_reached="Flat",
         new_value_of="",
     )
-    assert (candidate.holder, candidate.slot, candidate.slot_value) == ("user:sister", "user:sister|residence", "ghent")
+    assert (candidate.holder, candidate.slot, candidate.slot_value) == (
+        "user:sister",
+        "user:sister|residence",
+        "ljubljana",
+    )
     assert candidate.retracts == ["old", "flat", "leith"] and candidate.tags == ["update"]
     assert candidate.fulfils == "flat" and candidate.valid_from == SAID
 
@@ -57,7 +61,7 @@ def test_a_plain_event_is_dated_by_the_day_it_happened_anything_that_ends_someth
     assert parsed(happened_on="2026-03-08").valid_from == datetime(2026, 3, 8, tzinfo=UTC).timestamp()
     assert parsed(happened_on="2026-03-09").valid_from == SAID  # the same day: the turn's own time
     assert parsed(happened_on="2026-04-01").valid_from == SAID  # never after it was said
-    moved = parsed(happened_on="2026-02-01", holder="user", attribute="residence", value="ghent")
+    moved = parsed(happened_on="2026-02-01", holder="user", attribute="residence", value="ljubljana")
     assert moved.valid_from == SAID  # a move told late is still newer than what was said before it
     assert parsed(kind="fact", happened_on="2026-03-01").valid_from == SAID
 
@@ -66,9 +70,9 @@ def test_a_plain_event_is_dated_by_the_day_it_happened_anything_that_ends_someth
     ("fields", "reason"),
     [
         ({"attribute": "residence", "holder": "user"}, "memories[0].value: attribute 'residence' needs its value"),
-        ({"value": "ghent"}, "memories[0].attribute: value 'ghent' needs the attribute"),
+        ({"value": "ljubljana"}, "memories[0].attribute: value 'ljubljana' needs the attribute"),
         ({"part": "backend"}, "memories[0].attribute: part 'backend' needs the attribute"),
-        ({"attribute": "residence", "value": "ghent"}, "memories[0].holder: attribute 'residence' needs whom"),
+        ({"attribute": "residence", "value": "ljubljana"}, "memories[0].holder: attribute 'residence' needs whom"),
         ({"holder": "user|residence"}, "memories[0].holder: 'user|residence' must not contain '|'"),
         ({"wrong_value": "Marit"}, "memories[0].right_value: a correction needs both values"),
         ({"wrong_value": "Marit", "right_value": "marit"}, "'marit' is the value it corrects"),
