@@ -8,11 +8,13 @@ as the offline extractor's.
   a reached goal's head noun folded ("flat" is "home"), a rescheduled thing's words singular, head
   noun last;
 - `guarded`: a plan for a model's candidate kept inside the invariants, whichever side decided it
-  (`[extract] reconcile = "rules"` or `"llm"`): a statement about one holder never replaces, merges
-  into, duplicates or contradicts one about another (the user's sister is not the user; the design
-  team is not the user's team; "user" and "team" are one, as in reconcile), and a statement older
-  than its target does not replace it: it is written as the target's history. A correction ("it's
-  Maren, not Marit") is left as decided: it names the value it corrects, whoever it was said of.
+  (`[extract] reconcile = "rules"` or `"llm"`): a statement about someone never replaces, merges
+  into, duplicates or contradicts one about another: the user's sister's news is not the user's,
+  another team's choice is not the user's team's, Jonas's is not Priya's ("user" and "team" are
+  one, as in reconcile; a holder may speak for their own people: the user's statement may end one
+  about their daughter); and a statement older than its target does not replace it: it is written
+  as the target's history. A correction ("it's Maren, not Marit") and a death are left as
+  decided: they name what they end, whoever it was said of.
 
 Invariants: pure; a guarded plan only ever loses targets (never gains one), so a model's decision
 cannot reach a memory reconcile did not show it, and nothing is deleted either way.
@@ -70,13 +72,13 @@ def _speaker_holder(candidate: CandidateMemory, chunk: Chunk) -> str:
 
 
 def guarded(candidate: CandidateMemory, plan: Plan) -> Plan:
-    """The plan without the targets that belong to another holder, and an older statement written
-    as history instead of replacing a newer one (see the module docstring)."""
-    if plan.action not in _REPLACING or plan.target is None or candidate.correction:
-        return plan  # a correction names the value it corrects, whoever's statement said it
-    also = [m for m in plan.also if _same_holder(candidate.holder, m.holder)]
-    if not _same_holder(candidate.holder, plan.target.holder):
-        if plan.action in ("supersede", "conflict") and also:  # another of the slot's values is the user's
+    """The plan without the targets whose holder the candidate cannot speak for, and an older
+    statement written as history instead of replacing a newer one (see the module docstring)."""
+    if plan.action not in _REPLACING or plan.target is None or candidate.correction or candidate.deceased:
+        return plan  # a correction or a death names what it ends, whoever's statement said it
+    also = [m for m in plan.also if _speaks_for(candidate.holder, m.holder)]
+    if not _speaks_for(candidate.holder, plan.target.holder):
+        if plan.action in ("supersede", "conflict") and also:  # another of the slot's values is the holder's
             return Plan(action=plan.action, target=also[0], content="", also=also[1:])
         return Plan(action="add")
     if plan.action in ("supersede", "update") and plan.target.valid_from > candidate.valid_from:
@@ -84,15 +86,17 @@ def guarded(candidate: CandidateMemory, plan: Plan) -> Plan:
     return Plan(action=plan.action, target=plan.target, content=plan.content, also=also)
 
 
-def _same_holder(new: str, old: str) -> bool:
-    """Whether two holders may be the same one: unknown on either side, equal, both the user's own
-    ("user", "team"), or a relation and another's name (possibly one person: "user:sister" and "ana")."""
-    if not new or not old or new == old:
+def _speaks_for(new: str, old: str) -> bool:
+    """Whether a statement held by `new` may replace, merge into or duplicate one held by `old`:
+    unknown on either side, the same holder, both the user's own ("user", "team"), a holder about
+    their own people ("user" for "user:daughter", "priya" for "priya:sister"; never the reverse),
+    or a relation and another's name (possibly one person: "user:sister" and "ana")."""
+    if not new or not old or new == old or (new in _SELF and old in _SELF):
         return True
-    if new in _SELF and old in _SELF:
-        return True
-    named = [h for h in (new, old) if ":" not in h and h not in _SELF]
-    related = [h for h in (new, old) if ":" in h]
-    if len(named) == 1 and len(related) == 1:  # "user:sister" and "ana"; never "priya:sister" and "priya"
-        return related[0].partition(":")[0] != named[0]
+    _, old_related, _ = old.partition(":")
+    new_root, new_related, _ = new.partition(":")
+    if old_related and not new_related:
+        return True  # the holder speaking of their own people, or another name for the same one
+    if new_related and not old_related and old not in _SELF:
+        return new_root != old  # "user:sister" and "ana" may be one person; "priya:sister" is not "priya"
     return False

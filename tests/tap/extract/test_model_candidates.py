@@ -53,6 +53,9 @@ def test_guarded_never_replaces_another_holders_statement() -> None:
     alias = guarded(candidate(holder="ana"), Plan(action="supersede", target=stored("user:sister")))
     assert alias.action == "supersede"  # possibly one person: the rules' holder aliases
     assert guarded(candidate(holder="priya:sister"), Plan(action="update", target=stored("priya"))).action == "add"
+    assert guarded(candidate(holder="jonas"), Plan(action="supersede", target=stored("priya"))).action == "add"
+    own = guarded(candidate(holder="user"), Plan(action="supersede", target=stored("user:daughter")))
+    assert own.action == "supersede"  # the user's statement may end one about their daughter
     kept = guarded(sister, Plan(action="supersede", target=mine, also=[stored("user:sister"), stored("user", 60)]))
     assert kept.action == "supersede" and kept.target is not None and kept.target.holder == "user:sister"
     assert kept.also == []
@@ -64,4 +67,6 @@ def test_guarded_writes_an_older_statement_as_history_and_leaves_corrections() -
     assert history.action == "history" and history.target is newer
     fix = candidate(holder="user", correction=["Marit", "Maren"])
     assert guarded(fix, Plan(action="supersede", target=stored("user:teacher"))).action == "supersede"
+    death = candidate(holder="user:cat", deceased=["biscuit", "cat"])
+    assert guarded(death, Plan(action="supersede", target=stored("user"))).action == "supersede"
     assert guarded(candidate(), Plan(action="add")).action == "add"
