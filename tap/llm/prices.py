@@ -83,22 +83,23 @@ OPENAI_MINI = _openai(0.40, 2.00)
 OPENAI_TOP = _openai(15.00, 120.00)
 
 
+def _by_prefix(table: dict[str, Price], model: str) -> Price | None:
+    """The price of the longest prefix of `model` the table knows (case-insensitive), else None."""
+    name = model.strip().lower()
+    known = [prefix for prefix in table if name.startswith(prefix)]
+    return table[max(known, key=len)] if known else None
+
+
 def openai_price_for(model: str) -> Price:
     """The price of an OpenAI model id (the longest known prefix; else the safe fallback)."""
-    name = model.strip().lower()
-    known = [prefix for prefix in OPENAI_PRICES if name.startswith(prefix)]
-    if known:
-        return OPENAI_PRICES[max(known, key=len)]
-    return OPENAI_MINI if "mini" in name or "nano" in name else OPENAI_TOP
+    fallback = OPENAI_MINI if "mini" in model.lower() or "nano" in model.lower() else OPENAI_TOP
+    return _by_prefix(OPENAI_PRICES, model) or fallback
 
 
 def price_for(model: str) -> Price:
     """The price of an Anthropic model id (the longest known prefix; else the safe fallback)."""
-    name = model.strip().lower()
-    known = [prefix for prefix in PRICES if name.startswith(prefix)]
-    if known:
-        return PRICES[max(known, key=len)]
-    return SONNET if "sonnet" in name or "haiku" in name else TOP
+    fallback = SONNET if "sonnet" in model.lower() or "haiku" in model.lower() else TOP
+    return _by_prefix(PRICES, model) or fallback
 
 
 def cost_usd(usage: Usage) -> float:
