@@ -88,10 +88,10 @@ answers, if needed to understand it).
 Then the fields that let the memory keep the store current. Leave a field empty ("" or []) when \
 it does not apply; most memories need only holder.
 - holder: whom the statement is about. "user" for a speaker shown as User and what they say of \
-themselves; a named speaker's first name in lower case ("ruairi"); "team" for the speaker's team, \
-company or project ("we", "our" at work); "<holder>:<relation>" for a relative, partner, pet or \
-role of someone ("user:sister", "user:landlord", "ruairi:dog"); any other person by first name \
-("ifeoma"). Another team is its own holder ("design team").
+themselves; a named speaker's name as the excerpt shows it, in lower case ("ruairi"); "team" for \
+the speaker's team, company or project ("we", "our" at work); "<holder>:<relation>" for a \
+relative, partner, pet or role of someone ("user:sister", "user:landlord", "ruairi:dog"); any \
+other person by first name ("ifeoma"). Another team is its own holder ("design team").
 - attribute, part, value: when the statement gives the current value of something that has one \
 value at a time for that holder, name the attribute in a few lowercase words and give the value \
 short and lowercase. Common attributes: residence, employer, job, school, name, relationship \
