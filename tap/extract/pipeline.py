@@ -317,18 +317,20 @@ class Extraction:
 
     def apply_one(self, chunk: Chunk, candidate: CandidateMemory) -> tuple[Plan, str]:
         """Reconcile one candidate said in `chunk` against the scope and apply the decision, as
-        `process` does for each extracted candidate (an LLM reconcile where one is configured; the
-        rules when it fails or the budget is spent); returns the plan and the id the candidate's
-        memory has (written, or not when the plan is a noop or a drop)."""
+        `process` does for each extracted candidate (the rules, or a model's decision where
+        `[extract] reconcile = "llm"` and a provider are configured, the rules again when that call
+        fails or the budget is spent); returns the plan and the id the candidate's memory has
+        (written, or not when the plan is a noop or a drop)."""
         candidate = self._dated(candidate)
         vector = self.embedder.embed_documents([candidate.content])[0]
         near = self._nearest(chunk.scope, [vector])[0]
         evidence = self._evidence(chunk.scope, candidate, near, chunk.conversation)
-        try:
-            [plan] = self._plans([candidate], [evidence])
-        except (ProviderCallError, BudgetExhausted) as exc:
-            log.warning("reconcile by the rules: the LLM reconcile failed (%s)", exc)
-            plan = decide(candidate, evidence, self.config)
+        plan = decide(candidate, evidence, self.config)
+        if self.extract_provider is not None and self.config.reconcile != "rules":
+            try:
+                [plan] = self._plans([candidate], [evidence])
+            except (ProviderCallError, BudgetExhausted) as exc:
+                log.warning("reconcile by the rules: the model's reconcile failed (%s)", exc)
         self.counters[plan.action] += 1
         self._apply(chunk, candidate, vector, plan)
         self._mark_outdated()
