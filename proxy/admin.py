@@ -69,9 +69,10 @@ def authorized(request: web.Request, *, session: bool = True) -> bool:
 
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Reject admin requests without the right bearer token (health and the sign-in code exchange
-    are open)."""
-    if request.path.startswith("/tap/") and request.path not in OPEN_PATHS and not authorized(request):
+    """Reject admin requests (and the MCP endpoint's) without the right bearer token (health and the
+    sign-in code exchange are open)."""
+    needs_token = (request.path.startswith("/tap/") and request.path not in OPEN_PATHS) or request.path == "/mcp"
+    if needs_token and not authorized(request):
         return error(401, "missing or wrong bearer token (see <data dir>/admin-token, or run `tap ui`)")
     return await handler(request)
 

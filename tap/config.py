@@ -4,16 +4,20 @@ Rules (docs/architecture.md, Interfaces): every field has a default, so an empty
 is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
 values in the file, only the *names* of environment variables (`*_env` fields).
 
-Lookup order for the file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml`, else
+Lookup order for the file (`config_lookup`): `--config PATH`, else `$TAP_CONFIG`, else
 `config.toml` in the user config folder (platformdirs: `~/.config/tap` on Linux, honouring
-`$XDG_CONFIG_HOME`), else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`, else the
-user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
+`$XDG_CONFIG_HOME`), else `./config.toml` in the current directory, else built-in defaults. The
+user's own file comes before the current directory's, so running tap inside a checkout (whose
+`config.toml` documents the defaults) never hides the user's settings; `tap config check` says
+which file was read, why, and which were passed over. Data dir: `$TAP_HOME`, else `[data] dir`,
+else the user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -106,14 +110,20 @@ class EmbedderConfig(Section, frozen=True):
 class ExtractConfig(Section, frozen=True):
     """The background pipeline: chunking, gate, extractor, retries and the money cap."""
 
-    provider: Literal["rules", "anthropic", "ollama"] = "rules"
-    gate: Literal["heuristic", "anthropic", "ollama"] = "heuristic"
+    provider: Literal["rules", "anthropic", "ollama", "openai"] = "rules"
+    gate: Literal["heuristic", "anthropic", "ollama", "openai"] = "heuristic"
+    reconcile: Literal["rules", "llm"] = "rules"
     gate_model: str = "claude-haiku-4-5"
     model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
     anthropic_url: Url = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "llama3.2"
+    openai_url: Url = "http://127.0.0.1:8080/v1"
+    openai_model: str = ""
+    openai_api_key_env: OptionalEnvName = ""
+    openai_output: Literal["auto", "json_schema", "tools", "json"] = "auto"
+    openai_temperature: Annotated[float, msgspec.Meta(ge=-1, le=2)] = 0.0
     timeout_s: PositiveFloat = 60.0
     chunk_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
     overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4000)] = 100
@@ -129,6 +139,11 @@ class ExtractConfig(Section, frozen=True):
         if self.overlap_tokens >= self.chunk_tokens:
             raise ValueError(
                 f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})"
+            )
+        if "openai" in (self.provider, self.gate) and not self.openai_model.strip():
+            raise ValueError(
+                'openai_model must name the model the OpenAI-compatible server serves (e.g. "qwen2.5-7b-instruct") '
+                'when provider or gate is "openai"'
             )
 
 
@@ -204,7 +219,7 @@ class HooksConfig(Section, frozen=True):
 
 
 class MitmConfig(Section, frozen=True):
-    """The mitmproxy way in (README: Ways in): a forward proxy for clients that cannot change their
+    """The mitmproxy way in (docs/ways-in.md): a forward proxy for clients that cannot change their
     base URL, and reverse proxies per upstream; run by `tap serve` when enabled, or by `tap mitm`."""
 
     enabled: bool = False
@@ -242,30 +257,68 @@ class Config(Section, frozen=True):
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A config plus where it came from and the data dir it resolves to."""
+    """A config plus where it came from (and why) and the data dir it resolves to."""
 
     config: Config
     path: Path | None
     data_dir: Path
+    reason: str = ""
+    passed_over: tuple[str, ...] = ()
 
 
-def find_config_path(explicit: str | Path | None = None) -> Path | None:
-    """The config file tap reads, by the documented lookup order (None → built-in defaults)."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        return path
-    env = os.environ.get("TAP_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
-        return path
-    for candidate in (Path("config.toml"), user_config_file()):
-        if candidate.is_file():
-            return candidate
-    return None
+class ConfigLookup(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of the lookup: the file read (None: built-in defaults), why that one, and the
+    files that exist but were passed over, each with why."""
+
+    path: Path | None
+    reason: str
+    passed_over: tuple[str, ...] = ()
+
+
+def config_lookup(explicit: str | Path | None = None) -> ConfigLookup:
+    """Find the config file by the documented order: --config, $TAP_CONFIG, the user config file,
+    ./config.toml, built-in defaults (a file named by --config or $TAP_CONFIG must exist)."""
+    user, env = user_config_file(), os.environ.get("TAP_CONFIG")
+    steps = (  # (the file, if this step has one; what it is; what it says when it has none)
+        (_named(explicit, "config file not found") if explicit else None, "given with --config", "no --config"),
+        (
+            _named(env, "$TAP_CONFIG points to a missing file") if env else None,
+            "named by $TAP_CONFIG",
+            "no $TAP_CONFIG",
+        ),
+        (user if user.is_file() else None, "the user config file", f"no {user}"),
+        (_local(), "config.toml in the current directory", "no ./config.toml"),
+    )
+    chosen: tuple[Path, str] | None = None
+    absent: list[str] = []  # the steps before the chosen one, that had no file
+    passed_over: list[str] = []
+    for path, what, missing in steps:
+        if path is None:
+            if chosen is None:
+                absent.append(missing)
+        elif chosen is None:
+            chosen = (path, what)
+        elif path.resolve() != chosen[0].resolve():  # the same file reached twice is no other file
+            passed_over.append(f"{path} ({what}): {chosen[1]} comes first")
+    if chosen is None:
+        return ConfigLookup(path=None, reason="built-in defaults: " + ", ".join(absent))
+    reason = f"{chosen[1]}: {', '.join(absent)}" if absent else chosen[1]
+    return ConfigLookup(path=chosen[0], reason=reason, passed_over=tuple(passed_over))
+
+
+def _local() -> Path | None:
+    """`config.toml` in the current directory, as an absolute path (so it still names the file
+    from elsewhere, e.g. in the command a hook runs), or None."""
+    local = Path("config.toml")
+    return local.absolute() if local.is_file() else None
+
+
+def _named(name: str | Path, missing: str) -> Path:
+    """A file the user named (--config, $TAP_CONFIG): it must exist."""
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{missing}: {path}")
+    return path
 
 
 def parse_config(text: str, *, origin: str = "config") -> Config:
@@ -292,6 +345,11 @@ def user_config_file() -> Path:
     return platformdirs.user_config_path(APP) / "config.toml"
 
 
+def default_config_text() -> str:
+    """The documented default config file that ships with tap (the repository's config.toml)."""
+    return (resources.files("tap") / "config.toml").read_text(encoding="utf-8")
+
+
 def default_data_dir() -> Path:
     """The platform's user data folder for tap (`~/.local/share/tap` on Linux)."""
     return platformdirs.user_data_path(APP)
@@ -314,7 +372,8 @@ def resolve_data_dir(config: Config) -> Path:
 
 def load_config(explicit: str | Path | None = None) -> LoadedConfig:
     """Find, read and validate the config, and resolve the data dir."""
-    path = find_config_path(explicit)
+    lookup = config_lookup(explicit)
+    path = lookup.path
     if path is None:
         config = Config()
     else:
@@ -323,7 +382,13 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
         config = parse_config(text, origin=str(path))
-    return LoadedConfig(config=config, path=path, data_dir=resolve_data_dir(config))
+    return LoadedConfig(
+        config=config,
+        path=path,
+        data_dir=resolve_data_dir(config),
+        reason=lookup.reason,
+        passed_over=lookup.passed_over,
+    )
 
 
 def read_secret(env_name: str) -> str | None:

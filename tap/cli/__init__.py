@@ -5,8 +5,8 @@
 - `main`: the click root group, `serve`, `config check`, and the lazily imported command groups;
 - `base`: the plumbing every command shares (root options, the memory backend, JSON output);
 - `memories` (`tap memories …`, `tap recall`), `lifecycle` (consolidate, conflicts, archive,
-  `tap why`), `ops` (`tap status`, `tap extract`, `tap ui`), `ingest`, `hooks`, `mitm`
-  (`tap mitm`, `tap env`), `telegram`.
+  `tap why`), `ops` (`tap status`, `tap extract`, `tap ui`), `ingest`, `hooks`, `mcp` (`tap mcp`
+  and the MCP server's registration), `mitm` (`tap mitm`, `tap env`), `telegram`.
 
 This package's `__init__` imports nothing: `import tap.cli.launch` must stay cheap.
 """
