@@ -124,6 +124,13 @@ class ServeProcess:
         return out
 
 
+def configured(home: Path, folder: Path, toml: str, **options: Any) -> ServeProcess:
+    """A ServeProcess (not started) whose config file, written in `folder`, holds `toml`."""
+    config = folder / "tap.toml"
+    config.write_text(toml)
+    return ServeProcess(home, config=config, **options)
+
+
 def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any:
     """One admin API call to the server (its bearer token, JSON both ways)."""
     data = None if body is None else json.dumps(body).encode()

@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
+from tests.serve_process import admin, configured
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
 
@@ -34,9 +34,10 @@ def rss_mb(pid: int) -> float:
 
 async def test_big_bodies_do_not_leave_their_size_behind(isolated_home: Path, tmp_path: Path) -> None:
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 1.0\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        server = configured(
+            isolated_home, tmp_path, f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 1.0\n'
+        )
+        await asyncio.to_thread(server.start)
         assert server.proc is not None
         pid = server.proc.pid
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
+from tests.serve_process import admin, configured
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
 
@@ -50,9 +50,8 @@ class SilentUpstream:
 
 async def test_a_client_that_leaves_cancels_its_upstream_request(isolated_home: Path, tmp_path: Path) -> None:
     async with SilentUpstream() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        server = configured(isolated_home, tmp_path, f'[upstream]\nanthropic = "{up.url}"\n')
+        await asyncio.to_thread(server.start)
         try:
 
             async def give_up() -> None:
@@ -83,12 +82,13 @@ async def test_slow_headers_stalled_bodies_and_too_many_connections_are_closed(
     isolated_home: Path, tmp_path: Path
 ) -> None:
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(
+        server = configured(
+            isolated_home,
+            tmp_path,
             f'[upstream]\nanthropic = "{up.url}"\n'
-            "[server]\nheader_timeout_s = 1.0\nidle_timeout_s = 2.0\nmax_connections_per_client = 20\n"
+            "[server]\nheader_timeout_s = 1.0\nidle_timeout_s = 2.0\nmax_connections_per_client = 20\n",
         )
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        await asyncio.to_thread(server.start)
         port = int(server.url.rsplit(":", 1)[1])
         try:
             slow = [await asyncio.open_connection("127.0.0.1", port) for _ in range(30)]

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
+from tests.serve_process import ServeProcess, admin, configured
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
 
@@ -58,9 +58,8 @@ def _health(url: str) -> tuple[int, dict[str, Any]]:
 
 async def test_a_deleted_store_file_is_down_and_recalls_nothing(isolated_home: Path, tmp_path: Path) -> None:
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        server = configured(isolated_home, tmp_path, f'[upstream]\nanthropic = "{up.url}"\n')
+        await asyncio.to_thread(server.start)
         try:
             admin(server, "POST", "/tap/memories", {"scope": "ann", "content": "Ann keeps bees in Sintra"})
             payload = {

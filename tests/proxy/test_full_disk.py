@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
+from tests.serve_process import ServeProcess, admin, configured
 from tests.small_disk import fill, small_disk_prefix
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
@@ -59,9 +59,13 @@ async def test_a_full_data_dir_is_said_and_everything_resumes_once_space_is_back
     if prefix is None:
         pytest.skip("this machine cannot mount a small file system for the test (no mount namespace)")
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 1.0\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config, prefix=prefix).start)
+        server = configured(
+            isolated_home,
+            tmp_path,
+            f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 1.0\n',
+            prefix=prefix,
+        )
+        await asyncio.to_thread(server.start)
         timeout = aiohttp.ClientTimeout(total=30)  # a frozen server fails the test instead of hanging it
         try:
             async with aiohttp.ClientSession(timeout=timeout) as session:

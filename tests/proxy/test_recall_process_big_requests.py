@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
+from tests.serve_process import admin, configured
 from tests.upstreams import FakeAnthropic
 from tests.waits import finishes, until
 
@@ -35,9 +35,10 @@ def long_note(rnd: random.Random, n: int) -> str:
 
 async def test_big_requests_never_wedge_the_recall_process(isolated_home: Path, tmp_path: Path) -> None:
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[recall]\ndeadline_ms = 25\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        server = configured(
+            isolated_home, tmp_path, f'[upstream]\nanthropic = "{up.url}"\n[recall]\ndeadline_ms = 25\n'
+        )
+        await asyncio.to_thread(server.start)
         try:
             await until(lambda: admin(server, "GET", "/tap/status")["recall_process"]["ready"], within=120)
             rnd = random.Random(7)

@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
+from tests.serve_process import admin, configured
 from tests.upstreams import FakeAnthropic
 from tests.waits import until
 
@@ -38,9 +38,10 @@ SAID = (
 
 async def test_secret_shapes_reach_no_file(isolated_home: Path, tmp_path: Path) -> None:
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 0.5\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        server = configured(
+            isolated_home, tmp_path, f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 0.5\n'
+        )
+        await asyncio.to_thread(server.start)
         try:
             payload = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": SAID}]}
             headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
