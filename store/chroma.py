@@ -53,6 +53,7 @@ from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
 from tap.runtime.diskspace import SpaceWatch, out_of_space  # noqa: E402
 from tap.runtime.priority import write_parts, yield_after  # noqa: E402
+from tap.runtime.write_watch import WriteWatch  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,7 @@ class ChromaStore:
         if not url:
             self._lock = DataDirLock(data_dir)
             self._lock.acquire()
+        self._writes = WriteWatch()  # writes under way, reported when one does not come back
         self._db_file: tuple[Path, tuple[int, int]] | None = None  # embedded: Chroma's database file
         self._db_checked_at = 0.0
         self._db_problem = ""
@@ -261,7 +263,7 @@ class ChromaStore:
         if len(memories) != len(vectors):
             raise ValueError("one vector per memory")
         self._room("write")
-        with _translated("write", self.where):
+        with _translated("write", self.where), self._writes.writing():
             self._col.upsert(
                 ids=[m.id for m in memories],
                 embeddings=[list(v) for v in vectors],
@@ -287,7 +289,7 @@ class ChromaStore:
         if not memories:
             return
         self._room("update")
-        with _translated("write", self.where):
+        with _translated("write", self.where), self._writes.writing():
             self._col.update(ids=[m.id for m in memories], metadatas=[to_metadata(m) for m in memories])
         self._index(memories)
         for memory in memories:
@@ -310,10 +312,15 @@ class ChromaStore:
         return self._lexical.path, self._small.max_scope, self._small.max_total
 
     def problem(self) -> str:
-        """What is wrong with the embedded store's files ("" when nothing): its database file
-        deleted or replaced while tap runs. Chroma then still reads the deleted file it holds open
-        but can write nothing, and the lexical index would go on recalling memories the store no
-        longer keeps: searches refuse (StoreError) and health says the store is down."""
+        """What is wrong with the store ("" when nothing): a write that has not returned for
+        tap.runtime.write_watch.STUCK_S, or (embedded) its database file deleted or replaced while
+        tap runs. Chroma then still reads the deleted file it holds open but can write nothing, and
+        the lexical index would go on recalling memories the store no longer keeps: searches refuse
+        (StoreError) and health says the store is down."""
+        return self._writes.stuck() or self._gone()
+
+    def _gone(self) -> str:
+        """Why the embedded store's database file is not the one opened ("" when it is)."""
         if self._db_file is None:
             return ""
         now = time.monotonic()
@@ -337,7 +344,7 @@ class ChromaStore:
 
     def _intact(self) -> None:
         """StoreError when the store's files are gone (see `problem`)."""
-        gone = self.problem()
+        gone = self._gone()
         if gone:
             raise StoreError(gone)
 
@@ -345,7 +352,7 @@ class ChromaStore:
         """Whether the scope's vectors are searched exactly in memory (a recall process's read
         view can search them too; a larger scope is searched by Chroma). Never while the store's
         files are gone: the recall process's view would still find them."""
-        if self.problem():
+        if self._gone():
             return False
         in_scope = self._lexical.count(scope)
         return self._exclusive and (in_scope == 0 or self._kept_in_memory(in_scope))
@@ -357,7 +364,7 @@ class ChromaStore:
     def revision(self, scope: str) -> int:
         """Changes whenever a memory of the scope was written, updated or deleted (see ports); -1
         while the store's files are gone (`problem`: no recall may reuse what it found before)."""
-        if self.problem():
+        if self._gone():
             return -1
         with self._revision_lock:
             return self._epoch + self._revisions[scope]
@@ -697,7 +704,7 @@ class ChromaStore:
                 began = time.perf_counter()
                 gone = [m.id for m in part]
                 self._room("delete")
-                with _translated("delete", self.where):
+                with _translated("delete", self.where), self._writes.writing():
                     self._col.delete(ids=gone)
                 self._total = None
                 self._lexical.remove(gone)

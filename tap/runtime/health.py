@@ -2,7 +2,8 @@
 
 Checks, each bounded by CHECK_TIMEOUT_S and run off the event loop:
 - store: a cheap read (one id lookup) against the memory store (embedded Chroma or the server),
-  and whatever the store itself reports wrong (its database file deleted under it);
+  and whatever the store itself reports wrong (a write that has not returned for 30 s, its
+  database file deleted under it);
 - embedder: one short query embedding;
 - extractor: what the extraction worker reports — running, waiting for the store (chunks are
   kept and retried), paused by the daily budget, and how many chunks are queued or dead;
