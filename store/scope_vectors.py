@@ -26,15 +26,19 @@ have) drops the scope instead, so a stale scope is never searched.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ScopeVectors"]
+__all__ = ["Preloader", "ScopeVectors"]
+
+log = logging.getLogger(__name__)
 
 Matrix = npt.NDArray[np.float32]
 
@@ -231,3 +235,32 @@ class ScopeVectors:
     def _evict(self) -> None:
         while self._scopes and sum(len(s) for s in self._scopes.values()) > self.max_total:
             self._drop(next(iter(self._scopes)))
+
+
+class Preloader:
+    """Runs a store's loading of a scope's vectors on a thread of its own, ahead of the search that
+    needs them: a recall starts with its lexical lookup while the query is embedded, and the store
+    starts loading the scope's vectors then, so the vector search after the embedding finds them
+    loaded (or waits for that load, under the store's own lock) rather than loading them itself.
+    A failed load is left for the search to meet."""
+
+    def __init__(self, load: Callable[[str], object]) -> None:
+        self._load = load
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tap-vectors-ahead")
+
+    def start(self, scope: str) -> None:
+        """Load the scope's vectors in the background (the load itself skips a scope already here)."""
+        try:
+            self._pool.submit(self._run, scope)
+        except RuntimeError:  # closed: the store is closing
+            pass
+
+    def _run(self, scope: str) -> None:
+        try:
+            self._load(scope)
+        except Exception as exc:  # the search meets the fault itself
+            log.debug("loading the vectors of %s ahead failed: %s", scope, exc)
+
+    def close(self) -> None:
+        """Finish the load under way (milliseconds), drop the queued ones."""
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.ports import Embedder, ExtractionStore
 from tap.records import Hit, Memory
 from tap.runtime.priority import lower_thread_priority, write_parts, yield_after
 
@@ -55,12 +54,11 @@ def _norms(rows: Vector) -> Vector:
 
 
 class WriteBuffer:
-    """A MemoryStore view that holds writes until `flush()` (see the module docstring)."""
+    """The ExtractionStore extraction writes to while a batch runs: holds writes until `flush()`
+    (see the module docstring)."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: ExtractionStore) -> None:
         self.store = store
-        self.embedder_id = store.embedder_id
-        self.where = store.where
         self._added: dict[str, tuple[Memory, Vector]] = {}
         self._updated: dict[str, Memory] = {}
 
@@ -99,23 +97,16 @@ class WriteBuffer:
         """`get`, active ones only (buffered versions first)."""
         return [m for m in self.get(ids) if m.active]
 
-    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """The store's hits as the buffer changed them, merged with buffered new memories."""
-        return self.vector_search_many([vector], scope=scope, k=k)[0]
-
-    def prepare_vector_search(self, scope: str) -> None:
-        """The store's (the buffer's own memories are searched in a matrix product as they are)."""
-        self.store.prepare_vector_search(scope)
-
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:
-        """`vector_search` for several vectors: one store query, one matrix product for the buffer."""
+        """The store's hits as the buffer changed them, merged with buffered new memories (ranked
+        by cosine): one store query, one matrix product for the buffer."""
         if not vectors:
             return []
         retired = sum(1 for m in self._updated.values() if m.scope == scope and not m.active)
         floor = None if at_least is None else at_least + retired
-        stored = self.store.vector_search_many(vectors, scope=scope, k=k + retired, at_least=floor)
+        stored = self.store.search_vectors(vectors, scope=scope, k=k + retired, at_least=floor)
         fresh = [(m, v) for m, v in self._added.values() if m.active and m.scope == scope]
         queries = np.asarray(vectors, dtype=np.float32)
         if fresh:
@@ -152,12 +143,15 @@ class WriteBuffer:
         self._updated.clear()
         return written
 
-    # -- the rest of the MemoryStore protocol reads the store directly --------------------------------
+    def search_text(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """For each query, the store's lexical hits as the buffer changed them, then buffered new
+        memories of the scope holding every query word (score 0: the buffer keeps no BM25
+        statistics)."""
+        stored = self.store.search_text(queries, scope=scope, k=k, prefix=prefix)
+        return [self._with_fresh(query, hits, scope, k) for query, hits in zip(queries, stored, strict=True)]
 
-    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
-        """The store's lexical hits as the buffer changed them, then buffered new memories of the
-        scope holding every query word (score 0: the buffer keeps no BM25 statistics)."""
-        hits = [self._current(h) for h in self.store.text_search(query, scope=scope, k=k, prefix=prefix)]
+    def _with_fresh(self, query: str, stored: list[Hit], scope: str, k: int) -> list[Hit]:
+        hits = [self._current(h) for h in stored]
         found = [h for h in hits if h is not None]
         words = query.lower().split()
         fresh = [
@@ -166,14 +160,6 @@ class WriteBuffer:
             if m.active and m.scope == scope and all(w in m.content.lower() for w in words)
         ]
         return (found + fresh)[:k] if len(found) < k else found
-
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
-        """`text_search` for each query."""
-        return [self.text_search(query, scope=scope, k=k) for query in queries]
-
-    def revision(self, scope: str) -> int:
-        """The store's revision (the buffer is read-your-writes for its one user only)."""
-        return self.store.revision(scope)
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """The store's slot mates as the buffer changed them, plus buffered new ones."""
@@ -184,95 +170,9 @@ class WriteBuffer:
                 found[memory.id] = memory
         return list(found.values())
 
-    def in_conflict(self, *, scope: str | None) -> list[Memory]:
-        """The store's memories in conflict, as the buffer changed them, plus buffered new ones."""
-        stored = [self._buffered(m.id) or m for m in self.store.in_conflict(scope=scope)]
-        found = {m.id: m for m in stored if m.active and m.conflicts_with}
-        for memory, _ in self._added.values():
-            if memory.active and memory.conflicts_with and (scope is None or memory.scope == scope):
-                found[memory.id] = memory
-        return list(found.values())
-
     def _current(self, hit: Hit) -> Hit | None:
         memory = self._buffered(hit.memory.id) or hit.memory
         return Hit(memory=memory, score=hit.score) if memory.active else None
-
-    def list_memories(
-        self,
-        *,
-        scope: str | None,
-        limit: int,
-        offset: int = 0,
-        include_superseded: bool = False,
-        excerpts: bool | None = None,
-        archived: bool | None = None,
-    ) -> list[Memory]:
-        """The store's listing."""
-        return self.store.list_memories(
-            scope=scope,
-            limit=limit,
-            offset=offset,
-            include_superseded=include_superseded,
-            excerpts=excerpts,
-            archived=archived,
-        )
-
-    def count_memories(
-        self,
-        *,
-        scope: str | None,
-        include_superseded: bool = False,
-        excerpts: bool | None = None,
-        archived: bool | None = None,
-    ) -> int:
-        """The store's count."""
-        return self.store.count_memories(
-            scope=scope, include_superseded=include_superseded, excerpts=excerpts, archived=archived
-        )
-
-    def scope_counts(self) -> dict[str, tuple[int, int]]:
-        """The store's counts per scope."""
-        return self.store.scope_counts()
-
-    def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
-        """The store's memories."""
-        return self.store.iter_memories(scope=scope)
-
-    def delete(self, ids: Sequence[str]) -> int:
-        """Delete from the store (and forget buffered writes of those ids)."""
-        for i in ids:
-            self._added.pop(i, None)
-            self._updated.pop(i, None)
-        return self.store.delete(ids)
-
-    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """Vectors of buffered additions, else the store's."""
-        found = {i: self._added[i][1].tolist() for i in ids if i in self._added}
-        rest = [i for i in ids if i not in found]
-        return {**found, **(self.store.get_vectors(rest) if rest else {})}
-
-    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """The store's inactive memories (buffered writes are not searched: explaining only)."""
-        return self.store.inactive_search(vector, scope=scope, k=k)
-
-    def purge(self) -> None:
-        """The store's purge."""
-        self.store.purge()
-
-    def warm_vectors(self) -> int:
-        """The store's warm-up."""
-        return self.store.warm_vectors()
-
-    def status(self) -> dict[str, Any]:
-        """The store's status."""
-        return self.store.status()
-
-    def stats(self) -> StoreStats:
-        """The store's counts."""
-        return self.store.stats()
-
-    def close(self) -> None:
-        """Nothing to release: the wrapped store is closed by its owner."""
 
 
 class VectorCache:

@@ -153,7 +153,7 @@ class EmbeddedBackend:
     @cached_property
     def _recall_engine(self) -> RecallEngine:
         config = self.loaded.config
-        engine = RecallEngine(self._store, self._embedder, config.recall)
+        engine = RecallEngine(self._store, self._embedder, config.recall, access_counts=self._store)
         self._closers.append(engine.close)
         self._closers.append(lambda: None if engine.flush_access() else None)  # closers run last-in first-out
         return engine

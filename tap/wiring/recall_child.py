@@ -67,9 +67,7 @@ def serve(conn: Connection, versions: Connection) -> None:
         max_vectors=settings.max_vectors,
         versions=older,
     )
-    engine = RecallEngine(
-        store, make_embedder(settings.embedder, queries_only=True), settings.recall, workers=1, notes_access=False
-    )
+    engine = RecallEngine(store, make_embedder(settings.embedder, queries_only=True), settings.recall, workers=1)
     try:
         store.warm()
         engine.search("warm up the embedder and the indexes", scope="tap-warm-up")

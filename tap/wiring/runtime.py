@@ -129,7 +129,7 @@ def open_runtime(
     config = loaded.config
     make_private(loaded.data_dir)
     embedder, store = adapters(loaded)
-    recall = RecallEngine(store, embedder, config.recall, now=now)
+    recall = RecallEngine(store, embedder, config.recall, now=now, access_counts=store)
     if warm_recall:
         recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
     extract = config.extract

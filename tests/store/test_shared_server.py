@@ -50,11 +50,11 @@ def eventually(check: Callable[[], bool]) -> None:
 
 
 def lexical_ids(store: ChromaStore, query: str) -> list[str]:
-    return [h.memory.id for h in store.text_search(query, scope="ann", k=5)]
+    return [h.memory.id for h in store.search_text([query], scope="ann", k=5)[0]]
 
 
 def vector_ids(store: ChromaStore, embedder: Any, query: str) -> list[str]:
-    return [h.memory.id for h in store.vector_search(embedder.embed_query(query), scope="ann", k=5)]
+    return [h.memory.id for h in store.search_vectors([embedder.embed_query(query)], scope="ann", k=5)[0]]
 
 
 def test_writes_through_one_store_reach_the_other(pair: tuple[ChromaStore, ChromaStore], embedder: Any) -> None:
