@@ -51,7 +51,7 @@ def consolidate_cmd(scope: str | None, dry_run: bool, as_json: bool) -> None:
 
 def _consolidate(svc: Any, scope: str | None, dry_run: bool, as_json: bool) -> dict[str, Any]:
     """Run consolidation on `svc` (the store here, or the running server) behind a progress line."""
-    from tap.client import AdminClient  # urllib only
+    from tap.cli.admin_client import AdminClient
 
     if isinstance(svc, AdminClient):
         with Bar("consolidating (tap serve)", quiet=as_json, counted=False):
@@ -188,7 +188,7 @@ def why(request_id: str | None, last: bool, list_n: int | None, as_json: bool) -
         raise click.ClickException(
             "no tap serve is running: `tap why` shows what a running server recalled (kept in its memory only)"
         )
-    from tap.client import AdminClient
+    from tap.cli.admin_client import AdminClient
 
     remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
     if list_n is not None:

@@ -45,7 +45,7 @@ def status(as_json: bool) -> None:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import AdminClient
+        from tap.cli.admin_client import AdminClient
 
         remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         doc = {"server": info.url, **remote.status()}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridges.hooks import lightconfig
-from bridges.hooks.command import HookFailed, Invocation, is_hook_call, parse_args, parse_response, split_url
+from bridges.hooks.command import Invocation, is_hook_call, parse_args
 from bridges.hooks.names import cli_event
 from bridges.hooks.scope import MAX_SCOPE, hook_scope
 from tap.admin_token import ensure_token, read_server_info
@@ -154,18 +154,3 @@ def test_scope_is_the_git_root_of_cwd_else_cwd(tmp_path: Path, monkeypatch: pyte
     deep = tmp_path / ("x" * 120) / ("y" * 120) / ("z" * 120)
     long_scope = hook_scope("", str(deep))
     assert len(long_scope) == MAX_SCOPE and long_scope != hook_scope("", str(deep) + "2")
-
-
-def test_the_hook_process_http_reader() -> None:
-    assert split_url("http://127.0.0.1:8787") == ("127.0.0.1", 8787, "")
-    assert split_url("http://[::1]:9000/base/") == ("::1", 9000, "/base")
-    assert split_url("http://localhost") == ("localhost", 80, "")
-    with pytest.raises(HookFailed):
-        split_url("https://127.0.0.1:8787")
-    plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}trailing"
-    assert parse_response(plain) == (200, b"{}")
-    chunked = b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n4\r\n": 1\r\n1\r\n}\r\n0\r\n\r\n'
-    assert parse_response(chunked) == (200, b'{"a": 1}')
-    assert parse_response(b"HTTP/1.1 401 Unauthorized\r\n\r\nno") == (401, b"no")
-    with pytest.raises(HookFailed, match="incomplete"):
-        parse_response(b"HTTP/1.1 200 OK\r\nContent-Le")
