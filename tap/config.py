@@ -4,24 +4,36 @@ Rules (docs/architecture.md, Interfaces): every field has a default, so an empty
 is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
 values in the file, only the *names* of environment variables (`*_env` fields).
 
-Lookup order for the file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml`, else
-`config.toml` in the user config folder (platformdirs: `~/.config/tap` on Linux, honouring
-`$XDG_CONFIG_HOME`), else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`, else the
-user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
+Where the file and the data dir are found: tap.locations (the lookup order is documented there).
+`parse_config` is the one validation of a config: `tap hook` calls it too (bridges.hooks.lightconfig).
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-import platformdirs
 
+from tap import locations
 from tap.config_errors import URL_PATTERN, config_problems
 from tap.errors import ConfigError
+from tap.locations import default_data_dir, find_config_path, read_secret, user_cache_dir, user_config_file
+
+__all__ = [
+    "Config",
+    "LoadedConfig",
+    "default_data_dir",
+    "find_config_path",
+    "load_config",
+    "parse_config",
+    "read_config",
+    "read_secret",
+    "resolve_data_dir",
+    "user_cache_dir",
+    "user_config_file",
+]
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
@@ -245,25 +257,6 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     data_dir: Path
 
 
-def find_config_path(explicit: str | Path | None = None) -> Path | None:
-    """The config file tap reads, by the documented lookup order (None → built-in defaults)."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        return path
-    env = os.environ.get("TAP_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
-        return path
-    for candidate in (Path("config.toml"), user_config_file()):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def parse_config(text: str, *, origin: str = "config") -> Config:
     """Decode and validate TOML text; the error names every bad key, what it allows and an example."""
     try:
@@ -280,51 +273,23 @@ def parse_config(text: str, *, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: {len(problems)} problems\n{listing}") from exc
 
 
-APP = "tap"
-
-
-def user_config_file() -> Path:
-    """`config.toml` in the platform's user config folder (`~/.config/tap` on Linux)."""
-    return platformdirs.user_config_path(APP) / "config.toml"
-
-
-def default_data_dir() -> Path:
-    """The platform's user data folder for tap (`~/.local/share/tap` on Linux)."""
-    return platformdirs.user_data_path(APP)
-
-
-def user_cache_dir() -> Path:
-    """The platform's user cache folder for tap (`~/.cache/tap` on Linux)."""
-    return platformdirs.user_cache_path(APP)
-
-
 def resolve_data_dir(config: Config) -> Path:
-    """`$TAP_HOME`, else `[data] dir`, else the user data folder (`default_data_dir`)."""
-    env = os.environ.get("TAP_HOME")
-    if env:
-        return Path(env).expanduser()
-    if config.data.dir:
-        return Path(config.data.dir).expanduser()
-    return default_data_dir()
+    """`$TAP_HOME`, else `[data] dir`, else the user data folder (tap.locations.data_dir)."""
+    return locations.data_dir(config.data.dir)
 
 
-def load_config(explicit: str | Path | None = None) -> LoadedConfig:
-    """Find, read and validate the config, and resolve the data dir."""
-    path = find_config_path(explicit)
-    if path is None:
-        config = Config()
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-        config = parse_config(text, origin=str(path))
+def read_config(path: Path) -> Config:
+    """Read and validate one config file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    return parse_config(text, origin=str(path))
+
+
+def load_config(explicit: str | Path | None = None, *, project_file: bool = True) -> LoadedConfig:
+    """Find, read and validate the config, and resolve the data dir. `project_file`: whether
+    `./config.toml` is looked at (tap.locations.find_config_path)."""
+    path = find_config_path(explicit, project_file=project_file)
+    config = Config() if path is None else read_config(path)
     return LoadedConfig(config=config, path=path, data_dir=resolve_data_dir(config))
-
-
-def read_secret(env_name: str) -> str | None:
-    """The value of the env var a config field names, or None when unset/empty."""
-    if not env_name:
-        return None
-    value = os.environ.get(env_name, "").strip()
-    return value or None

@@ -29,6 +29,8 @@ from bridges.hooks import lightconfig
 from bridges.hooks.deadline import Deadline
 from bridges.hooks.hooklog import log_line
 from bridges.hooks.names import AGENTS, EVENTS, cli_event
+from tap import locations
+from tap.errors import ConfigError
 
 USAGE = (
     "usage: tap [--config PATH] hook EVENT [--agent claude|codex] [--config PATH]  (EVENT: " + ", ".join(EVENTS) + ")"
@@ -158,13 +160,13 @@ def run(
     try:
         invocation = parse_args(argv)
     except ValueError as exc:
-        log_line(lightconfig.data_dir(), f"hook: {exc}; exit 0, no output")
+        log_line(locations.data_dir(), f"hook: {exc}; exit 0, no output")
         print(f"tap: {exc}", file=sys.stderr)
         return 0
     try:
         config = lightconfig.load(invocation.config)
-    except lightconfig.LightConfigError as exc:
-        _Reporter(lightconfig.data_dir(), invocation)(str(exc))
+    except (ConfigError, OSError) as exc:
+        _Reporter(locations.data_dir(), invocation)(str(exc))
         return 0
     report = _Reporter(config.data_dir, invocation)
     url = lightconfig.running_server(config)

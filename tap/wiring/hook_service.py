@@ -32,7 +32,6 @@ from pathlib import Path
 
 import msgspec
 
-from bridges.hooks import lightconfig
 from bridges.hooks.command import Invocation
 from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hook_session import HookService
@@ -40,7 +39,7 @@ from bridges.hooks.hooklog import log_line
 from bridges.hooks.payload import parse_input
 from bridges.logtail import OffsetStore, Tailer
 from tap.admin_token import read_server_info
-from tap.config import Config, LoadedConfig, load_config, resolve_data_dir
+from tap.config import LoadedConfig, load_config
 from tap.errors import StoreError
 from tap.ingest.entry import Ingestor
 from tap.ingest.queue import ChunkQueue
@@ -199,11 +198,7 @@ class EmbeddedBackend:
 
 def load_hook_config(explicit: str | None) -> LoadedConfig:
     """The config a hook process uses: tap's lookup without `./config.toml` (bridges.hooks.lightconfig)."""
-    path = lightconfig.find_config_path(explicit)
-    if path is not None:
-        return load_config(path)
-    config = Config()
-    return LoadedConfig(config=config, path=None, data_dir=resolve_data_dir(config))
+    return load_config(explicit, project_file=False)
 
 
 def run_embedded(invocation: Invocation, body: bytes) -> bytes:
