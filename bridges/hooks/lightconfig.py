@@ -9,9 +9,9 @@ A hook process that finds a running `tap serve` must start fast (bridges.hooks),
 - the config is validated by tap.config itself (`read_config`, the one validation), once per
   version of the file: the few settings a hook needs from the validated config are kept in
   `<data dir>/hook-settings.json`, keyed by the file (path, size, modification time, inode) and
-  by tap.config's own source, and read from there while neither changes. A file that does not
-  validate raises ConfigError with tap.config's message, every time (the hook logs it and fails
-  open).
+  by tap.config's own source, and read from there while neither changes (`tap serve` leaves them
+  there for its own config at start). A file that does not validate raises ConfigError with
+  tap.config's message, every time (the hook logs it and fails open).
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tap import locations
 from tap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tap.config import Config
 
 SETTINGS_FILE = "hook-settings.json"
 _CONFIG_SOURCE = Path(locations.__file__).with_name("config.py")
@@ -103,11 +106,23 @@ def _stamp(path: Path | None) -> list[Any]:
     return [str(path.resolve()), found.st_size, found.st_mtime_ns, found.st_ino, *rules]
 
 
+def remember_validated(path: Path | None, config: Config) -> None:
+    """Keep the hook's settings of a config tap has just validated (`tap serve` at start), so the
+    first hook with that file need not validate it again."""
+    named = _data_dir_named(_read(path))
+    settings = _settings_of(config)
+    if settings["data_dir"] == named:
+        _remember(locations.data_dir(named), _stamp(path), settings)
+
+
 def _validated(path: Path | None) -> dict[str, Any]:
     """The settings a hook needs, from the config tap.config reads and validates (its imports: only here)."""
     from tap.config import Config, read_config
 
-    config = Config() if path is None else read_config(path)
+    return _settings_of(Config() if path is None else read_config(path))
+
+
+def _settings_of(config: Config) -> dict[str, Any]:
     return {
         "data_dir": config.data.dir,
         "timeout_s": config.hooks.timeout_s,

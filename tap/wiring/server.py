@@ -21,6 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
 
+from bridges.hooks.lightconfig import remember_validated
 from bridges.logtail import start_following
 from proxy.context import ServerContext
 from proxy.web_app import make_web_app
@@ -134,6 +135,8 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
             await runner.cleanup()
             raise
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
+    with contextlib.suppress(OSError):  # a courtesy: the first hook validates the file itself otherwise
+        remember_validated(rt.loaded.path, rt.loaded.config)
     _announce(rt, url)
     freeze_startup_objects()
     worker_stop = asyncio.Event()

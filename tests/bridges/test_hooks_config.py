@@ -1,4 +1,4 @@
-"""The `[hooks]` table, the hook process's config reader (tap.config's validation, its result remembered), and scopes."""
+"""The `[hooks]` table, the hook process's config reader (tap.config's validation, remembered), and scopes."""
 
 from __future__ import annotations
 
