@@ -37,7 +37,7 @@ import msgspec
 
 from store import bm25
 from store.bm25 import TermPostings, newest_ties
-from tap.sqlite import connect, exact_real, rows_at_once, transaction
+from tap.sqlite import Step, connect, exact_real, migrate, rows_at_once, transaction
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -92,14 +92,37 @@ IndexRow = tuple[str, str, str, bytes, bytes | None]
 """(id, scope, content, encoded record, vector as float16 bytes or None to keep the indexed one)
 of one active memory."""
 
-_SCHEMA = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memories USING fts5("
-    "id UNINDEXED, scopekey, content, tokenize='porter unicode61')",
-    "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, fts_row INTEGER NOT NULL, scope TEXT NOT NULL, "
-    "record BLOB NOT NULL, vector BLOB)",
-    "CREATE INDEX IF NOT EXISTS entries_scope ON entries (scope)",
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-)
+
+def _first_schema(db: sqlite3.Connection) -> None:
+    """Migration 1: the index, its records and vectors, and the store's notes (`meta`). A file from
+    before numbered migrations is brought to it: an index without scope keys (scopes were not
+    searchable) is dropped, which the store rebuilds from Chroma (the counts no longer agree), and
+    what the store noted about an index that is gone is forgotten; records without a vector column
+    get one, filled as scopes are loaded."""
+    columns = [row[1] for row in db.execute("PRAGMA table_info(memories)")]
+    if columns and "scopekey" not in columns:
+        db.execute("DROP TABLE memories")
+        db.execute("DROP TABLE IF EXISTS entries")
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories USING fts5(id UNINDEXED, scopekey, content, "
+        "tokenize='porter unicode61')"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, fts_row INTEGER NOT NULL, scope TEXT NOT NULL, "
+        "record BLOB NOT NULL, vector BLOB)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS entries_scope ON entries (scope)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    if not {"memories", "entries"} <= tables:
+        db.execute("DELETE FROM meta")
+    if "vector" not in [row[1] for row in db.execute("PRAGMA table_info(entries)")]:
+        db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")
+
+
+_MIGRATIONS: tuple[Step, ...] = (_first_schema,)
+"""The index's tables (tap.sqlite.migrate: steps are appended, never edited)."""
+
 _TEMP_SCHEMA = (
     # document frequencies of the index's (stemmed) terms: an indexed lookup per term
     "CREATE VIRTUAL TABLE temp.memories_vocab USING fts5vocab(main, memories, 'row')",
@@ -179,13 +202,9 @@ class LexicalIndex:
         else:
             # a deleted memory's text is overwritten, not left in free pages
             self._db.execute("PRAGMA secure_delete=ON")
-            fresh = not self._upgrade()
-            for statement in (*_SCHEMA, *_TEMP_SCHEMA):
+            migrate(self._db, "lexical", _MIGRATIONS)
+            for statement in _TEMP_SCHEMA:
                 self._db.execute(statement)
-            if fresh:  # what the store recorded about an index that is gone no longer holds
-                self._db.execute("DELETE FROM meta")
-            if "vector" not in [row[1] for row in self._db.execute("PRAGMA table_info(entries)")]:
-                self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
         self._counts: Counter[str] = Counter()
         self._load_counts()
         self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
@@ -194,16 +213,6 @@ class LexicalIndex:
         self._records_lock = threading.Lock()
         self._generation = 0  # bumped after every write transaction (under _records_lock): see records()
         self._postings = TermPostings(self._db, path, self._lock)  # of the terms searched so far (store.bm25)
-
-    def _upgrade(self) -> bool:
-        """An index written before scopes were searchable is dropped; the store rebuilds it from
-        Chroma (its count no longer agrees). Whether a current index was found."""
-        columns = [row[1] for row in self._db.execute("PRAGMA table_info(memories)")]
-        if columns and "scopekey" not in columns:
-            self._db.execute("DROP TABLE memories")
-            self._db.execute("DROP TABLE IF EXISTS entries")
-        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return {"memories", "entries"} <= tables
 
     def _load_counts(self) -> None:
         rows = self._db.execute("SELECT scope, count(*) FROM entries GROUP BY scope").fetchall()

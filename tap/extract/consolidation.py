@@ -44,7 +44,7 @@ from tap.ports import MemoryStore
 from tap.records import Memory
 from tap.runtime.priority import wait_for_gap, write_parts, yield_after
 from tap.runtime.repeatlog import RepeatLog
-from tap.sqlite import connect
+from tap.sqlite import Step, connect, migrate
 
 log = logging.getLogger(__name__)
 ALL = 10**9
@@ -53,11 +53,14 @@ QUIET_S = 5.0  # a gap: no request relayed for this long (a scope of 10,000 take
 QUIET_POLL_S = 0.5
 ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (~45 ms each)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS steps (id TEXT PRIMARY KEY, scope TEXT NOT NULL, action TEXT NOT NULL,
-    payload BLOB NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (scope TEXT PRIMARY KEY, finished_at REAL NOT NULL);
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: steps begun, and when each scope was last consolidated
+        "CREATE TABLE IF NOT EXISTS steps (id TEXT PRIMARY KEY, scope TEXT NOT NULL, action TEXT NOT NULL, "
+        "payload BLOB NOT NULL, at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS runs (scope TEXT PRIMARY KEY, finished_at REAL NOT NULL)",
+    ),
+)
+"""The journal's tables in consolidate.db (tap.sqlite.migrate: steps are appended, never edited)."""
 
 
 class Report(msgspec.Struct, kw_only=True):
@@ -91,7 +94,7 @@ class Journal:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path, synchronous="FULL")  # a step must be on disk before the store changes
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "consolidation", _MIGRATIONS)
 
     def begin(self, step_id: str, scope: str, action: str, payload: dict[str, Any]) -> None:
         """Record a step about to be applied."""

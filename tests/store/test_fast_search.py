@@ -167,6 +167,7 @@ def test_an_index_without_entries_is_rebuilt_from_chroma(isolated_home: Path, em
     store.close()
     db = sqlite3.connect(isolated_home / "lexical-fast.db")  # an index written before `entries` existed
     db.execute("DROP TABLE entries")
+    db.execute("DROP TABLE schema_versions")  # (and before numbered migrations)
     db.commit()
     db.close()
     reopened = _open(isolated_home, embedder)
@@ -186,6 +187,7 @@ def test_an_index_from_before_scope_keys_is_rebuilt_from_chroma(isolated_home: P
     db = sqlite3.connect(isolated_home / "lexical-fast.db")  # the schema of an index without scope keys
     db.execute("DROP TABLE memories")
     db.execute("CREATE VIRTUAL TABLE memories USING fts5(id UNINDEXED, scope UNINDEXED, content)")
+    db.execute("DROP TABLE schema_versions")  # (and before numbered migrations)
     db.commit()
     db.close()
     reopened = _open(isolated_home, embedder)
