@@ -3,8 +3,9 @@
 Run: ``./dev bench quality [--split dev|test|all] [--config FILE] [--out PATH] [--quick]
 [--conversations q01,q07] [--oracle] [--label TEXT]``. Writes ``bench/results/quality.json`` and prints a table.
 The data is ours (``bench/quality/conversations/*.json``; format in ``bench/quality/README.md``):
-50 people ("conversations"), each with sessions dated weeks or months apart, and the memories a
-careful person would keep from them ("labels"), including which older labels an update replaces.
+96 people ("conversations": 50 ``dev``, 46 frozen ``test``), each with sessions dated weeks or
+months apart, and the memories a careful person would keep from them ("labels"), including which
+older labels an update replaces.
 
 Method:
 - every conversation gets a fresh data dir and its own scope (``quality-<id>``); its sessions are

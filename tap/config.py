@@ -4,13 +4,15 @@ Rules (docs/architecture.md, Interfaces): every field has a default, so an empty
 is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
 values in the file, only the *names* of environment variables (`*_env` fields).
 
-Where the file and the data dir are found: tap.locations (the lookup order is documented there).
-`parse_config` is the one validation of a config: `tap hook` calls it too (bridges.hooks.lightconfig).
+Where the file and the data dir are found: tap.locations (`config_lookup`: the lookup order, and
+why a file was read or passed over, which `tap config check` says). `read_config` is the one
+validation of a config file: `tap hook` calls it too (bridges.hooks.lightconfig).
 """
 
 from __future__ import annotations
 
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -19,11 +21,22 @@ import msgspec
 from tap import locations
 from tap.config_errors import URL_PATTERN, config_problems
 from tap.errors import ConfigError
-from tap.locations import default_data_dir, find_config_path, read_secret, user_cache_dir, user_config_file
+from tap.locations import (
+    ConfigLookup,
+    config_lookup,
+    default_data_dir,
+    find_config_path,
+    read_secret,
+    user_cache_dir,
+    user_config_file,
+)
 
 __all__ = [
     "Config",
+    "ConfigLookup",
     "LoadedConfig",
+    "config_lookup",
+    "default_config_text",
     "default_data_dir",
     "find_config_path",
     "load_config",
@@ -212,7 +225,7 @@ class HooksConfig(Section, frozen=True):
 
 
 class MitmConfig(Section, frozen=True):
-    """The mitmproxy way in (README: Ways in): a forward proxy for clients that cannot change their
+    """The mitmproxy way in (docs/ways-in.md): a forward proxy for clients that cannot change their
     base URL, and reverse proxies per upstream; run by `tap serve` when enabled, or by `tap mitm`."""
 
     enabled: bool = False
@@ -250,11 +263,13 @@ class Config(Section, frozen=True):
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A config plus where it came from and the data dir it resolves to."""
+    """A config plus where it came from (and why) and the data dir it resolves to."""
 
     config: Config
     path: Path | None
     data_dir: Path
+    reason: str = ""
+    passed_over: tuple[str, ...] = ()
 
 
 def parse_config(text: str, *, origin: str = "config") -> Config:
@@ -273,6 +288,11 @@ def parse_config(text: str, *, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: {len(problems)} problems\n{listing}") from exc
 
 
+def default_config_text() -> str:
+    """The documented default config file that ships with tap (the repository's config.toml)."""
+    return (resources.files("tap") / "config.toml").read_text(encoding="utf-8")
+
+
 def resolve_data_dir(config: Config) -> Path:
     """`$TAP_HOME`, else `[data] dir`, else the user data folder (tap.locations.data_dir)."""
     return locations.data_dir(config.data.dir)
@@ -289,7 +309,13 @@ def read_config(path: Path) -> Config:
 
 def load_config(explicit: str | Path | None = None, *, project_file: bool = True) -> LoadedConfig:
     """Find, read and validate the config, and resolve the data dir. `project_file`: whether
-    `./config.toml` is looked at (tap.locations.find_config_path)."""
-    path = find_config_path(explicit, project_file=project_file)
-    config = Config() if path is None else read_config(path)
-    return LoadedConfig(config=config, path=path, data_dir=resolve_data_dir(config))
+    `./config.toml` is looked at (tap.locations.config_lookup)."""
+    lookup = config_lookup(explicit, project_file=project_file)
+    config = Config() if lookup.path is None else read_config(lookup.path)
+    return LoadedConfig(
+        config=config,
+        path=lookup.path,
+        data_dir=resolve_data_dir(config),
+        reason=lookup.reason,
+        passed_over=lookup.passed_over,
+    )

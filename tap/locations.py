@@ -4,9 +4,11 @@ The one copy of these lookups, for tap.config and tap.admin_token and for a `tap
 (bridges.hooks.lightconfig), which must find them before it can afford tap.config's imports: this
 module uses the standard library and platformdirs only.
 
-- Config file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml` (not for a hook, which
-  runs in the user's project), else `config.toml` in the user config folder (platformdirs:
-  `~/.config/tap` on Linux, honouring `$XDG_CONFIG_HOME`), else none (built-in defaults).
+- Config file: `--config PATH`, else `$TAP_CONFIG`, else `config.toml` in the user config folder
+  (platformdirs: `~/.config/tap` on Linux, honouring `$XDG_CONFIG_HOME`), else `./config.toml` in
+  the current directory (not for a hook, which runs in the user's project), else none (built-in
+  defaults). The user's own file comes before the current directory's, so running tap inside a
+  checkout (whose `config.toml` documents the defaults) never hides the user's settings.
 - Data dir: `$TAP_HOME`, else `[data] dir`, else the user data folder (`~/.local/share/tap`).
 - A running `tap serve` records itself in `<data dir>/server.json` (url, pid); the admin token is
   the env var `[admin] token_env` names, else `<data dir>/admin-token`.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import platformdirs
 
@@ -42,25 +45,65 @@ def user_cache_dir() -> Path:
     return platformdirs.user_cache_path(APP)
 
 
+class ConfigLookup(NamedTuple):
+    """The outcome of the lookup: the file read (None: built-in defaults), why that one, and the
+    files that exist but were passed over, each with why."""
+
+    path: Path | None
+    reason: str
+    passed_over: tuple[str, ...] = ()
+
+
+def config_lookup(explicit: str | Path | None = None, *, project_file: bool = True) -> ConfigLookup:
+    """Find the config file by the order above (`project_file`: whether `./config.toml` counts).
+    ConfigError for a file named by --config or $TAP_CONFIG that does not exist."""
+    user, env = user_config_file(), os.environ.get("TAP_CONFIG")
+    steps = [  # (the file, if this step has one; what it is; what it says when it has none)
+        (_named(explicit, "config file not found") if explicit else None, "given with --config", "no --config"),
+        (
+            _named(env, "$TAP_CONFIG points to a missing file") if env else None,
+            "named by $TAP_CONFIG",
+            "no $TAP_CONFIG",
+        ),
+        (user if user.is_file() else None, "the user config file", f"no {user}"),
+    ]
+    if project_file:
+        steps.append((_local(), "config.toml in the current directory", "no ./config.toml"))
+    chosen: tuple[Path, str] | None = None
+    absent: list[str] = []  # the steps before the chosen one, that had no file
+    passed_over: list[str] = []
+    for path, what, missing in steps:
+        if path is None:
+            if chosen is None:
+                absent.append(missing)
+        elif chosen is None:
+            chosen = (path, what)
+        elif path.resolve() != chosen[0].resolve():  # the same file reached twice is no other file
+            passed_over.append(f"{path} ({what}): {chosen[1]} comes first")
+    if chosen is None:
+        return ConfigLookup(path=None, reason="built-in defaults: " + ", ".join(absent))
+    reason = f"{chosen[1]}: {', '.join(absent)}" if absent else chosen[1]
+    return ConfigLookup(path=chosen[0], reason=reason, passed_over=tuple(passed_over))
+
+
 def find_config_path(explicit: str | Path | None = None, *, project_file: bool = True) -> Path | None:
-    """The config file tap reads, by the lookup order above (None: built-in defaults).
-    `project_file`: whether `./config.toml` counts (not for a hook). ConfigError for a file named
-    (by `--config` or `$TAP_CONFIG`) that does not exist."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        return path
-    env = os.environ.get("TAP_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
-        return path
-    for candidate in (*([Path("config.toml")] if project_file else []), user_config_file()):
-        if candidate.is_file():
-            return candidate
-    return None
+    """The config file `config_lookup` finds (None: built-in defaults)."""
+    return config_lookup(explicit, project_file=project_file).path
+
+
+def _local() -> Path | None:
+    """`config.toml` in the current directory, as an absolute path (so it still names the file
+    from elsewhere, e.g. in the command a hook runs), or None."""
+    local = Path("config.toml")
+    return local.absolute() if local.is_file() else None
+
+
+def _named(name: str | Path, missing: str) -> Path:
+    """A file the user named (--config, $TAP_CONFIG): it must exist."""
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{missing}: {path}")
+    return path
 
 
 def data_dir(configured: str = "") -> Path:

@@ -8,6 +8,7 @@ as a user would (`python bench/quality.py --quick`), on real tap components, and
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -54,9 +55,9 @@ def _total(results: list[Any]) -> dict[str, Any]:
 def test_data_set_is_valid_and_big_enough() -> None:
     assert quality.validate(CONVERSATIONS) == []
     size = quality.summarise(CONVERSATIONS)
-    assert size["conversations"] >= 48
-    assert size["turns"] >= 700
-    assert size["updates"] >= 36
+    assert size["conversations"] >= 94
+    assert size["turns"] >= 1600
+    assert size["updates"] >= 200
     turn_ids = [t.id for c in CONVERSATIONS for t in c.turns]
     label_ids = [label.id for c in CONVERSATIONS for label in c.labels]
     assert len(turn_ids) == len(set(turn_ids))
@@ -72,13 +73,37 @@ def test_data_set_is_valid_and_big_enough() -> None:
                 assert label.question.strip().endswith("?"), label.id
 
 
-def test_splits_are_about_60_40_and_cover_every_theme() -> None:
+def test_splits_old_set_is_dev_new_frozen_set_is_test_and_both_cover_every_theme() -> None:
+    # everything written before 2026-12-07 (q01-q50) was looked at during development: dev;
+    # the test split (q51-q96) was written in one go from the format alone and is frozen
     dev = [c for c in CONVERSATIONS if c.split == "dev"]
-    assert 0.5 <= len(dev) / len(CONVERSATIONS) <= 0.7
-    for split in ("dev", "test"):
-        themes = {c.theme for c in CONVERSATIONS if c.split == split}
-        assert themes == {"personal", "work", "mixed", "group"}
-        assert quality.summarise(c for c in CONVERSATIONS if c.split == split)["updates"] >= 10
+    test = [c for c in CONVERSATIONS if c.split == "test"]
+    assert {c.id for c in dev} >= {f"q{n:02d}" for n in range(1, 51)}
+    assert {c.id for c in test} == {f"q{n:02d}" for n in range(51, 97)}
+    for split in (dev, test):
+        assert {c.theme for c in split} == {"personal", "work", "mixed", "group"}
+        assert {c.source for c in split} == {"proxy", "telegram", "logtail"}
+    size = quality.summarise(test)
+    assert size["conversations"] >= 40
+    assert size["turns"] >= 600
+    assert size["updates"] >= 60
+    assert quality.summarise(dev)["updates"] >= 60
+    for conv in test:
+        assert len(conv.sessions) >= 2, conv.id
+        assert all(s.turns for s in conv.sessions), conv.id
+
+
+# sha256 over the test split's files (name, NUL, bytes; in name order). The test split is frozen:
+# this changes only in a commit of its own that fixes a wrong label and says why (README, Splits).
+TEST_SPLIT_SHA256 = "566f0b94a5c57600064f90480897bc1df37875133111dfae83bf9b53cf046be9"
+
+
+def test_the_test_split_is_frozen() -> None:
+    digest = hashlib.sha256()
+    for path in sorted(quality.DATA_DIR.glob("q*.json")):
+        if msgspec.json.decode(path.read_bytes())["split"] == "test":
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    assert digest.hexdigest() == TEST_SPLIT_SHA256
 
 
 def test_a_fragment_does_not_match_and_a_paraphrase_does() -> None:
