@@ -35,8 +35,8 @@ from chromadb.api.shared_system_client import SharedSystemClient
 
 from tap.config import LoadedConfig, parse_config
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.chroma_server import ChromaServer
-from tests.serve_process import ServeProcess
+from testkit.chroma_server import ChromaServer
+from testkit.serve_process import ServeProcess
 
 SCOPE = "bench"
 CONFIG = '[server]\nhost = "127.0.0.1"\n'

@@ -196,7 +196,7 @@ class MemoryStore(RecallStore, ExtractionStore, MemoryCatalog, StoreAdmin, Proto
     """A whole store adapter: every port above. The composition roots open one and hand each part
     of the core the ports it uses.
 
-    Adapters: store.chroma.ChromaStore; the tests' InMemoryStore (tests/fakes.py). The recall
+    Adapters: store.chroma.ChromaStore; the tests' InMemoryStore (testkit/fakes.py). The recall
     process's read view (store.replica.ReplicaStore) is a RecallStore only. The contract tests
     (tests/store/test_store_contract.py) hold each of them to each port it offers.
     """

@@ -2,7 +2,7 @@
 
 A composition root (it was tap/app.py): only tap.wiring and tap.cli pick concrete adapters;
 everything else receives them. Tests hand
-`open_runtime` other adapters behind the same Protocols (tests/fakes.py: an in-memory store and a
+`open_runtime` other adapters behind the same Protocols (testkit/fakes.py: an in-memory store and a
 hashing embedder) through `adapters`.
 """
 

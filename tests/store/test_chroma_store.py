@@ -140,7 +140,7 @@ def test_a_store_opened_again_where_its_folder_was_removed_and_made_anew_can_wri
 
 
 def test_unreachable_server_is_a_store_error(isolated_home: Path, embedder: Any) -> None:
-    from tests.chroma_server import free_port
+    from testkit.chroma_server import free_port
 
     with pytest.raises(StoreError, match="connect failed"):
         ChromaStore(

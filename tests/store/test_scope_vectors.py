@@ -11,7 +11,7 @@ import numpy as np
 from store.chroma import ChromaStore
 from store.scope_vectors import ScopeVectors
 from tap.records import make_memory
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 
 def unit(rng: np.random.Generator, n: int, dims: int = 16) -> np.ndarray:

@@ -19,7 +19,7 @@ import pytest
 
 from store.chroma import ChromaStore
 from tap.records import make_memory
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow  # starts a `chroma run` server (see pyproject.toml: markers)
 

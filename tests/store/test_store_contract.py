@@ -21,7 +21,7 @@ import pytest
 
 from tap.ports import MemoryStore, RecallStore
 from tap.records import Memory, make_memory
-from tests.fakes import HashEmbedder, InMemoryStore
+from testkit.fakes import HashEmbedder, InMemoryStore
 
 _collections = itertools.count()
 WHOLE_STORES = ["memory", "embedded", pytest.param("server", marks=pytest.mark.slow)]

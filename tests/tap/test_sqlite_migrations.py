@@ -22,7 +22,7 @@ from tap.extract.costs import CostLedger
 from tap.ingest.capture import TurnLog
 from tap.ingest.queue import ChunkQueue
 from tap.sqlite import connect, migrate, schema_version, transaction
-from tests.waits import finishes
+from testkit.waits import finishes
 
 
 def test_steps_run_once_in_order_and_a_new_step_runs_on_an_older_file(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from click.testing import CliRunner, Result
 
 from tap.admin_token import ServerInfo, write_server_info
 from tap.cli.main import main
+from testkit.upstreams import FakeAnthropic
 from tests.proxy.harness import TapProxy
-from tests.upstreams import FakeAnthropic
 
 
 def record_server(tap: TapProxy) -> None:

@@ -23,8 +23,8 @@ from tap.records import Memory
 from tap.runtime import priority
 from tap.runtime.priority import HotPath, lower_thread_priority, thread_nice
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
-from tests.fakes import real_embedder_in_memory
-from tests.waits import until
+from testkit.fakes import real_embedder_in_memory
+from testkit.waits import until
 
 NOW = 1_780_000_000.0
 DAY = 86400.0

@@ -17,7 +17,7 @@ from tap.records import IngestEvent, Memory, Message, make_memory
 from tap.runtime import priority
 from tap.runtime.priority import HotPath
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import real_embedder_in_memory
+from testkit.fakes import real_embedder_in_memory
 
 
 class CountingStore:

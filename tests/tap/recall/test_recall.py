@@ -21,7 +21,7 @@ from tap.records import RecallResult, make_memory
 from tap.runtime import priority
 from tap.runtime.priority import HotPath
 from tap.tokens import count_tokens
-from tests.waits import until
+from testkit.waits import until
 
 DAY = 86400.0
 NOW = 1_800_000_000.0

@@ -3,7 +3,7 @@
     async with FakeOpenAI() as up:
         client = openai.AsyncOpenAI(base_url=up.url + "/v1", api_key="sk-test")
 
-The answers replay the recorded transcripts in tests/data/ (tests/upstreams/server.py has the
+The answers replay the recorded transcripts in testkit/data/ (testkit/upstreams/server.py has the
 scripting and the recording).
 """
 
@@ -13,7 +13,7 @@ import json
 
 from aiohttp import web
 
-from tests.upstreams.server import FakeUpstream, streaming
+from testkit.upstreams.server import FakeUpstream, streaming
 
 
 class FakeOpenAI(FakeUpstream):
