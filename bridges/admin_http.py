@@ -56,7 +56,7 @@ def exchange(
     params = {k: v for k, v in (query or {}).items() if v is not None}
     target = f"{prefix}{path}"
     if params:
-        from urllib.parse import urlencode  # the CLI's queries; a hook's path needs none (~2 ms of imports)
+        from urllib.parse import urlencode  # the CLI's queries; a hook's path needs none (imports)
 
         target += f"?{urlencode(params)}"
     payload = body or b""

@@ -1,4 +1,4 @@
-"""ChromaStore: tap's MemoryStore on Chroma (embedded PersistentClient or a Chroma server).
+"""ChromaStore: every store port of tap.ports on Chroma (embedded PersistentClient or a Chroma server).
 
 Invariants:
 - vectors are always passed in (`embeddings=`/`query_embeddings=`); the collection has no
@@ -7,16 +7,15 @@ Invariants:
   another embedder raises StoreError instead of mixing vectors;
 - the lexical index (store.lexical) holds exactly the active memories, with their records;
 - embedded mode holds an exclusive lock on the data dir (store.lock), so this process is the only
-  writer and the lexical index is exact: searches then read records from it, and vector search
-  asks Chroma for the nearest ids *without* a metadata filter (Chroma's `where` scans the metadata:
-  ~50 ms at 10k memories vs ~2 ms unfiltered), over-fetching by the scope's share of the collection,
-  keeps the ids that are active in the scope, and falls back to the filtered query when too few
-  survive. A scope that is a share of the collection, of at most 16,384 active memories, is
-  searched exactly in memory instead (store.scope_vectors: a matrix product, no Chroma call),
-  loaded from the float16 vectors the lexical index keeps (milliseconds) and kept in step by this
-  store's writes; `warm_vectors`
-  loads the largest scopes at start. With a Chroma server (possibly shared with other machines)
-  both read from Chroma;
+  writer and the lexical index is exact: searches read records from it; a scope of at most
+  `exact_scope_max` active memories is searched exactly in memory (store.scope_vectors, loaded
+  from the float16 vectors the lexical index keeps, ahead of need when a recall's lexical lookup
+  reaches the scope, and for the largest scopes at start: `warm_vectors`), a larger one by asking
+  Chroma for the nearest ids without a metadata filter (a `where` scans the metadata), over-
+  fetching by the scope's share and falling back to the filtered query when too few survive. With
+  a Chroma server (possibly shared with other machines) both read from Chroma, and other
+  processes' writes are followed through a change feed (store.changes);
+- a delete leaves no trace of the memory in the lexical index file;
 - every chromadb/httpx error is translated into StoreError here.
 """
 
@@ -55,7 +54,7 @@ from tap.runtime.priority import write_parts, yield_after  # noqa: E402
 log = logging.getLogger(__name__)
 
 _PAGE = 1000
-DELETE_BATCH = 100  # deletes per call while requests are relayed (~40 ms with the GIL held: tap.runtime.priority)
+DELETE_BATCH = 100  # deletes per call while requests are relayed (each holds the GIL: tap.runtime.priority)
 FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
 _PRUNE_EVERY_S = 300.0
 _SAVE_CURSOR_EVERY_S = 10.0
@@ -111,7 +110,7 @@ def _dir_size(path: Path) -> int:
 @functools.cache
 def _settings_template() -> Settings:
     """Chroma's client settings, read once per process: building them reads every CHROMA_*
-    variable through pydantic-settings (~10 ms, a third of opening a store)."""
+    variable through pydantic-settings, a large share of opening a store)."""
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
@@ -264,7 +263,7 @@ class ChromaStore:
     def update_metadata(self, memories: Sequence[Memory]) -> None:
         """Rewrite stored records of existing memories (content and vectors unchanged).
 
-        Embedded Chroma holds the GIL for a whole write (~10 ms plus ~0.6-2 ms a record): every
+        Embedded Chroma holds the GIL for a whole write (a fixed cost plus a little a record): every
         other thread of the process waits, the event loop included, so background callers write
         in small batches (tap.runtime.priority.yield_after).
 
@@ -337,7 +336,7 @@ class ChromaStore:
 
     def get_active(self, ids: Sequence[str]) -> list[Memory]:
         """The active memories among these ids, from the lexical index's records (searches read
-        the same ones): well under a millisecond, where a Chroma read costs ~7 ms."""
+        the same ones), far cheaper than a Chroma read."""
         if not ids:
             return []
         records = self._lexical.records(list(dict.fromkeys(ids)))
@@ -391,8 +390,7 @@ class ChromaStore:
     def _kept_in_memory(self, in_scope: int) -> bool:
         """Whether a scope of this size is searched from its vectors in memory (store.scope_vectors):
         within the bounds, also when it is the whole collection. Exact and cheaper than Chroma's
-        index there too: 10,000 memories, 0.2 ms against 1.0 ms for an unfiltered Chroma query
-        (plus ~0.7 ms of CPU on Chroma's threads), and no over-fetch to filter."""
+        index there too (no CPU on Chroma's threads, no over-fetch to filter)."""
         return 0 < in_scope <= self._small.max_scope
 
     def _load_when_kept(self, scope: str) -> None:

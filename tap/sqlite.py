@@ -136,10 +136,8 @@ def rows_at_once(
 
     Python's sqlite3 lets go of the GIL around every step, i.e. every row, and a thread that wants
     it back waits for the holder's switch interval. Under load the event loop holds it most of
-    the time, so a recall reading a few hundred rows one by one spent most of its time waiting
-    (bench/contention.py: with another thread busy in Python, a BM25-only recall of a
-    10,000-memory scope took 194 ms p50 reading row by row, 30 ms this way). Idle, this way costs
-    a little more (80 records: 0.9 ms against 0.6).
+    the time, so a recall reading a few hundred rows one by one would spend most of its time
+    waiting (bench/contention.py measures both ways). Idle, this way costs a little more.
 
     Each column's value must survive JSON: text, integers and NULL do; wrap a REAL in
     `exact_real` and read it back with float(); a BLOB of JSON text in json(CAST(... AS TEXT)),

@@ -11,8 +11,8 @@ Where the event goes:
 Fail-open: whatever goes wrong (bad arguments, unreadable config, server down or slow, store busy,
 any exception) the process exits 0 with nothing on stdout, so the agent carries on without
 memories, and leaves one line in `<data dir>/tap.log` (bridges.hooks.hooklog) and in the hook's
-status (bridges.hooks.hook_db). A `Deadline` bounds the whole process: `[hooks] timeout_s` (1 s)
-when a server runs, `[hooks] embedded_timeout_s` (10 s) when this process must open the store.
+status (bridges.hooks.hook_db). A `Deadline` bounds the whole process: `[hooks] timeout_s` when a
+server runs, `[hooks] embedded_timeout_s` when this process must open the store.
 """
 
 from __future__ import annotations

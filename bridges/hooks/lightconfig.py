@@ -32,8 +32,8 @@ _CONFIG_SOURCE = Path(locations.__file__).with_name("config.py")
 
 
 class LightConfig(NamedTuple):
-    """The settings a hook process reads before anything else (a NamedTuple: `dataclasses` costs
-    ~10 ms of imports)."""
+    """The settings a hook process reads before anything else (a NamedTuple: `dataclasses` would
+    add imports to the hook's start)."""
 
     path: Path | None
     data_dir: Path

@@ -14,7 +14,7 @@ free heuristic gate / rule-based extractor. The same `LLMProvider` object serves
 `reconcile`; a provider built for the gate is only asked to `gate`. `make_reply_model(cfg)` picks
 the Telegram bot's model the same way (`[telegram] provider`).
 
-The SDK modules are imported on first use: the `anthropic` SDK alone takes 1-3 s to import,
+The SDK modules are imported on first use: the `anthropic` SDK alone takes seconds to import,
 which the offline default (and every CLI command) should not pay.
 """
 

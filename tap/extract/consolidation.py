@@ -49,9 +49,9 @@ from tap.sqlite import Step, connect, migrate
 log = logging.getLogger(__name__)
 ALL = 10**9
 QUIET_WAIT_MAX_S = 900.0  # how long a background cycle waits for gaps between requests, in all
-QUIET_S = 5.0  # a gap: no request relayed for this long (a scope of 10,000 takes ~3 s to plan)
+QUIET_S = 5.0  # a gap: no request relayed for this long (planning a large scope takes seconds)
 QUIET_POLL_S = 0.5
-ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (~45 ms each)
+ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (each holds the GIL)
 
 _MIGRATIONS: tuple[Step, ...] = (
     (  # 1: steps begun, and when each scope was last consolidated
@@ -190,7 +190,7 @@ class Consolidator:
     def plan(self, scope: str, *, paced: bool = False) -> ScopePlan:
         """What consolidating the scope would do now. Inside `tap serve` (`paced`) each step (reading
         the memories, their vectors, planning) is followed by a pause while requests are relayed:
-        at 10,000 memories the three take ~1, ~0.6 and ~1.6 s, mostly holding the GIL."""
+        on a large scope each takes seconds, mostly holding the GIL."""
 
         def step[T](work: Callable[[], T]) -> T:
             began = time.perf_counter()

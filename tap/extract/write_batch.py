@@ -1,26 +1,19 @@
 """Batching for the extraction worker: buffered store writes and a vector cache.
 
-Extracting a chunk writes a few memories (one `add` each, plus `update_metadata` for superseded or
-re-confirmed ones). On embedded Chroma every write call costs a fixed ~10-50 ms (a durable
-commit) whatever its size, which dominated backfills. `WriteBuffer` wraps the store for a batch of
-chunks: writes are kept in memory and flushed as one `add` and one `update_metadata`, or, while
-requests are being relayed, in calls of WRITE_BATCH records (embedded Chroma holds the GIL for a
-whole write, ~1.5 ms a record: one write of a 32-chunk batch's ~200 memories stopped the event
-loop for 0.2-0.3 s; tap.runtime.priority); reads see
-the buffered writes (read-your-writes), so the extraction logic behaves exactly as if each write
-had gone to the store at once: `get` returns the buffered version, `vector_search` drops store hits
-whose buffered version is no longer active and ranks buffered new memories of the scope by cosine.
+`WriteBuffer` is the ExtractionStore extraction writes to while a batch of chunks runs: writes are
+kept in memory and flushed as one `add` and one `update_metadata` (every store write has a large
+fixed cost), or, while requests are being relayed, in calls of WRITE_BATCH records with a pause
+after each (tap.runtime.priority). Reads see the buffered writes, so extraction behaves exactly as
+if each write had gone to the store at once: `get` returns the buffered version, the searches drop
+store hits whose buffered version is no longer active and add the buffered new memories.
 
-`VectorCache` remembers the vectors of recently embedded texts: overlapping chunks of one
-conversation yield the same candidate sentences again, and those need no second embedding. It can
-also compute vectors ahead of need (`prefetch`) on its own low-priority thread, so embedding the
-next chunks overlaps with reconciling and storing the current one.
+`VectorCache` remembers the vectors of recently embedded texts (overlapping chunks repeat
+sentences) and can compute vectors ahead of need (`prefetch`) on its own low-priority thread.
 
 Invariants: after `flush()` the store holds exactly what unbuffered writes would have produced
-(adds before updates, as the extraction code writes them); a failed flush raises and leaves the
-buffer intact, so the caller retries the whole batch (memory ids are deterministic per chunk, so a
-retried chunk finds its memories instead of writing them twice). Both wrappers are used by one
-worker thread at a time (the prefetch thread only computes; the cache is filled by that worker).
+(adds before updates); a failed flush raises and leaves the buffer intact, so the caller retries
+the whole batch (memory ids are deterministic per chunk). Both are used by one worker thread at a
+time (the prefetch thread only computes).
 """
 
 from __future__ import annotations
@@ -40,8 +33,8 @@ from tap.runtime.priority import lower_thread_priority, write_parts, yield_after
 __all__ = ["VectorCache", "WriteBuffer"]
 
 WRITE_BATCH = 32
-"""Records per store write of a flush while requests are relayed (~50 ms of embedded Chroma
-holding the GIL)."""
+"""Records per store write of a flush while requests are relayed (embedded Chroma holds the GIL for
+a whole write: tap.runtime.priority)."""
 
 Vector = npt.NDArray[np.float32]
 
@@ -127,8 +120,7 @@ class WriteBuffer:
     def flush(self) -> int:
         """Write everything buffered, the adds then the updates; returns the records written.
         While requests are being relayed (tap.runtime.priority.HOT_PATH), WRITE_BATCH records a call with
-        a pause after each (tap.runtime.priority.yield_after); otherwise the rest in one call (190 adds in
-        one call took 341 ms, in calls of 32 554 ms)."""
+        a pause after each (tap.runtime.priority.yield_after); otherwise the rest in one call (cheaper)."""
         written = len(self)
         added = list(self._added.values())
         for part in write_parts(added, WRITE_BATCH):

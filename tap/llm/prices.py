@@ -15,7 +15,7 @@ Invariants:
   larger families) at the highest price Anthropic has listed (Opus 4/4.1: 15 / 75);
 - cache writes are priced at the 5-minute rate (tap sets no 1-hour breakpoints);
 - Ollama runs locally and costs 0; so does any provider other than "anthropic".
-Sonnet 4.5's surcharge for prompts over 200K tokens is not modelled: tap's chunks are ~500 tokens.
+Sonnet 4.5's surcharge for prompts over 200K tokens is not modelled: tap's chunks are far smaller.
 """
 
 from __future__ import annotations

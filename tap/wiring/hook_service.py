@@ -5,8 +5,8 @@ Two places run the service:
   (`RuntimeBackend`), behind `POST /tap/hooks/{event}`;
 - a standalone `tap hook` process when no server runs (`run_embedded`): `EmbeddedBackend` opens
   only what the event needs — the store and embedder for SessionStart / UserPromptSubmit (which
-  takes the data-dir lock and a few seconds; store.* is imported only then), the queue alone for
-  Stop, PreCompact and SessionEnd (well inside SessionEnd's ~1.5 s) — and after a capture starts
+  takes the data-dir lock and seconds; store.* is imported only then), the queue alone for
+  Stop, PreCompact and SessionEnd (well inside SessionEnd's short budget) — and after a capture starts
   a detached `tap hooks drain` that extracts the new chunks (waiting its turn for the data-dir
   lock, so a drain never runs beside another process that holds the store).
 

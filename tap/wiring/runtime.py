@@ -1,9 +1,8 @@
 """The runtime: config → adapters (embedder, store) → the core services, opened and closed together.
 
-A composition root (it was tap/app.py): only tap.wiring and tap.cli pick concrete adapters;
-everything else receives them. Tests hand
-`open_runtime` other adapters behind the same Protocols (testkit/fakes.py: an in-memory store and a
-hashing embedder) through `adapters`.
+A composition root: only tap.wiring and tap.cli pick concrete adapters; everything else receives
+them. Tests hand `open_runtime` other adapters behind the same ports (testkit/fakes.py: an
+in-memory store and a hashing embedder) through `adapters`.
 """
 
 from __future__ import annotations
