@@ -596,11 +596,6 @@ class LexicalIndex:
             found.update(row[0] for row in rows)
         return found
 
-    def ids_in_scope(self, scope: str) -> list[str]:
-        """Every active memory id of the scope."""
-        with self._lock:
-            return [row[0] for row in self._db.execute("SELECT id FROM entries WHERE scope = ?", (scope,))]
-
     def records(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The stored records of these ids that are indexed (active), by id: through the cache of
         recently read ones, from which every write transaction drops the ids it wrote when it ends,

@@ -29,7 +29,6 @@ OUTDATED_TAG = "outdated"
 """Tag of an excerpt whose statement a newer one superseded: the verbatim line still says the old
 value, so recall lets it yield for questions about the present (it stays searchable as history)."""
 Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "manual", "import"]
-SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "manual", "import")
 Importance = Annotated[int, msgspec.Meta(ge=1, le=5)]
 
 

@@ -101,10 +101,6 @@ class ExtractionWorker:
         delay: float = min(MAX_BACKOFF_S, self.config.backoff_s * 2.0**attempts) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
 
-    def run_once(self) -> bool:
-        """Process the oldest ready chunk; False when none is ready."""
-        return self.run_batch(1) > 0
-
     def batch_size(self) -> int:
         """Chunks per batch: one when an LLM is in the pipeline, else BATCH_CHUNKS."""
         llm = self.extraction.gate_provider is not None or self.extraction.extract_provider is not None
