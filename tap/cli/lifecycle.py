@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.memories import json_option, memories
+from tap.cli.memories import change_memory, json_option, memories
 from tap.cli.progress import Bar
 from tap.cli.render import when
 from tap.cli.shared import backend, emit_json, state
@@ -155,17 +155,12 @@ def restore_cmd(memory_id: str, as_json: bool) -> None:
 
 
 def _change(action: str, memory_id: str, as_json: bool) -> None:
-    with backend() as svc:
-        try:
-            memory = getattr(svc, action)(memory_id)
-        except KeyError:
-            raise click.ClickException(f"no memory with id {memory_id}") from None
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
-    if as_json:
-        emit_json(memory_view(memory))
-    else:
-        click.echo(f"{action}d {memory.id}" if action == "archive" else f"restored {memory.id}")
+    change_memory(
+        lambda svc: getattr(svc, action)(memory_id),
+        memory_id=memory_id,
+        as_json=as_json,
+        done=lambda memory: f"{action}d {memory.id}" if action == "archive" else f"restored {memory.id}",
+    )
 
 
 @click.command("why")

@@ -91,6 +91,17 @@ class ChunkQueue:
 
     # -- ingestion ------------------------------------------------------------------------------
 
+    def _chunks(self, turns: list[Turn], scope: str, conversation: str, source: Source) -> list[Chunk]:
+        """A window's turns cut into chunks of this queue's size and overlap."""
+        return chunk_turns(
+            turns,
+            scope=scope,
+            conversation=conversation,
+            source=source,
+            chunk_tokens=self.chunk_tokens,
+            overlap_tokens=self.overlap_tokens,
+        )
+
     def add_turns(self, scope: str, conversation: str, source: Source, turns: list[Turn]) -> int:
         """Record new turns (duplicates ignored), close full windows into chunks; returns new turns."""
         with self._tx() as db:
@@ -99,14 +110,7 @@ class ChunkQueue:
                 return 0
             window, covered = self._window(db, scope, conversation)
             window += fresh
-            windows = chunk_turns(
-                window,
-                scope=scope,
-                conversation=conversation,
-                source=source,
-                chunk_tokens=self.chunk_tokens,
-                overlap_tokens=self.overlap_tokens,
-            )
+            windows = self._chunks(window, scope, conversation, source)
             for chunk in windows[:-1]:
                 self._enqueue(db, chunk)
             last = windows[-1]
@@ -175,14 +179,7 @@ class ChunkQueue:
                 turns = msgspec.json.decode(blob, type=list[Turn])
                 if covered >= len(turns):
                     continue
-                for chunk in chunk_turns(
-                    turns,
-                    scope=scope,
-                    conversation=conversation,
-                    source=source,
-                    chunk_tokens=self.chunk_tokens,
-                    overlap_tokens=self.overlap_tokens,
-                ):
+                for chunk in self._chunks(turns, scope, conversation, source):
                     self._enqueue(db, chunk)
                     queued += 1
                 tail = self._overlap_tail(turns)

@@ -82,7 +82,23 @@ class Pipeline:
     reader: TranscriptReader
 
 
-class RuntimeBackend:
+class _Capture:
+    """The capture side of a `HookBackend`, over the Pipeline a backend opens (`_capture`)."""
+
+    def _capture(self) -> Pipeline:
+        raise NotImplementedError
+
+    def ingest(self, event: IngestEvent) -> int:
+        return self._capture().ingestor.ingest(event)
+
+    def read_transcript(self, path: Path, scope: str) -> int:
+        return self._capture().reader(path, scope)
+
+    def close_conversation(self, scope: str, conversation: str) -> int:
+        return self._capture().queue.flush(scope=scope, conversation=conversation)
+
+
+class RuntimeBackend(_Capture):
     """`HookBackend` over open components (the server's runtime)."""
 
     def __init__(
@@ -103,14 +119,8 @@ class RuntimeBackend:
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
         return self._list(scope=scope, limit=limit, excerpts=False, archived=False)
 
-    def ingest(self, event: IngestEvent) -> int:
-        return self._pipeline.ingestor.ingest(event)
-
-    def read_transcript(self, path: Path, scope: str) -> int:
-        return self._pipeline.reader(path, scope)
-
-    def close_conversation(self, scope: str, conversation: str) -> int:
-        return self._pipeline.queue.flush(scope=scope, conversation=conversation)
+    def _capture(self) -> Pipeline:
+        return self._pipeline
 
     def extract_soon(self) -> None:
         self._extract_soon()
@@ -119,7 +129,7 @@ class RuntimeBackend:
 # -- a standalone hook process -----------------------------------------------------------------------
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(_Capture):
     """`HookBackend` that opens only what an event uses, in this process (no server runs)."""
 
     def __init__(self, loaded: LoadedConfig) -> None:
@@ -175,14 +185,8 @@ class EmbeddedBackend:
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
         return self._store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
 
-    def ingest(self, event: IngestEvent) -> int:
-        return self._pipeline.ingestor.ingest(event)
-
-    def read_transcript(self, path: Path, scope: str) -> int:
-        return self._pipeline.reader(path, scope)
-
-    def close_conversation(self, scope: str, conversation: str) -> int:
-        return self._pipeline.queue.flush(scope=scope, conversation=conversation)
+    def _capture(self) -> Pipeline:
+        return self._pipeline
 
     def extract_soon(self) -> None:
         self.chunks_queued += 1
