@@ -320,6 +320,33 @@ def everyday(results: Results) -> str:
     return table(["command (median / p50)", "with `tap serve` running", "without"], rows, "`cli.json` and `hooks.json`")
 
 
+def mcp(results: Results) -> str:
+    data = results("mcp")
+    local, http, floor = data["in_process"], data["http"], data["python_floor"]["wall_ms"]
+    rows: list[list[object]] = [
+        ["`search_memories` over `/mcp` of `tap serve`", ms(http["search_ms"]["p50"]), ms(http["search_ms"]["p95"])],
+        [
+            "`tools/list` over `/mcp` (the protocol's own cost)",
+            ms(http["list_tools_ms"]["p50"]),
+            ms(http["list_tools_ms"]["p95"]),
+        ],
+        ["`search_memories` server-side: the tool's work", ms(local["tool_ms"]["p50"]), ms(local["tool_ms"]["p95"])],
+        ["the search alone, in process", ms(local["search_ms"]["p50"]), ms(local["search_ms"]["p95"])],
+        [
+            "`tap mcp` start-up, `tap serve` running",
+            ms(data["stdio_with_server"]["start_ms"]["p50"]),
+            ms(data["stdio_with_server"]["start_ms"]["p95"]),
+        ],
+        [
+            "`tap mcp` start-up, no server",
+            ms(data["stdio_without_server"]["start_ms"]["p50"]),
+            ms(data["stdio_without_server"]["start_ms"]["p95"]),
+        ],
+        ["`python -c pass` (the floor)", ms(floor["p50"]), ms(floor["p95"])],
+    ]
+    return table(["what (10,000 memories in the scope)", "p50", "p95"], rows, "`mcp.json`")
+
+
 def background(results: Results) -> str:
     stall, contention, lexical = results("write_stall"), results("recall-contention"), results("lexical-only-recall")
     consolidate, fuzz = results("consolidate"), results("fuzz")
@@ -368,6 +395,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "mitm": mitm,
     "throughput": throughput,
     "everyday": everyday,
+    "mcp": mcp,
     "background": background,
 }
 

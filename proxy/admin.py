@@ -41,8 +41,8 @@ def error(status: int, message: str) -> web.Response:
 
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Reject admin requests without the right bearer token (health is open)."""
-    if request.path.startswith("/tap/") and request.path != "/tap/health":
+    """Reject admin requests (and the MCP endpoint's) without the right bearer token (health is open)."""
+    if (request.path.startswith("/tap/") and request.path != "/tap/health") or request.path == "/mcp":
         ctx = request.app[context_key]
         scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
         # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work

@@ -99,6 +99,7 @@ class FuzzTarget:
         ctx = build_context(self.rt, ADMIN_TOKEN, Capture(self._turn_log, self.rt.ingestor.ingest_async))
         app = make_web_app(ctx)
         _attach_hooks(app, self.rt, ctx)
+        _attach_mcp(app, self.rt, ctx)
         from bridges.telegram import TelegramDeps, add_telegram
         from store.llm import make_reply_model
 
@@ -173,10 +174,19 @@ class FuzzTarget:
         return problems
 
 
+def _attach_mcp(app: web.Application, rt: Runtime, ctx: Any) -> None:
+    """The MCP endpoint, as `tap serve` attaches it (when this checkout has it)."""
+    try:
+        from tap.wiring.mcp_service import attach_mcp
+    except ImportError:
+        return
+    attach_mcp(app, rt, ctx.why, "fuzz")
+
+
 def _attach_hooks(app: web.Application, rt: Runtime, ctx: Any) -> None:
     """The agent-hook endpoints, as `tap serve` attaches them (when this checkout has them)."""
     try:
         from tap.wiring.hook_endpoint import attach_hooks
     except ImportError:
         return
-    attach_hooks(app, rt, ctx.metrics)
+    attach_hooks(app, rt, ctx.interceptor, ctx.metrics)

@@ -42,6 +42,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "tap.cli.ingest:ingest",
         "Ingest chat logs (Claude Code transcripts, JSONL, plain text) into memories, exactly once.",
     ),
+    "mcp": (
+        "tap.cli.mcp:mcp",
+        "Run tap's MCP server over stdio (what an agent starts; `tap hooks install` registers it).",
+    ),
     "mitm": (
         "tap.cli.mitm:mitm",
         "Run mitmproxy with tap's memory addon (for clients that cannot change their base URL).",

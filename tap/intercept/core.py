@@ -3,8 +3,9 @@
 Every way in calls it (the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
 endpoints); none keeps its own copy of the policy (docs/architecture.md, Data flow).
 
-Before (`Interceptor.before` for raw bodies, `prepare` for a decoded request): `x-tap-no-memory: 1`
-or an unparsable body → forward unchanged; find the latest human turn (none: forward, no capture);
+Before (`Interceptor.before` for raw bodies, `prepare` for a decoded request, `recall_turn` for a
+turn whose block the way in delivers itself: the agent hooks): `x-tap-no-memory: 1` or an
+unparsable body → forward unchanged; find the latest human turn (none: forward, no capture);
 resolve scope and conversation; the memory block for that human turn, recalled once under the
 deadline and then reused, same bytes, by every agent-loop step and retry of that turn for
 `BLOCK_TTL_S`, minus what the model already sees (tap.intercept.repeats); inject through the
@@ -109,6 +110,20 @@ class RecalledBlock:
     text: str
     ids: tuple[str, ...]
     request_id: str = ""
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TurnRecall:
+    """What `Interceptor.recall_turn` gives: the block (empty when nothing is relevant or recall
+    degraded), its memories and tokens, the request id of its `tap why` record, why it degraded."""
+
+    text: str
+    ids: tuple[str, ...]
+    tokens: int
+    request_id: str
+    degraded: str = ""
+    lexical_only: bool = False
 
 
 @dataclass
@@ -373,45 +388,88 @@ class Interceptor:
         self, ctx: Interception, visible: VisibleInRequest, deadline_ms: int | None
     ) -> RecalledBlock | None:
         """The human turn's block: kept from an earlier request of the turn, else recalled now."""
-        key = (ctx.scope, ctx.conversation, ctx.turn_key)
+        block, ctx.degraded, ctx.lexical_only = await self._turn_block(
+            (ctx.scope, ctx.conversation, ctx.turn_key), ctx.turn.text, ctx.note, visible, deadline_ms, self.recall
+        )
+        return block
+
+    async def _turn_block(
+        self,
+        key: tuple[str, str, str],
+        text: str,
+        note: RequestNote | None,
+        skip: Callable[[Memory], bool] | None,
+        deadline_ms: int | None,
+        recaller: Recaller,
+    ) -> tuple[RecalledBlock | None, str, bool]:
+        """A turn's block (kept, else recalled under the deadline), why it is missing ('' when it is
+        not), and whether it came from BM25 alone."""
         kept = self._blocks.get(key)
-        note = ctx.note
         if kept is not None:
             self._counters.blocks_reused += 1
             if note is not None:
                 note.reused_from = kept.request_id
-            return kept
+            return kept, "", False
         deadline = deadline_ms or self.config.recall.deadline_ms
         trace = RecallTrace() if note is not None and note.keep and self.why is not None and self.why.enabled else None
         if note is not None:
             note.trace = trace
         traced = {"trace": trace} if trace is not None else {}  # a recaller without tracing never sees it
         try:
-            result = await self.recall.recall_async(
-                ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible, **traced
-            )
+            result = await recaller.recall_async(text, scope=key[0], deadline_ms=deadline, skip=skip, **traced)
         except RecallOverloaded as exc:
-            ctx.degraded = "recall-overloaded"
             self._degrade("overloaded", f"{exc} (more recalls waiting than finish within {deadline} ms)")
-            return None
+            return None, "recall-overloaded", False
         except TimeoutError:
-            ctx.degraded = f"recall-deadline-{deadline}ms"
             self._degrade("deadline", f"recall took longer than {deadline} ms")
-            return None
+            return None, f"recall-deadline-{deadline}ms", False
         except Exception as exc:  # any store/embedder failure: never fail the user's request
-            ctx.degraded = "recall-error"
             self._degrade("recall-error", f"{type(exc).__name__}: {exc}")
-            return None
+            return None, "recall-error", False
         self._counters.recalls += 1
         if result.lexical_only:
             self._counters.lexical_only += 1
-            ctx.lexical_only = True
         self.metrics.recall_done(result.elapsed_ms, len(result.memories))
         block = RecalledBlock(
-            result.block, tuple(r.memory.id for r in result.memories), note.request_id if note else ""
+            result.block,
+            tuple(r.memory.id for r in result.memories),
+            note.request_id if note else "",
+            result.tokens,
         )
         self._blocks.put(key, block)
-        return block
+        return block, "", result.lexical_only
+
+    async def recall_turn(
+        self,
+        text: str,
+        *,
+        scope: str,
+        conversation: str,
+        turn_key: str,
+        path: str,
+        skip: Callable[[Memory], bool] | None = None,
+        deadline_ms: int | None = None,
+        recaller: Recaller | None = None,
+    ) -> TurnRecall:
+        """The block for a turn a way in without a request body to rewrite hands over (the agent
+        hooks add it to the agent's context themselves): the same policy as `prepare` (kept per
+        turn, the deadline, degraded reasons and their counts, the request log line and its `tap
+        why` record under `path`). `recaller`: another source of blocks (the session-start digest,
+        tap.recall.digest) under the same policy; the configured recall by default."""
+        note = self.note("POST", path)
+        note.scope, note.conversation = scope, conversation
+        started = time.perf_counter()
+        block, degraded, lexical_only = await self._turn_block(
+            (scope, conversation, turn_key), text, note, skip, deadline_ms, recaller or self.recall
+        )
+        note.recall_ms = (time.perf_counter() - started) * 1000
+        note.degraded = degraded
+        if block is not None:
+            note.injected = len(block.ids)
+        self.finish(note, 200)
+        if block is None:
+            return TurnRecall("", (), 0, note.request_id, degraded)
+        return TurnRecall(block.text, block.ids, block.tokens, note.request_id, "", lexical_only)
 
     def _degrade(self, reason: str, detail: str) -> None:
         self.metrics.degrade(reason, detail)

@@ -45,6 +45,7 @@ from tap.runtime.priority import lower_thread_priority
 from tap.runtime.startup_heap import freeze_startup_objects
 from tap.runtime.tasks import create_task, running_tasks
 from tap.wiring.hook_endpoint import attach_hooks
+from tap.wiring.mcp_service import attach_mcp
 from tap.wiring.recall_process import start_recall_process
 from tap.wiring.runtime import Runtime, open_runtime
 
@@ -109,7 +110,8 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
     ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
     app = make_web_app(ctx)
-    attach_hooks(app, rt, ctx.metrics)
+    attach_hooks(app, rt, ctx.interceptor, ctx.metrics)
+    attach_mcp(app, rt, ctx.why, tap_version())
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 
@@ -240,13 +242,16 @@ def _extraction_line(config: Config) -> str:
     ex = config.extract
     if ex.provider == "rules" and ex.gate == "heuristic":
         return "rules (offline, no LLM)"
-    parts = [f"{ex.provider} ({ex.model if ex.provider == 'anthropic' else ex.ollama_model})"]
+    models = {"anthropic": ex.model, "ollama": ex.ollama_model, "openai": f"{ex.openai_model} at {ex.openai_url}"}
+    parts = [f"{ex.provider} ({models[ex.provider]}, reconcile {ex.reconcile})"] if ex.provider != "rules" else []
     if ex.gate != "heuristic":
-        parts.append(f"gate {ex.gate} ({ex.gate_model if ex.gate == 'anthropic' else ex.ollama_model})")
+        parts.append(f"gate {ex.gate} ({ex.gate_model if ex.gate == 'anthropic' else models[ex.gate]})")
     parts.append(f"budget ${ex.daily_budget_usd:.2f}/day")
     line = ", ".join(parts)
     if "anthropic" in (ex.provider, ex.gate) and read_secret(ex.api_key_env) is None:
         line += f"  WARNING: ${ex.api_key_env} is not set; LLM extraction will fail until it is"
+    if "openai" in (ex.provider, ex.gate) and "//api.openai.com" not in ex.openai_url:
+        line += "  (an OpenAI-compatible server's calls count $0: the budget does not limit them)"
     return line
 
 

@@ -17,7 +17,7 @@ from bridges.hooks.scope import MAX_SCOPE, hook_scope
 from tap.admin_token import ensure_token, read_server_info
 from tap.config import load_config, parse_config
 from tap.errors import ConfigError
-from tap.wiring.hook_service import load_hook_config
+from tap.wiring.agent_config import load_hook_config
 
 
 def test_hooks_table_defaults_and_limits() -> None:

@@ -7,6 +7,7 @@ reader, the ingestion queue and the extraction worker.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +21,13 @@ from bridges.hooks.hook_session import HookService
 from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore, Tailer
 from tap.config import LoadedConfig, parse_config
+from tap.intercept.conversations import ConversationResolver
+from tap.intercept.core import Interceptor
+from tap.recall.why import WhyLog
+from tap.records import Memory
+from tap.runtime.metrics import Metrics
 from tap.tokens import count_tokens
-from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
 from testkit.agent_hooks import Transcript, payload
 from testkit.fakes import fake_adapters
@@ -46,13 +52,20 @@ class Rig:
         self.state = HookState(self.db)
         self.offsets = OffsetStore(self.db)
         self.pipeline = Pipeline(rt.queue, rt.ingestor, TranscriptReader(self.offsets, rt.ingestor.ingest))
+        self.why = WhyLog(parse_config("").why)
         self.service = self.make_service(config)
 
     def make_service(self, config: str = "") -> HookService:
-        hooks = parse_config(config).hooks
-        return HookService(
-            hooks, RuntimeBackend(self.rt.recall, self.rt.memories.list_memories, self.pipeline), self.state
+        parsed = parse_config(config)
+        interceptor = Interceptor(
+            parsed, recall=self.rt.recall, metrics=Metrics(), conversations=ConversationResolver(), why=self.why
         )
+
+        def current(scope: str, limit: int) -> list[Memory]:
+            return self.rt.memories.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
+
+        blocks = CoreBlocks(interceptor, current, asyncio.run)
+        return HookService(parsed.hooks, RuntimeBackend(blocks, self.pipeline), self.state)
 
     def send(self, event: str, body: bytes, *, agent: str = "claude", service: HookService | None = None) -> Any:
         service = service or self.service
@@ -266,3 +279,19 @@ def test_forgetting_a_scope_drops_its_sessions_rows(rig: Rig) -> None:
     assert rig.state.forget_scope(str(rig.project)) == 1
     assert rig.state.given("s-forget") == frozenset() and rig.state.take_pending("s-forget", "t1") is None
     assert rig.state.forget_scope(str(other)) == 1
+
+
+def test_hook_recalls_go_through_the_interception_core_and_leave_a_why_record(rig: Rig) -> None:
+    scope = str(rig.project)
+    rig.rt.memories.add(scope=scope, content="The billing service deploys with Helm charts", importance=5)
+    start = rig.send("session-start", payload("SessionStart", "s-why", rig.project, None, source="startup"))
+    digest = rig.why.last()
+    assert digest is not None and "Helm" in context(start)
+    assert (digest.path, digest.scope, digest.conversation) == ("/tap/hooks/session-start", scope, "s-why")
+    assert [c.outcome for c in digest.candidates if "Helm" in c.content] == ["injected"]
+    prompt(rig, "s-why2", "how do we deploy billing?")
+    record = rig.why.last()
+    assert record is not None and record.path == "/tap/hooks/user-prompt-submit"
+    assert record.query == "how do we deploy billing?" and record.injected == 1
+    assert record.conversation == "s-why2" and record.degraded == ""
+    assert any(c.outcome == "injected" and "Helm" in c.content for c in record.candidates)
