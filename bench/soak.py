@@ -12,7 +12,7 @@ Traffic, all at once for the whole run (each loop paced, bounded in count and ti
 - big bodies: a request of `--big-mb` MB (a long pasted context) every `--big-every-s` seconds;
 - aborts: clients asking a silent upstream (the Ollama route) and leaving after 0.5 s; the upstream
   counts the requests tap cancelled;
-- the outage: from 40 % of the run, the data dir's file system (a tmpfs of its own: tests.small_disk)
+- the outage: from 40 % of the run, the data dir's file system (a tmpfs of its own: testkit.small_disk)
   is filled for a tenth of the run (at most 3 minutes), then freed;
 - health and RSS sampled every 5 s.
 
@@ -39,8 +39,8 @@ from typing import Any
 import aiohttp  # noqa: E402
 from benchutil import ROOT, machine, note, rss_mb, summary_ms, write_result
 
-from tests.serve_process import ServeProcess, admin  # noqa: E402
-from tests.small_disk import fill, small_disk_prefix  # noqa: E402
+from testkit.serve_process import ServeProcess, admin  # noqa: E402
+from testkit.small_disk import fill, small_disk_prefix  # noqa: E402
 
 H = {"x-api-key": "sk-soak", "anthropic-version": "2023-06-01"}
 DISK_MB = 400

@@ -1,9 +1,9 @@
 """Client connections that hold tap's port without using it are closed (slowloris and kin).
 
 aiohttp closes an idle keep-alive connection after its `keepalive_timeout` (`[server]
-idle_timeout_s`, which also bounds slow headers of a connection's later requests), but a new
-connection sending its headers a byte at a time, or a request body that stops mid-way, held a file
-descriptor for good: a thousand of them and every other client was refused. `ConnectionGuard`:
+idle_timeout_s`, which also bounds slow headers of a connection's later requests), but not a new
+connection sending its headers a byte at a time, nor a request body that stops mid-way: each holds
+a file descriptor, and enough of them refuse every other client. `ConnectionGuard`:
 - closes a new connection whose first request's headers are not complete within
   `[server] header_timeout_s`;
 - closes a connection whose request body stops arriving for that long (the handler reading it is

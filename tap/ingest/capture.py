@@ -10,7 +10,7 @@ a step of tool results is never recorded as a new human turn. Telegram also hand
 earlier unanswered messages its reply folds in (`earlier`).
 
 What is kept of a very long turn is its first MAX_KEPT_CHARS characters or so (`Exchange.bounded`):
-extraction reads far less of it, and a 20 MB paste kept whole filled the data dir.
+extraction reads far less of it.
 
 Invariants: the turn log (SQLite `turnlog.db` in the data dir) gets the exchange before ingestion
 sees it, so a crash between the two loses nothing that the log cannot replay; API keys are
@@ -42,7 +42,7 @@ from tap.records import IngestEvent, Message, Source, SourceTurn
 from tap.runtime.diskspace import SpaceWatch, out_of_space
 from tap.runtime.repeatlog import RepeatLog
 from tap.scrub import scrub
-from tap.sqlite import connect, transaction
+from tap.sqlite import Step, connect, migrate, transaction
 
 log = logging.getLogger(__name__)
 MAX_CONTINUITY = 200_000
@@ -103,8 +103,8 @@ class Exchange(msgspec.Struct, kw_only=True):
 
     def bounded(self) -> Exchange:
         """A copy whose texts are at most about MAX_KEPT_CHARS each: what extraction reads of a turn
-        is far less (tap.ingest.chunker.prepare_turns), and a 20 MB paste kept whole filled the data
-        dir and, while waiting to be written, the memory."""
+        is far less (tap.ingest.chunker.prepare_turns), and a huge paste kept whole would fill the
+        data dir and, while waiting to be written, the memory."""
         return msgspec.structs.replace(
             self,
             user_text=_bounded(self.user_text),
@@ -141,6 +141,19 @@ def _bounded(text: str) -> str:
     return f"{text[:cut]} [… {len(text) - cut:,} more characters not kept]"
 
 
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: exchanges, and the message-prefix continuity of conversations
+        "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+        "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, record BLOB NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS exchanges_conv ON exchanges (scope, conversation)",
+        "CREATE TABLE IF NOT EXISTS continuity (key TEXT PRIMARY KEY, conversation TEXT NOT NULL, "
+        "seen_at REAL NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS continuity_seen ON continuity (seen_at)",
+    ),
+)
+"""The turn log's tables in turnlog.db (tap.sqlite.migrate: steps are appended, never edited)."""
+
+
 class TurnLog:
     """Append-only SQLite log of captured exchanges (thread-safe)."""
 
@@ -151,17 +164,7 @@ class TurnLog:
         self._lock = threading.Lock()
         self._db = connect(path)
         self._db.execute("PRAGMA secure_delete=ON")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
-            "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, "
-            "record BLOB NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS exchanges_conv ON exchanges (scope, conversation)")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS continuity (key TEXT PRIMARY KEY, conversation TEXT NOT NULL, "
-            "seen_at REAL NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS continuity_seen ON continuity (seen_at)")
+        migrate(self._db, "turnlog", _MIGRATIONS)
         self._puts = 0
 
     def append(self, exchange: Exchange) -> int:

@@ -1,7 +1,7 @@
 """Out of space in the data dir: recognised, refused before it can hang a write, reported.
 
 Embedded Chroma holds the interpreter lock for the whole of a write, and a write that meets a full
-disk did not come back: every thread of `tap serve` (the event loop included) stopped for good.
+disk does not return: every thread of `tap serve` (the event loop included) would stop for good.
 So the embedded store asks `SpaceWatch.check` before each write and refuses with `OutOfSpace`
 while fewer than `[data] min_free_mb` are free on the data dir's file system; SQLite's own "disk
 is full" and the OS's ENOSPC (`out_of_space`) are the same condition for everything else. Each

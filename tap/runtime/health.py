@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tap.ports import Embedder, MemoryStore
+from tap.ports import Embedder, MemoryReader
 from tap.runtime.diskspace import MB, SpaceWatch
 
 CHECK_TIMEOUT_S = 3.0
@@ -86,7 +86,7 @@ def capture_state(capture: Callable[[], dict[str, Any]] | None) -> dict[str, Any
 
 
 async def check_health(
-    store: MemoryStore,
+    store: MemoryReader,
     embedder: Embedder,
     extraction: Callable[[], dict[str, Any]] | None,
     *,

@@ -24,8 +24,8 @@ from collections import deque
 from store.lexical import Committed
 
 MAX_MESSAGE = 1024 * 1024
-"""Largest message either side sends, pickled (a bounded recall is a few KB; an answer with its
-`tap why` trace well under this)."""
+"""Largest message either side sends, pickled (a recall's query is bounded, and so is an answer
+with its `tap why` trace: only a request's own text could be larger)."""
 MAX_QUEUED = 10_000
 """Follows kept for a child that does not read before they are collapsed into one re-read."""
 REREAD = Committed(cleared=True)

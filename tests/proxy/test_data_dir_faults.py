@@ -18,9 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin, configured
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
+from testkit.serve_process import ServeProcess, admin, configured
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""A full data dir under a real `tap serve` (a small tmpfs of its own: tests.small_disk).
+"""A full data dir under a real `tap serve` (a small tmpfs of its own: testkit.small_disk).
 
 The chat goes on; what cannot be stored is said (507 from the API, `x-tap-degraded:
 capture-failed` on proxied exchanges, health degraded with the reason), the store is never
@@ -16,10 +16,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin, configured
-from tests.small_disk import fill, small_disk_prefix
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
+from testkit.serve_process import ServeProcess, admin, configured
+from testkit.small_disk import fill, small_disk_prefix
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from tap.runtime.write_watch import STUCK_S, WriteWatch
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 
 def test_a_write_that_does_not_return_is_reported() -> None:

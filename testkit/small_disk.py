@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 
 def small_disk_prefix(size_mb: int) -> list[str] | None:

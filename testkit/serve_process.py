@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 
 class ServeProcess:
@@ -41,7 +41,7 @@ class ServeProcess:
     ) -> None:
         self.home = home
         self.config = config
-        self.prefix = prefix or []  # a command the server runs under (tests.small_disk: its own mount)
+        self.prefix = prefix or []  # a command the server runs under (testkit.small_disk: its own mount)
         self.env = dict(user_env) if user_env is not None else {**os.environ, "TAP_HOME": str(home), **(env or {})}
         self.command = list(command)
         self.cwd = cwd
