@@ -20,6 +20,7 @@ import contextlib
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from bridges.mitm.ca import CaFiles, ensure_ca, trust_lines
@@ -87,12 +88,14 @@ def run_standalone(loaded: LoadedConfig, settings: MitmSettings) -> None:
         asyncio.run(_remote(loaded, settings, info.url, token))
         return
     rt = open_runtime(loaded)
+    started = threading.Event()
     try:
         print(f"tap mitm: store at {rt.store.where} (no tap serve running)", file=sys.stderr, flush=True)
-        asyncio.run(_embedded(rt, settings))
+        asyncio.run(_embedded(rt, settings, started))
     finally:
         rt.close()
-        print("tap mitm: stopped", file=sys.stderr, flush=True)
+        if started.is_set():  # one that could not listen said why instead
+            print("tap mitm: stopped", file=sys.stderr, flush=True)
 
 
 async def _remote(loaded: LoadedConfig, settings: MitmSettings, url: str, token: str) -> None:
@@ -113,7 +116,7 @@ async def _remote(loaded: LoadedConfig, settings: MitmSettings, url: str, token:
         turn_log.close()
 
 
-async def _embedded(rt: Runtime, settings: MitmSettings) -> None:
+async def _embedded(rt: Runtime, settings: MitmSettings, started: threading.Event) -> None:
     capture = Capture(rt.turn_log, rt.ingestor.ingest_async)
     interceptor = Interceptor(
         rt.loaded.config,
@@ -125,13 +128,13 @@ async def _embedded(rt: Runtime, settings: MitmSettings) -> None:
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
     try:
-        await _run(settings, interceptor)
+        await _run(settings, interceptor, started)
     finally:
         worker_stop.set()
         await asyncio.wait({worker}, timeout=DRAIN_S * 3)
 
 
-async def _run(settings: MitmSettings, interceptor: Interceptor) -> None:
+async def _run(settings: MitmSettings, interceptor: Interceptor, started: threading.Event | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -139,6 +142,8 @@ async def _run(settings: MitmSettings, interceptor: Interceptor) -> None:
             loop.add_signal_handler(sig, stop.set)
     proxy = MitmProxy(settings, CoreLink(interceptor))
     listening = await proxy.start()
+    if started is not None:
+        started.set()
     freeze_startup_objects()
     try:
         _announce(settings, listening, proxy)
