@@ -476,7 +476,8 @@ function whyRow(r) {
 // each outcome's badge colour and, as `tap why` words it, why the memory was or was not injected
 const OUTCOMES = {
   injected: ["ok", "in the block"],
-  "over-budget": ["warn", "relevant, but the block was full"],
+  "over-budget": ["warn", "relevant, but no room was left for it in the block"],
+  repeat: ["old", "left out: a line in the block says the same already"],
   visible: ["old", "left out: the model already sees it in the request"],
   skipped: ["old", "left out: already given"],
   "below-threshold": ["old", "below the relevance threshold"],

@@ -11,7 +11,9 @@ and a `WhyRecord` kept in the server's memory (`WhyLog`, never on disk): the que
 and the candidates with their vector (cosine), lexical (BM25), recency and importance scores, the
 final score and their fate:
 - `injected`: in the block;
-- `over-budget`: relevant, but the block was full;
+- `over-budget`: relevant, but no room was left for it in the block;
+- `repeat`: relevant, but its line would say what a line in the block says already (the same
+  words: another passage of a turn cut to the same sentence, a memory stored twice);
 - `visible`: left out because the model can already see it in the request (tap.intercept.repeats);
 - `below-threshold`: found by a retriever but below the relevance floor;
 - `superseded` / `archived`: an old version or an archived memory that would have matched (looked
@@ -53,8 +55,10 @@ request_log = logging.getLogger("tap.requests")
 REQUEST_ID_HEADER = "x-tap-request-id"
 MAX_CONTENT = 400
 MAX_QUERY = 2000
-Outcome = Literal["injected", "below-threshold", "over-budget", "superseded", "visible", "archived", "skipped"]
-_ORDER = {"injected": 0, "over-budget": 1, "visible": 2, "skipped": 2, "below-threshold": 3}
+Outcome = Literal[
+    "injected", "below-threshold", "over-budget", "repeat", "superseded", "visible", "archived", "skipped"
+]
+_ORDER = {"injected": 0, "over-budget": 1, "repeat": 1, "visible": 2, "skipped": 2, "below-threshold": 3}
 
 
 def new_request_id() -> str:
@@ -96,6 +100,7 @@ class SentTrace(msgspec.Struct, frozen=True):
     vector: list[float]
     found: bytes
     injected: list[str]
+    left_out: dict[str, str] = {}
 
 
 class RecallTrace:
@@ -117,17 +122,18 @@ class RecallTrace:
         self._weights: Callable[[Memory], tuple[float, float]] | None = None
         self._ranked: Sequence[tuple[Memory, float]] = ()
         self._injected: frozenset[str] = frozenset()
+        self._left_out: dict[str, str] = {}  # why the packer left a ranked memory out, by id
         self._sent: bytes | None = None  # candidates from the recall process, not decoded yet
 
     def to_send(self) -> SentTrace:
         """This trace, filled in the recall process, for the process that asked (`take`)."""
         found = _Found(list(self._vector_hits), list(self._lexical_hits), list(self._scored), list(self._ranked))
-        return SentTrace(self.query, self.vector, _encode_found(found), sorted(self._injected))
+        return SentTrace(self.query, self.vector, _encode_found(found), sorted(self._injected), self._left_out)
 
     def take(self, sent: SentTrace, weights: Callable[[Memory], tuple[float, float]]) -> None:
         """Hold what the recall process found for this request (see SentTrace)."""
         self.query, self.vector, self._weights = sent.query, sent.vector, weights
-        self._sent, self._injected = sent.found, frozenset(sent.injected)
+        self._sent, self._injected, self._left_out = sent.found, frozenset(sent.injected), sent.left_out
 
     def retrieved(
         self,
@@ -142,10 +148,14 @@ class RecallTrace:
         self.query, self.vector, self._weights = query, list(vector), weights
         self._vector_hits, self._lexical_hits, self._scored = vector_hits, lexical_hits, scored
 
-    def packed(self, ranked: Sequence[tuple[Memory, float]], result: RecallResult) -> None:
-        """The ranking that was packed (skips applied, conflict partners added) and the block."""
+    def packed(
+        self, ranked: Sequence[tuple[Memory, float]], result: RecallResult, left_out: dict[str, str] | None = None
+    ) -> None:
+        """The ranking that was packed (skips applied, conflict partners added), the block, and why
+        the packer left each of the others out (tap.recall.engine.pack: OVER_BUDGET, REPEAT)."""
         self._ranked = ranked
         self._injected = frozenset(r.memory.id for r in result.memories)
+        self._left_out = left_out or {}
 
     def _entries(self) -> list[_Record]:
         """Every candidate with its scores and fate, from what `retrieved` and `packed` kept."""
@@ -178,7 +188,7 @@ class RecallTrace:
             if new and self._weights is not None:  # a conflict partner the search did not find
                 found.recency, found.importance = (round(w, 4) for w in self._weights(memory))
             found.score = found.score or round(score, 6)
-            found.outcome = "injected" if memory.id in self._injected else "over-budget"
+            found.outcome = "injected" if memory.id in self._injected else self._left_out.get(memory.id, "over-budget")
         return list(entries.values())
 
     def candidates(self, limit: int) -> list[Candidate]:

@@ -194,7 +194,9 @@ def test_why_explains_a_proxied_request_candidate_by_candidate(page: Any, server
     expect(candidate("alfama")).to_contain_text("→ archived (restore it to have it recalled)")
     over = [c for c in record["candidates"] if c["outcome"] == "over-budget"]
     assert over  # a 90-token block holds two or three of the relevant ones
-    expect(detail.locator(f'tbody tr[data-id="{over[0]["id"]}"]')).to_contain_text("→ relevant, but the block was full")
+    expect(detail.locator(f'tbody tr[data-id="{over[0]["id"]}"]')).to_contain_text(
+        "→ relevant, but no room was left for it in the block"
+    )
     injected = record["candidates"][0]
     cells = candidate("lives").locator("td")
     lives = next(c for c in record["candidates"] if c["id"] == ids["lives"])

@@ -34,6 +34,7 @@ def seed(server: ServeProcess) -> dict[str, str]:
 
     ids = {
         "lives": add("Ann lives in Lisbon, in a flat near the river", importance=5),
+        "lives-again": add("Ann lives in Lisbon, in a flat near the river", importance=5),  # stored twice
         "tiles": add("Ann loves the blue tiles on the old houses of Lisbon"),
         "food": add("Ann loves the custard tarts from the bakery in Lisbon"),
         "walks": add("Ann loves long walks along the river in Lisbon at sunset"),
@@ -89,7 +90,7 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
             outcomes = {c["id"]: c["outcome"] for c in record["candidates"]}
             injected = [c for c in record["candidates"] if c["outcome"] == "injected"]
             assert len(injected) == recalled == record["injected"]
-            assert outcomes[ids["lives"]] == "injected"
+            assert {outcomes[ids["lives"]], outcomes[ids["lives-again"]]} == {"injected", "repeat"}  # one line
             assert outcomes[ids["cat"]] == "visible"  # the model already sees it in the request
             assert "over-budget" in outcomes.values()  # a 90-token block holds two of the relevant ones
             assert outcomes[ids["porto"]] == "superseded" and outcomes[ids["alfama"]] == "archived"
@@ -99,7 +100,11 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
             text = await asyncio.to_thread(why, "--last")  # passthrough requests leave a log line, no record
             assert f"request {request_id} " in text
             assert "Ann lives in Lisbon, in a flat near the river" in text and "→ in the block" in text
-            assert "the model already sees it in the request" in text and "relevant, but the block was full" in text
+            assert "→ left out: a line in the block says the same already" in text
+            assert (
+                "the model already sees it in the request" in text
+                and "relevant, but no room was left for it in the block" in text
+            )
             assert f"an old version by {ids['moved']}" in text
             listed = json.loads(await asyncio.to_thread(why, "--list", "5", "--json"))["requests"]
             assert listed[0]["request_id"] == request_id and listed[0]["injected"] == recalled
