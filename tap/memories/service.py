@@ -129,8 +129,9 @@ class MemoryService:
         self.turn_log = turn_log
         self.holders = list(holders)
         self.consolidator = consolidator
-        self.on_forget: list[Callable[[list[str]], object]] = []
-        """Called with the ids of memories forgotten (e.g. tap.recall.why.WhyLog.forget_memories)."""
+        self.on_forget: list[Callable[[list[str], list[str]], object]] = []
+        """Called with the ids of memories forgotten and the texts that went with them (their
+        contents, their source turns) (e.g. tap.recall.why.WhyLog.forget_memories)."""
         self._now = now
 
     def add(self, *, scope: str, content: str, **fields: Any) -> Memory:
@@ -247,8 +248,9 @@ class MemoryService:
             texts += [" ".join(m.content.split()) for m in related if m.id in doomed]
             quoting += [m for m in related if m.id not in doomed and _quotes(m.context, texts)]
         self.store.delete([*report.deleted, *report.excerpts])
+        said = [m.content for m in chain] + [t for ids in turns.values() for t in ids.values() if t.strip()]
         for hook in self.on_forget:
-            hook([*report.deleted, *report.excerpts])
+            hook([*report.deleted, *report.excerpts], said)
         for memory in quoting:
             memory.context = ""
         self.store.update_metadata(quoting)

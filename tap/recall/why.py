@@ -23,8 +23,9 @@ An agent-loop step that reused its human turn's block names the request that rec
 
 Bounds and privacy: at most `[why] keep` records, each for at most `keep_minutes`, each with at
 most `candidates` candidates (every injected one first); the query is scrubbed (tap.scrub) before
-any record is shown, and memory texts were scrubbed before they were stored; forgetting a scope or
-a memory drops the records that hold it.
+any record is shown, and memory texts were scrubbed before they were stored; forgetting a scope
+drops its records, and forgetting a memory takes its text out of every record and keeps the rest:
+the candidate shows as "forgotten", and so does a query that was one of its source turns.
 
 Cost: a record is read far less often than one is made, so the work is done on reading. The recall
 thread only hands the trace what it found and packed; keeping a request is storing its note (on
@@ -48,6 +49,7 @@ from typing import Any, Literal
 import msgspec
 
 from tap.config import WhyConfig
+from tap.recall.query import reduce_query
 from tap.records import Hit, Memory, RecallResult
 from tap.scrub import scrub
 
@@ -55,6 +57,8 @@ request_log = logging.getLogger("tap.requests")
 REQUEST_ID_HEADER = "x-tap-request-id"
 MAX_CONTENT = 400
 MAX_QUERY = 2000
+FORGOTTEN = "forgotten"
+"""What a record shows in place of a forgotten memory's text (and of a query that was its turn)."""
 Outcome = Literal[
     "injected", "below-threshold", "over-budget", "repeat", "superseded", "visible", "archived", "skipped"
 ]
@@ -434,15 +438,33 @@ class WhyLog:
                 del self._records[request_id]
         return len(doomed)
 
-    def forget_memories(self, ids: Sequence[str]) -> int:
-        """Drop the records that show any of these memories."""
-        gone = set(ids)
+    def forget_memories(self, ids: Sequence[str], texts: Sequence[str] = ()) -> int:
+        """Take these memories out of every record, keeping the rest of it: each shows as FORGOTTEN
+        in its candidates, and a query that was one of `texts` (what was forgotten: the memories'
+        contents and their source turns) is FORGOTTEN too. Returns how many records changed."""
+        gone, said = set(ids), {_as_query(t) for t in texts} - {""}
         with self._lock:
-            kept_now = list(self._records.items())
-        doomed = [i for i, kept in kept_now if any(c.id in gone for c in self._built(kept).candidates)]
-        with self._lock:
-            dropped = [i for i in doomed if self._records.pop(i, None) is not None]
-        return len(dropped)
+            kept_now = list(self._records.values())
+        changed = 0
+        for kept in kept_now:  # oldest first: a request's original is done before the one reusing it
+            record = self._built(kept)
+            kept.note.trace = None  # built: the memories it held are not needed (nor kept) any more
+            candidates = [
+                msgspec.structs.replace(c, content=FORGOTTEN) if c.id in gone and c.content != FORGOTTEN else c
+                for c in record.candidates
+            ]
+            query_gone = record.query != FORGOTTEN and record.query in said
+            if query_gone:
+                record.query, record.vector = FORGOTTEN, []
+            if query_gone or candidates != record.candidates:
+                record.candidates = candidates
+                changed += 1
+        return changed
+
+
+def _as_query(text: str) -> str:
+    """The query a record shows for a turn of this text (how a forgotten turn is recognised)."""
+    return scrub(reduce_query(text).lexical)[:MAX_QUERY]
 
 
 def explain(
