@@ -23,6 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from aiohttp import web
 
 from bridges.logtail import start_following
+from bridges.mitm.spool import drain_into
 from proxy.context import ServerContext
 from proxy.web_app import make_web_app
 from store.llm import make_reply_model
@@ -141,6 +142,7 @@ async def serve_forever(
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
     on_started()
     _announce(rt, url)
+    await asyncio.to_thread(drain_into, rt.loaded.data_dir, rt.ingestor.ingest)  # a stopped tap mitm's leftovers
     freeze_startup_objects()
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
