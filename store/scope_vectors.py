@@ -12,7 +12,7 @@ and ~0.7 ms more of CPU on its threads.
 
 Bounds: a scope is cached only while it has at most `max_scope` active memories, and all cached
 scopes together hold at most `max_total` vectors (least recently searched scopes are dropped
-first). The store sizes `max_total` by bytes (store.chroma.VECTOR_CACHE_BYTES, 192 MB: 131k
+first). The store sizes `max_total` by bytes (VECTOR_CACHE_BYTES, 192 MB: 131k
 vectors of 384 float32) and loads a scope from the float16 copies in its lexical index, so a
 dropped scope comes back in milliseconds.
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ScopeVectors"]
+__all__ = ["EXACT_SCOPE_MAX", "VECTOR_CACHE_BYTES", "ScopeVectors"]
 
 Matrix = npt.NDArray[np.float32]
 
@@ -50,6 +50,12 @@ def _to_unit(rows: Matrix) -> Matrix:
     norms[norms == 0] = 1.0
     rows /= norms[:, None]
     return rows
+
+
+EXACT_SCOPE_MAX = 16384
+"""The largest scope searched exactly in memory (a larger one is searched by Chroma)."""
+VECTOR_CACHE_BYTES = 192 * 1024 * 1024
+"""In-memory scope vectors (float32), all scopes together."""
 
 
 class _Scope:

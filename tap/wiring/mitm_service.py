@@ -25,7 +25,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from bridges.mitm.ca import CaFiles, ensure_ca, trust_lines
+from bridges.mitm.ca import CaFiles, trust_lines
 from bridges.mitm.link import CoreLink
 from bridges.mitm.remote import AdminApiRecaller
 from bridges.mitm.runner import Listening, MitmProxy, MitmSettings, MitmThread
@@ -47,11 +47,6 @@ DRAIN_S = 10.0
 def settings_of(loaded: LoadedConfig) -> MitmSettings:
     """The `[mitm]` settings (ConfigError for a bad reverse spec or host)."""
     return MitmSettings.from_config(loaded.config.mitm, loaded.data_dir)
-
-
-def ca_files(loaded: LoadedConfig) -> CaFiles:
-    """tap's mitm CA (created on first use)."""
-    return ensure_ca(settings_of(loaded).confdir)
 
 
 def client_lines(settings: MitmSettings, listening: list[Listening], ca: CaFiles) -> list[str]:
