@@ -2,8 +2,9 @@
 
 Benchmarks are scripts (``./dev bench NAME`` runs ``bench/NAME.py``); this module sits beside them
 and is imported as ``benchutil`` (the script's directory is on ``sys.path``; importing it moves that
-directory after the installed packages). It also puts the repo root on ``sys.path`` so a benchmark
-can reuse ``tests/`` helpers such as ``tests.serve_process``.
+directory after the installed packages). It also puts the repo root on ``sys.path``, so a benchmark
+can use what it shares with the tests: ``testkit`` (a real ``tap serve`` process, a Chroma server,
+fake upstreams). Nothing here imports from tests/.
 """
 
 from __future__ import annotations

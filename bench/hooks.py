@@ -40,8 +40,8 @@ import corpus
 
 from tap.config import LoadedConfig, parse_config
 from tap.wiring.runtime import open_runtime
-from tests.bridges.hooks_fixtures import Transcript, payload
-from tests.serve_process import ServeProcess
+from testkit.agent_hooks import Transcript, payload
+from testkit.serve_process import ServeProcess
 
 TARGETS = {"prompt_p50_ms": 150.0}
 HEAVY = ("chromadb", "onnxruntime", "anthropic", "aiohttp", "msgspec", "numpy", "telegram", "click")

@@ -47,7 +47,7 @@ from tap.config import LoadedConfig, parse_config
 from tap.memories.agent import AgentMemory, Confirmations
 from tap.wiring.mcp_stdio import agent_memory
 from tap.wiring.runtime import open_runtime
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 TARGETS = {"search_p50_ms": 50.0, "search_p95_ms": 50.0}
 TAP = str(Path(sys.executable).with_name("tap"))

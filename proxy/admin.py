@@ -70,6 +70,18 @@ async def _run(fn: Callable[[], Any]) -> Any:
     return await asyncio.to_thread(fn)
 
 
+async def changed_memory(memory_id: str, change: Callable[[], Memory]) -> web.Response:
+    """Run a change of one memory in a worker thread → its new record; 404 for an unknown id, 400
+    when the change is refused."""
+    try:
+        memory = await _run(change)
+    except KeyError:
+        return error(404, f"no memory with id {memory_id}")
+    except ValueError as exc:
+        return error(400, str(exc))
+    return json_response(memory_view(memory))
+
+
 async def health(request: web.Request) -> web.Response:
     """Liveness and the state of the store, the embedder and the extractor (tap.runtime.health);
     503 when the store or the embedder does not answer."""
@@ -243,13 +255,7 @@ async def edit_memory(request: web.Request) -> web.Response:
     if problem:
         return error(400, problem)
     fields = {k: body.get(k) for k in ("content", "kind", "importance", "tags")}
-    try:
-        memory = await _run(lambda: ctx.memories.edit(memory_id, **fields))
-    except KeyError:
-        return error(404, f"no memory with id {memory_id}")
-    except ValueError as exc:
-        return error(400, str(exc))
-    return json_response(memory_view(memory))
+    return await changed_memory(memory_id, lambda: ctx.memories.edit(memory_id, **fields))
 
 
 async def delete_memory(request: web.Request) -> web.Response:

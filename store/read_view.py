@@ -75,12 +75,12 @@ class ReadView(ReplicaStore):
             raise NeedsStore("old versions are read from the store")
         return []
 
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:
         """ReplicaStore's search; a scope it cannot search in memory needs the store."""
         try:
-            return super().vector_search_many(vectors, scope=scope, k=k, at_least=at_least)
+            return super().search_vectors(vectors, scope=scope, k=k, at_least=at_least)
         except NotHere as exc:
             raise NeedsStore(str(exc)) from exc
 

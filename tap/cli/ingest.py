@@ -295,7 +295,7 @@ def _session(
     """Open the offset store and the sink (server if one runs, else the local runtime)."""
     from bridges.logtail import OffsetStore, Tailer
     from bridges.logtail.follow import STATE_FILE
-    from tap.client import INGEST_TIMEOUT_S, AdminClient
+    from tap.cli.admin_client import INGEST_TIMEOUT_S, AdminClient
     from tap.wiring.runtime import open_runtime
 
     config = loaded.config.logtail

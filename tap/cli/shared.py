@@ -37,7 +37,7 @@ def backend() -> Iterator[Any]:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import AdminClient  # urllib.request, http.client: not for `tap --help`
+        from tap.cli.admin_client import AdminClient  # msgspec and tap.records: not for `tap --help`
 
         yield AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         return
@@ -53,7 +53,7 @@ def reading[T](ask: Callable[[Any], T]) -> T:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import AdminClient
+        from tap.cli.admin_client import AdminClient
 
         return ask(AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env)))
     from tap.wiring.cli_reads import read

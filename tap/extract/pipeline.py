@@ -53,7 +53,7 @@ from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
 from tap.memories.conflicts import link
-from tap.ports import Embedder, MemoryStore
+from tap.ports import Embedder, ExtractionStore
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Extraction:
     def __init__(
         self,
         *,
-        store: MemoryStore,
+        store: ExtractionStore,
         embedder: Embedder,
         config: ExtractConfig,
         ledger: CostLedger,
@@ -197,7 +197,7 @@ class Extraction:
         gone = 0
         while self._forget_asks:
             ask = self._forget_asks[0]
-            hits = self.store.text_search(" ".join(ask.words), scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
+            [hits] = self.store.search_text([" ".join(ask.words)], scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
             for hit in hits:
                 memory = hit.memory
                 if ask.turn_id in memory.sources or memory.valid_from > ask.at:
@@ -270,7 +270,7 @@ class Extraction:
 
     def _similar_to_text(self, chunk: Chunk, text: str) -> list[Memory]:
         vector = self.embedder.embed_query(text[:2000])
-        hits = self.store.vector_search(vector, scope=chunk.scope, k=10)
+        [hits] = self.store.search_vectors([vector], scope=chunk.scope, k=10)
         return [h.memory for h in hits if h.memory.kind != "episode"]
 
     # -- reconcile and write ------------------------------------------------------------------------
@@ -350,7 +350,7 @@ class Extraction:
         Excerpts (kind episode) are most of a scope's memories, so the search fetches
         NEAREST_FETCH and keeps the statements among them.
         """
-        found = self.store.vector_search_many(vectors, scope=scope, k=NEAREST_FETCH)
+        found = self.store.search_vectors(vectors, scope=scope, k=NEAREST_FETCH)
         return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
     def _evidence(
@@ -364,7 +364,8 @@ class Extraction:
                 family = aliased_mates(self.store, scope, candidate)
             evidence.mates = slot_mates(candidate, family) + linked_mates(self.store, scope, candidate)
         if candidate.retracts:
-            hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
+            retracts = " ".join(candidate.retracts)
+            [hits] = self.store.search_text([retracts], scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
             evidence.retracted = [
                 h.memory
                 for h in hits
@@ -375,7 +376,7 @@ class Extraction:
         for word in ended:  # "Luna passed away", "we bought a house", "moved the wedding to May": what it
             # ends (tap.language.death, tap.language.goal, tap.language.new_value)
             known = {m.id for m in evidence.ended}
-            hits = self.store.text_search(word, scope=scope, k=RETRACT_LOOKUP_K)
+            [hits] = self.store.search_text([word], scope=scope, k=RETRACT_LOOKUP_K)
             evidence.ended += [
                 h.memory
                 for h in hits
@@ -383,7 +384,7 @@ class Extraction:
             ]
         if candidate.correction:
             wrong = candidate.correction[0]
-            hits = self.store.text_search(wrong, scope=scope, k=RETRACT_LOOKUP_K)
+            [hits] = self.store.search_text([wrong], scope=scope, k=RETRACT_LOOKUP_K)
             named = [
                 h.memory
                 for h in hits

@@ -1,38 +1,22 @@
 """The interception core: what happens to a chat request before it is forwarded and after the reply.
 
-Every way in calls it — the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
-endpoints — and none keeps its own copy of the policy (docs/architecture.md: Data flow, Recall, Scopes):
+Every way in calls it (the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
+endpoints); none keeps its own copy of the policy (docs/architecture.md, Data flow).
 
-before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a decoded request,
-`Interceptor.recall_turn` for a turn whose block the way in delivers itself: the agent hooks):
-  1. `x-tap-no-memory: 1` → forward unchanged, no capture; a body that is not JSON → forward
-     unchanged with `x-tap-degraded: unparsable-request`; a malformed `x-tap-scope` → `BadRequest`;
-  2. find the latest human turn (tap.intercept.dialects.transcript.find_human_turn); a request without one
-     (an assistant prefill, an image-only turn) is forwarded unchanged and not captured;
-  3. resolve the scope (tap.intercept.scopes) and the conversation (tap.intercept.conversations);
-  4. the memory block for that human turn: recalled once per human turn under the hard deadline,
-     then kept (bounded, `BLOCK_TTL_S` since last use) and reused with the same bytes by every
-     agent-loop step of that turn and by retries; memories the model can already see in the
-     request are left out (tap.intercept.repeats.VisibleInRequest); a timeout or any store/embedder error
-     forwards without memories and says why (`x-tap-degraded`), never failing the request;
-  5. inject it through the dialect (cache-safe placement: see each dialect's docstring);
-  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`,
-     `x-tap-recall-mode: lexical-only` when recall fell back to BM25 alone under overload, and on
-     every request `x-tap-request-id`: each request gets a note (tap.recall.why) whose recall is traced
-     when a WhyLog keeps records; `finish` (called by `after`, or by the transport when there is
-     no after-step) writes the request's one log line and keeps its record for `tap why`.
+Before (`Interceptor.before` for raw bodies, `prepare` for a decoded request, `recall_turn` for a
+turn whose block the way in delivers itself: the agent hooks): `x-tap-no-memory: 1` or an
+unparsable body → forward unchanged; find the latest human turn (none: forward, no capture);
+resolve scope and conversation; the memory block for that human turn, recalled once under the
+deadline and then reused, same bytes, by every agent-loop step and retry of that turn for
+`BLOCK_TTL_S`, minus what the model already sees (tap.intercept.repeats); inject through the
+dialect; answer headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`,
+`x-tap-recall-mode`, `x-tap-request-id` (tap.recall.why keeps the request's record; `finish` logs it).
 
-after:
-  - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
-    chunk reaches the client, so the client's next request already finds it): remember the
-    conversation's continuity, and for APIs that keep the history upstream (the Responses API's
-    `previous_response_id` / `conversation`: `ClientIds.follows` / `thread`) where this reply
-    left the conversation: a later request that continues it belongs to the same conversation,
-    its turns are numbered after the ones upstream, a tool-loop step that carries no human turn
-    gets the block of the human turn it works on, and memories from the conversation's own turns
-    are not injected (the model sees that history upstream);
-  - `after`: the exchange goes to the turn log and extraction (tap.ingest.capture) in a background task;
-    a tool-loop step is captured as the assistant's reply only, never as a new human turn.
+After: `settle` (as soon as the reply is complete, before the client can send its next request)
+remembers continuity and, for APIs that keep the history upstream (Responses
+`previous_response_id` / `conversation`), where this reply left the conversation; `after` hands
+the exchange to the turn log and extraction in a background task (a tool-loop step is captured as
+the assistant's reply only).
 
 Invariants: no HTTP library here (transports adapt to this); recall never runs twice for one human
 turn while its block is kept; a store failure never fails a request; capture never delays it.
@@ -250,8 +234,8 @@ class Interceptor:
         if headers.get(NO_MEMORY_HEADER, "").lower() in TRUE:
             return Before(None, unchanged, note=note)
         large = len(body) > LARGE_BODY_BYTES
-        # A large body is read in a worker thread: parsing, the transcript and the conversation's
-        # fingerprints of a 10 MB request took ~60 ms, during which every other stream would stall.
+        # A large body is read in a worker thread: parsing it, its transcript and the conversation's
+        # fingerprints on the event loop would stall every other stream meanwhile.
         read = (
             await asyncio.to_thread(self._read, dialect, headers, body, note)
             if large

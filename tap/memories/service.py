@@ -247,14 +247,13 @@ class MemoryService:
             texts = [" ".join(t.split()) for t in ids.values() if t.strip()]
             texts += [" ".join(m.content.split()) for m in related if m.id in doomed]
             quoting += [m for m in related if m.id not in doomed and _quotes(m.context, texts)]
+        for memory in quoting:
+            memory.context = ""
+        self.store.update_metadata(quoting)  # first: the delete leaves no trace of the text they held either
         self.store.delete([*report.deleted, *report.excerpts])
         said = [m.content for m in chain] + [t for ids in turns.values() for t in ids.values() if t.strip()]
         for hook in self.on_forget:
             hook([*report.deleted, *report.excerpts], said)
-        for memory in quoting:
-            memory.context = ""
-        self.store.update_metadata(quoting)
-        self._purge()
         for (scope, conversation), ids in turns.items():
             if self.turn_log is not None:
                 count = self.turn_log.forget_turns(scope, conversation, set(ids))
@@ -263,10 +262,6 @@ class MemoryService:
                 count = self.queue.forget_turns(scope, conversation, set(ids), include_running=from_worker)
                 report.source_turns["queue"] = report.source_turns.get("queue", 0) + count
         return report
-
-    def _purge(self) -> None:
-        """Let the store erase what it deleted from its files too (the lexical index)."""
-        self.store.purge()
 
     def forget_scope(self, scope: str, *, settle_s: float = SETTLE_S) -> int:
         """Delete every memory of a scope, its queued conversation and its turn log (Telegram
@@ -294,7 +289,6 @@ class MemoryService:
                 )
         ids = [m.id for m in self.store.iter_memories(scope=scope)]
         counts["memories"] = self.store.delete(ids)
-        self._purge()
         for holder in [*([self.turn_log] if self.turn_log is not None else []), *(self.holders if holders else [])]:
             counts[holder.name] = holder.forget_scope(scope)
         return counts

@@ -7,8 +7,8 @@ request log line and `tap why` record, and counts in `/tap/status` like a proxie
 process waiting `timeout_s` in all still gets the answer; past it the answer is empty, one line
 goes to the log and nothing is committed (a memory the agent never received is not marked as
 given). Stop, PreCompact and SessionEnd are answered at once and their work runs in a background
-task, so the agent never waits for it; the server's extraction worker takes the new chunk within
-its poll interval (~0.5 s). Shutdown waits up to CLOSE_WAIT_S for those tasks before closing hooks.db.
+task, so the agent never waits for it; the server's extraction worker takes the new chunk at its
+next poll. Shutdown waits up to CLOSE_WAIT_S for those tasks before closing hooks.db.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ Two places run the service:
   `POST /tap/hooks/{event}`;
 - a standalone `tap hook` process when no server runs (`run_embedded`): `EmbeddedBackend` opens
   only what the event needs — the store and embedder for SessionStart / UserPromptSubmit (which
-  takes the data-dir lock and a few seconds; store.* is imported only then), recalled through an
+  takes the data-dir lock and seconds; store.* is imported only then), recalled through an
   interception core of its own (the same policy; its record ends with the process), the queue
-  alone for Stop, PreCompact and SessionEnd (well inside SessionEnd's ~1.5 s) — and after a
+  alone for Stop, PreCompact and SessionEnd (well inside SessionEnd's short budget) — and after a
   capture starts a detached `tap hooks drain` that extracts the new chunks (waiting its turn for
   the data-dir lock, so a drain never runs beside another process that holds the store).
 
@@ -154,7 +154,33 @@ def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Coroutine[None, None, 
     return lambda coroutine: asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
 
-class RuntimeBackend:
+class _Backend:
+    """What both `HookBackend`s do alike: the context events through the CoreBlocks a backend
+    opens (`_core`), the capture side through its Pipeline (`_capture`)."""
+
+    def _core(self) -> CoreBlocks:
+        raise NotImplementedError
+
+    def _capture(self) -> Pipeline:
+        raise NotImplementedError
+
+    def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
+        return self._core().prompt_block(prompt, event=event, scope=scope, session=session, turn=turn, skip=skip)
+
+    def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
+        return self._core().start_block(event=event, scope=scope, session=session, turn=turn, budget=budget, skip=skip)
+
+    def ingest(self, event: IngestEvent) -> int:
+        return self._capture().ingestor.ingest(event)
+
+    def read_transcript(self, path: Path, scope: str) -> int:
+        return self._capture().reader(path, scope)
+
+    def close_conversation(self, scope: str, conversation: str) -> int:
+        return self._capture().queue.flush(scope=scope, conversation=conversation)
+
+
+class RuntimeBackend(_Backend):
     """`HookBackend` over open components (the server's runtime and interception core)."""
 
     def __init__(self, blocks: CoreBlocks, pipeline: Pipeline, extract_soon: Callable[[], None] = lambda: None) -> None:
@@ -162,20 +188,11 @@ class RuntimeBackend:
         self._pipeline = pipeline
         self._extract_soon = extract_soon
 
-    def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
-        return self._blocks.prompt_block(prompt, event=event, scope=scope, session=session, turn=turn, skip=skip)
+    def _core(self) -> CoreBlocks:
+        return self._blocks
 
-    def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
-        return self._blocks.start_block(event=event, scope=scope, session=session, turn=turn, budget=budget, skip=skip)
-
-    def ingest(self, event: IngestEvent) -> int:
-        return self._pipeline.ingestor.ingest(event)
-
-    def read_transcript(self, path: Path, scope: str) -> int:
-        return self._pipeline.reader(path, scope)
-
-    def close_conversation(self, scope: str, conversation: str) -> int:
-        return self._pipeline.queue.flush(scope=scope, conversation=conversation)
+    def _capture(self) -> Pipeline:
+        return self._pipeline
 
     def extract_soon(self) -> None:
         self._extract_soon()
@@ -184,7 +201,7 @@ class RuntimeBackend:
 # -- a standalone hook process -----------------------------------------------------------------------
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(_Backend):
     """`HookBackend` that opens only what an event uses, in this process (no server runs)."""
 
     def __init__(self, loaded: LoadedConfig) -> None:
@@ -217,7 +234,7 @@ class EmbeddedBackend:
     @cached_property
     def _recall_engine(self) -> RecallEngine:
         config = self.loaded.config
-        engine = RecallEngine(self._store, self._embedder, config.recall)
+        engine = RecallEngine(self._store, self._embedder, config.recall, access_counts=self._store)
         self._closers.append(engine.close)
         self._closers.append(lambda: None if engine.flush_access() else None)  # closers run last-in first-out
         return engine
@@ -243,24 +260,15 @@ class EmbeddedBackend:
         ingestor = Ingestor(queue)
         return Pipeline(queue, ingestor, TranscriptReader(offsets, ingestor.ingest))
 
-    def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
-        return self._blocks.prompt_block(prompt, event=event, scope=scope, session=session, turn=turn, skip=skip)
-
-    def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
-        return self._blocks.start_block(event=event, scope=scope, session=session, turn=turn, budget=budget, skip=skip)
+    def _core(self) -> CoreBlocks:
+        return self._blocks
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
         """The scope's active statements, newest first (for the session-start digest)."""
         return self._store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
 
-    def ingest(self, event: IngestEvent) -> int:
-        return self._pipeline.ingestor.ingest(event)
-
-    def read_transcript(self, path: Path, scope: str) -> int:
-        return self._pipeline.reader(path, scope)
-
-    def close_conversation(self, scope: str, conversation: str) -> int:
-        return self._pipeline.queue.flush(scope=scope, conversation=conversation)
+    def _capture(self) -> Pipeline:
+        return self._pipeline
 
     def extract_soon(self) -> None:
         self.chunks_queued += 1

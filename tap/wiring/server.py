@@ -22,10 +22,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
 
+from bridges.hooks.lightconfig import remember_validated
 from bridges.logtail import start_following
 from bridges.mitm.spool import drain_into
 from proxy.context import ServerContext
 from proxy.web_app import make_web_app
+from store.chroma import ChromaStore
 from store.llm import make_reply_model
 from store.llm.deprecation import deprecated_model_warnings
 from store.lock import DataDirInUse
@@ -141,6 +143,8 @@ async def serve_forever(
             raise
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
     on_started()
+    with contextlib.suppress(OSError):  # a courtesy: the first hook validates the file itself otherwise
+        remember_validated(rt.loaded.path, rt.loaded.config)
     _announce(rt, url)
     await asyncio.to_thread(drain_into, rt.loaded.data_dir, rt.ingestor.ingest)  # a stopped tap mitm's leftovers
     freeze_startup_objects()
@@ -148,7 +152,8 @@ async def serve_forever(
     worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
-    create_task(_warm_vectors(rt), name="warm-vectors")
+    if isinstance(rt.store, ChromaStore):
+        create_task(_warm_vectors(rt.store), name="warm-vectors")
     recall_process = start_recall_process(rt)
     if recall_process is not None:
         ctx.metrics.sections["recall_process"] = recall_process.status
@@ -186,10 +191,10 @@ async def _stop_background(background: ThreadPoolExecutor) -> None:
         log.warning("a background step outlived the shutdown grace period; the consolidation journal finishes it")
 
 
-async def _warm_vectors(rt: Runtime) -> None:
-    """Load the largest scopes' vectors into memory in the background (store.chroma.warm_vectors)."""
+async def _warm_vectors(store: ChromaStore) -> None:
+    """Load the largest scopes' vectors into memory in the background (ChromaStore.warm_vectors)."""
     try:
-        loaded = await asyncio.to_thread(rt.store.warm_vectors)
+        loaded = await asyncio.to_thread(store.warm_vectors)
     except TapError as exc:  # the store is down: scopes load on first use instead
         log.warning("could not load scope vectors at start: %s", exc)
         return

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from bridges.hooks.install import HookCall, entries, is_tap_hook, tap_command
 from tap.cli.main import main
-from tests.bridges.hooks_fixtures import Transcript, payload
+from testkit.agent_hooks import Transcript, payload
 
 CLAUDE_BEFORE: dict[str, Any] = {
     "model": "opus",

@@ -24,9 +24,9 @@ from click.testing import CliRunner
 
 from bridges.hooks.hooklog import log_path
 from tap.cli.main import main
-from tests.bridges.hooks_fixtures import Transcript, payload, run_hook
-from tests.serve_process import ServeProcess
-from tests.waits import wait_until
+from testkit.agent_hooks import Transcript, payload, run_hook
+from testkit.serve_process import ServeProcess
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow
 HEAVY = ("chromadb", "onnxruntime", "anthropic", "aiohttp", "numpy", "msgspec", "click", "telegram")

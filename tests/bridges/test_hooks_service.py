@@ -1,6 +1,6 @@
 """HookService over tap's real runtime (embedded Chroma, the ONNX embedder, the queue, the worker).
 
-Payloads and transcripts are in the documented shapes (tests/bridges/hooks_fixtures.py); every
+Payloads and transcripts are in the documented shapes (testkit/agent_hooks.py); every
 check goes through the real pieces: recall, the ledger in hooks.db, the log-tail's transcript
 reader, the ingestion queue and the extraction worker.
 """
@@ -29,8 +29,8 @@ from tap.runtime.metrics import Metrics
 from tap.tokens import count_tokens
 from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.bridges.hooks_fixtures import Transcript, payload
-from tests.fakes import fake_adapters
+from testkit.agent_hooks import Transcript, payload
+from testkit.fakes import fake_adapters
 
 
 @pytest.fixture(scope="module")

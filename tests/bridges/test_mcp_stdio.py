@@ -23,8 +23,8 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 from tap.cli.main import main
-from tests.bridges.hooks_fixtures import TAP
-from tests.serve_process import ServeProcess, admin
+from testkit.agent_hooks import TAP
+from testkit.serve_process import ServeProcess, admin
 
 pytestmark = pytest.mark.slow
 

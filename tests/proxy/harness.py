@@ -1,6 +1,6 @@
 """A real tap app (capture, ingestion, recall, admin API) on 127.0.0.1:0 in front of fake upstreams.
 
-The store and embedder are the fast fakes (tests/fakes.py) unless a test asks for the real ones
+The store and embedder are the fast fakes (testkit/fakes.py) unless a test asks for the real ones
 with `real_store=True` (Chroma and ONNX: restarts, the store's files, recall quality).
 """
 
@@ -22,7 +22,7 @@ from tap.records import IngestEvent
 from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
-from tests.fakes import fake_adapters
+from testkit.fakes import fake_adapters
 
 TEST_DEADLINE_MS = 3000
 

@@ -20,8 +20,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
+from testkit.upstreams import FakeAnthropic
 from tests.proxy.harness import TapProxy
-from tests.upstreams import FakeAnthropic
 
 TOKEN = "test-token"
 HEADERS = {"x-api-key": "sk-ant-test-123", "anthropic-version": "2023-06-01", "content-type": "application/json"}

@@ -90,11 +90,6 @@ def last_message_if(req: JsonObject, role: str) -> tuple[int, JsonObject] | None
     return len(messages) - 1, messages[-1]
 
 
-def nonblank(text: str) -> str | None:
-    """`text` unless it is empty or only whitespace."""
-    return text if text.strip() else None
-
-
 def block_text(content: object, block_type: str = "text") -> str:
     """String content as is, or the `text` of the `block_type` blocks joined by newlines."""
     if isinstance(content, str):

@@ -13,7 +13,7 @@ from tap.extract.remember import remember
 from tap.memories.agent import AgentMemory, Confirmations, ToolInputError
 from tap.memories.agent_text import MAX_ANSWER_CHARS
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import fake_adapters
+from testkit.fakes import fake_adapters
 
 
 @pytest.fixture

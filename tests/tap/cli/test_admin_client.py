@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tap.client import AdminClient, split_event
+from tap.cli.admin_client import AdminClient, split_event
 from tap.errors import StoreError
 from tap.records import IngestEvent, Message
 

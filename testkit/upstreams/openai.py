@@ -5,7 +5,7 @@
     async with FakeOpenAI(refuse={"json_schema"}) as up:   # a server without structured outputs
         up.reply_tool_call("record_memories", {"memories": []})
 
-Unscripted, the answers replay the recorded transcripts in tests/data/ (tests/upstreams/server.py
+Unscripted, the answers replay the recorded transcripts in testkit/data/ (testkit/upstreams/server.py
 has the scripting and the recording); `reply_content`, `reply_tool_call` and `reply_error` queue a
 chat completion or an error. `refuse` names the ways of asking for JSON the server does not take
 ("json_schema": a `response_format` of that type; "tools": `tools`): such a request is answered
@@ -21,8 +21,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.upstreams.server import AWKWARD_CHUNKS, FakeUpstream, Scripted, streaming
-from tests.wire import openai_completion, openai_error
+from testkit.upstreams.server import AWKWARD_CHUNKS, FakeUpstream, Scripted, streaming
+from testkit.wire import openai_completion, openai_error
 
 
 class FakeOpenAI(FakeUpstream):

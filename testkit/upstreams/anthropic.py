@@ -9,8 +9,8 @@
         verdict, usage = await asyncio.to_thread(provider.gate, text)
         up.requests[-1].json()["tool_choice"]               # what the server received
 
-Unscripted, `/v1/messages` replays the recorded transcripts in tests/data/ (the SSE stream when the
-request asks for `"stream": true`, else the message). Scripted replies (tests/upstreams/server.py)
+Unscripted, `/v1/messages` replays the recorded transcripts in testkit/data/ (the SSE stream when the
+request asks for `"stream": true`, else the message). Scripted replies (testkit/upstreams/server.py)
 come first: `reply_tool` queues a message whose content is one `tool_use` block, `reply_error` an
 API error; a scripted message with an empty `model` echoes the requested one. With an `api_key`
 the fake checks the headers the real API requires before anything else: a wrong or missing key
@@ -27,8 +27,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.upstreams.server import AWKWARD_CHUNKS, FakeUpstream, Scripted, streaming
-from tests.wire import ANTHROPIC_ERROR_KINDS, anthropic_error, anthropic_message
+from testkit.upstreams.server import AWKWARD_CHUNKS, FakeUpstream, Scripted, streaming
+from testkit.wire import ANTHROPIC_ERROR_KINDS, anthropic_error, anthropic_message
 
 
 def credential(headers: Mapping[str, str]) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 
 class ServeProcess:

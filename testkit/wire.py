@@ -2,7 +2,7 @@
 Messages API's messages, streams and errors (docs/protocols.md), and OpenAI chat completions and
 errors.
 
-One builder for every fake: the loopback upstreams in tests/upstreams/, the agent-loop fakes in
+One builder for every fake: the loopback upstreams in testkit/upstreams/, the agent-loop fakes in
 tests/proxy/loop_upstreams.py and the benchmark's separate-process upstream (bench/fake_upstream.py).
 It imports only the standard library, so the benchmark's upstream process still starts fast.
 

@@ -2,14 +2,14 @@
 
 One family: `FakeUpstream` (server.py) holds the lifecycle, the request log and the scripted
 replies; `FakeAnthropic`, `FakeOpenAI` and `FakeOllama` add their dialect's routes, error shapes
-and reply helpers; the bodies they build come from tests/wire.py (which bench/fake_upstream.py,
+and reply helpers; the bodies they build come from testkit/wire.py (which bench/fake_upstream.py,
 the benchmark's upstream in its own process, builds its stream with too).
 """
 
-from tests.upstreams.anthropic import FakeAnthropic, credential
-from tests.upstreams.ollama import FakeOllama, embedding
-from tests.upstreams.openai import FakeOpenAI
-from tests.upstreams.server import (
+from testkit.upstreams.anthropic import FakeAnthropic, credential
+from testkit.upstreams.ollama import FakeOllama, embedding
+from testkit.upstreams.openai import FakeOpenAI
+from testkit.upstreams.server import (
     AWKWARD_CHUNKS,
     CONTENT_TYPES,
     FakeUpstream,

@@ -1,6 +1,6 @@
 """The base of every fake LLM server: the loopback lifecycle, the request log, the scripted replies.
 
-A subclass names its dialect's routes and error shape (tests/upstreams/anthropic.py, openai.py,
+A subclass names its dialect's routes and error shape (testkit/upstreams/anthropic.py, openai.py,
 ollama.py). Every request is recorded (method, path, query, headers, raw body) *before* it is
 answered. Answers go out in deliberately awkward chunk sizes (1, 2, 3, 5, ... bytes: splits land
 mid-line, mid-"\\r\\n" and mid-UTF-8) with an optional delay per write.
@@ -36,7 +36,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def load_transcript(name: str) -> bytes:
-    """The bytes of a recorded transcript in tests/data."""
+    """The bytes of a recorded transcript in testkit/data."""
     return (DATA / name).read_bytes()
 
 

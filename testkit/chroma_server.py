@@ -8,7 +8,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 
 def free_port() -> int:

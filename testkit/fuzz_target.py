@@ -28,10 +28,10 @@ from tap.ingest.capture import Capture, TurnLog
 from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, open_runtime
 from tap.wiring.server import build_context
-from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
-from tests.fakes import fake_adapters
-from tests.fuzzer import Route, routes_of
-from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
+from testkit.fake_telegram import TOKEN, FakeBotAPI
+from testkit.fakes import fake_adapters
+from testkit.fuzzer import Route, routes_of
+from testkit.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 
 ADMIN_TOKEN = "fuzz-admin-token"
 WEBHOOK_SECRET = "fuzz-webhook-secret"

@@ -6,9 +6,9 @@
     with InThread(FakeOllama(dims=8)) as up:        # the synchronous OllamaEmbedder's tests
         OllamaEmbedder(up.url, "nomic-embed-text").embed_query("where do I live?")
 
-Unscripted, chat and generate replay the recorded transcripts in tests/data/, and /api/embed
+Unscripted, chat and generate replay the recorded transcripts in testkit/data/, and /api/embed
 answers every input with `embedding(text, dims)`: deterministic, and deliberately not unit length
-(so an embedder's normalisation is observable). Scripted replies (tests/upstreams/server.py) come
+(so an embedder's normalisation is observable). Scripted replies (testkit/upstreams/server.py) come
 first: `reply_content` queues a non-streamed chat answer, `reply_error` an `{"error": ...}`.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.upstreams.server import AWKWARD_CHUNKS, FakeUpstream, Scripted, streaming
+from testkit.upstreams.server import AWKWARD_CHUNKS, FakeUpstream, Scripted, streaming
 
 
 def embedding(text: str, dims: int) -> list[float]:

@@ -1,25 +1,24 @@
-"""AdminClient: the one client of a running `tap serve`'s admin API.
+"""AdminClient: the CLI's client of a running `tap serve`'s admin API.
 
 It offers the MemoryService operations (same names and result types) and `ingest`, which hands
 IngestEvents to `POST /tap/ingest` split into requests of at most MAX_MESSAGES messages and about
-MAX_BYTES of JSON, in order (so the server's body limit is never hit; it was tap/ingest_remote.py).
-CLI commands use it when a server holds the data dir, so two processes never open embedded
-Chroma at once. Standard library only (urllib), since the CLI is synchronous. tap.memories.service (the
-recall engine, the queue) is imported only by the two methods that decode its result types, so
-`tap recall` / `tap status` against a server start fast.
+MAX_BYTES of JSON, in order (so the server's body limit is never hit). CLI commands use it when a
+server holds the data dir, so two processes never open embedded Chroma at once. Requests go
+through the one HTTP client of tap serve, bridges.admin_http (the hook command's too).
+tap.memories (the recall engine, the queue) is imported only by the methods that decode its
+result types, so `tap recall` / `tap status` against a server start fast.
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from bridges.admin_http import NoAnswer, exchange
 from tap.errors import StoreError
 from tap.ports import StoreStats
 from tap.records import IngestEvent, Memory, Message
@@ -74,30 +73,27 @@ class AdminClient:
         query: dict[str, Any] | None = None,
         timeout: float | None = None,
     ) -> bytes:
-        params = {k: v for k, v in (query or {}).items() if v is not None}
-        url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
-        req = urllib.request.Request(url, data=body, method=method)
-        req.add_header("Authorization", f"Bearer {self._token}")
-        req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self._timeout) as resp:
-                return bytes(resp.read())
-        except urllib.error.HTTPError as exc:
-            raise self._error(exc) from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise StoreError(f"tap serve at {self.url} did not answer: {exc}") from exc
+            status, data = exchange(
+                self.url, method, path, token=self._token, body=body, query=query, timeout=timeout or self._timeout
+            )
+        except (NoAnswer, ValueError) as exc:
+            raise StoreError(str(exc)) from exc
+        if status >= 400:
+            raise self._error(status, data)
+        return data
 
     @staticmethod
-    def _error(exc: urllib.error.HTTPError) -> Exception:
+    def _error(status: int, body: bytes) -> Exception:
         try:
-            message = json.loads(exc.read()).get("error", exc.reason)
-        except ValueError:
-            message = exc.reason
-        if exc.code == 404:
+            message = json.loads(body).get("error", "") or f"HTTP {status}"
+        except (ValueError, AttributeError):
+            message = body[:200].decode(errors="replace") or f"HTTP {status}"
+        if status == 404:
             return KeyError(message)
-        if exc.code == 400:
+        if status == 400:
             return ValueError(message)
-        return StoreError(f"tap serve answered {exc.code}: {message}")
+        return StoreError(f"tap serve answered {status}: {message}")
 
     def _json(self, method: str, path: str, payload: Any = None, **query: Any) -> Any:
         body = None if payload is None else msgspec.json.encode(payload)

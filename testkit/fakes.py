@@ -116,7 +116,6 @@ class InMemoryStore:
         self._memories: dict[str, Memory] = {}
         self._vectors: dict[str, list[float]] = {}
         self._revisions: Counter[str] = Counter()
-        self.prepared: list[str] = []  # scopes recall asked to prepare (prepare_vector_search)
         self.closed = False
 
     def _changed(self, scopes: Iterable[str]) -> None:
@@ -154,26 +153,26 @@ class InMemoryStore:
     def _active(self, scope: str) -> list[Memory]:
         return [m for m in self._memories.values() if m.scope == scope and m.active]
 
-    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """Active memories of the scope nearest to the vector (cosine similarity)."""
+    def _nearest(self, vector: Sequence[float], scope: str, k: int) -> list[Hit]:
         if k <= 0:
             return []
         scored = [Hit(memory=m, score=_cosine(vector, self._vectors[m.id])) for m in self._active(scope)]
         scored.sort(key=lambda h: (-h.score, h.memory.id))
         return [Hit(memory=_copy(h.memory), score=h.score) for h in scored[:k]]
 
-    def prepare_vector_search(self, scope: str) -> None:
-        """Nothing to load: every vector is in a dict already."""
-        self.prepared.append(scope)
-
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:
-        """`vector_search` for each vector (always complete: `at_least` changes nothing here)."""
-        return [self.vector_search(v, scope=scope, k=k) for v in vectors]
+        """The active memories of the scope nearest to each vector (cosine similarity; always
+        complete: `at_least` changes nothing here)."""
+        return [self._nearest(v, scope, k) for v in vectors]
 
-    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
-        """Active memories of the scope by BM25 over their words (k1 1.2, b 0.75)."""
+    def search_text(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """Active memories of the scope by BM25 over their words, for each query."""
+        return [self._bm25(q, scope, k, prefix) for q in queries]
+
+    def _bm25(self, query: str, scope: str, k: int, prefix: bool) -> list[Hit]:
+        """BM25 with k1 1.2, b 0.75."""
         wanted = list(dict.fromkeys(terms(query)))
         docs = [(m, Counter(terms(m.index_text))) for m in self._active(scope)]
         if not wanted or not docs or k <= 0:
@@ -197,10 +196,6 @@ class InMemoryStore:
                 hits.append(Hit(memory=memory, score=score))
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return [Hit(memory=_copy(h.memory), score=h.score) for h in hits[:k]]
-
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
-        """`text_search` for each query, in order."""
-        return [self.text_search(q, scope=scope, k=k) for q in queries]
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """Active memories of the scope that fill the slot."""
@@ -286,13 +281,6 @@ class InMemoryStore:
         ]
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return [Hit(memory=_copy(h.memory), score=h.score) for h in hits[:k]]
-
-    def purge(self) -> None:
-        """Nothing to erase: deleted memories are gone from the dicts already."""
-
-    def warm_vectors(self) -> int:
-        """Nothing to warm: every vector is in memory."""
-        return 0
 
     def status(self) -> dict[str, Any]:
         """What /tap/status shows: the active memories held."""
