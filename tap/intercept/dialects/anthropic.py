@@ -3,8 +3,8 @@
 Cache safety (docs/protocols.md, Anthropic Messages, consequences 1-3) is the invariant of this module:
 - `system`, `tools` and every message before the last are never touched (the rewritten request
   shares those objects with the input, so they re-encode to the same bytes);
-- the memory block is appended as a new `{"type": "text"}` block at the very end of the last user
-  message, after any client block carrying `cache_control`, and has no `cache_control` itself;
+- the memory block is appended as a new `{"type": "text"}` block at the very end of the newest
+  user message, after any client block carrying `cache_control`, and has no `cache_control` itself;
 - every original block of that message stays byte-identical and in order; string content becomes
   `[{"type": "text", "text": <original>}, <memory block>]` (the API defines a string as shorthand
   for exactly that one text block);
@@ -12,6 +12,18 @@ Cache safety (docs/protocols.md, Anthropic Messages, consequences 1-3) is the in
   top-level field is dropped and the same object is put on the last original block of the last
   user message, so the cached prefix ends where it ended before injection and the memories stay
   outside it.  If that block already has its own `cache_control`, it is kept as is.
+
+Trailing system messages: Claude Code ends the first request of every session with a
+`{"role": "system"}` message after the human one (its environment notes, carrying its breakpoint).
+The newest turn is the user message before it, and the block goes at the end of that message, never
+into the system message (memories are background data and must not speak with the authority of a
+system turn) and never after it (the API wants a mid-conversation system message to follow a user
+turn and precede the assistant's).  The cost, once per session: that request's breakpoint on the
+system message caches a prefix that holds the block, so the next request (the same messages
+without it) reads tools and `system` from the cache and writes the first prompt and the system
+message again; from then on that system message is history and every breakpoint keeps hitting.
+With a top-level `cache_control` the automatic breakpoint is on the system message's last block,
+after the memories already, so nothing is moved.
 
 Agent-loop steps (the last user message holds only `tool_result` blocks) get the block of the
 latest human turn, appended *after* the tool results of that last message (tool results must
@@ -46,8 +58,8 @@ from tap.intercept.dialects.common import (
     as_list,
     block_text,
     encode_json,
-    last_user_or_raise,
     messages_of,
+    newest_user_or_raise,
     replace_message,
     require_block,
     str_field,
@@ -163,13 +175,14 @@ class AnthropicMessages(JsonDialect):
         return ClientIds(session=session_of(user_id), discriminator=user_id)
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """Append `block` as a text block to the last user message (see the module docstring)."""
+        """Append `block` as a text block to the newest user message (see the module docstring)."""
         text = require_block(block)
-        index, message = last_user_or_raise(req)
+        index, message = newest_user_or_raise(req)
         blocks = original_blocks(message.get("content"))
         out = req
         cache_control = req.get("cache_control")
-        if cache_control is not None and move_cache_control(blocks, cache_control):
+        last = index == len(messages_of(req)) - 1  # else the automatic breakpoint is after the block already
+        if cache_control is not None and last and move_cache_control(blocks, cache_control):
             out = {k: v for k, v in req.items() if k != "cache_control"}
         blocks.append({"type": "text", "text": text})
         return replace_message(out, index, {**message, "content": blocks})

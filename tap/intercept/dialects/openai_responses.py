@@ -12,7 +12,8 @@ Injection (cache-safe, docs/protocols.md, OpenAI Responses: OpenAI caches exact 
 as tap.intercept.dialects.openai):
 - only the newest input item changes or one item is appended; `instructions`, `tools` and every
   earlier item are shared with the input untouched;
-- when the last item is a user message, the block is appended to it as a new `input_text` part
+- when the newest turn is a user message (system and developer items after it are no turn:
+  tap.intercept.dialects.transcript), the block is appended to it as a new `input_text` part
   (string content becomes `[{"type": "input_text", "text": <original>}, <memory part>]`); a string
   `input` becomes one user message of those two parts (the API defines a string as exactly that
   message), so the original text stays byte-identical;
@@ -183,14 +184,18 @@ class OpenAIResponses(JsonDialect):
         if isinstance(value, str):
             return {**req, "input": [{"role": "user", "content": [*_user_parts(value), part]}]}
         items = as_list(value)
-        side = item_side(items[-1]) if items else ""
+        newest = len(items) - 1
+        while newest >= 0 and item_side(items[newest]) == "system":
+            newest -= 1  # system and developer items after the newest turn stay after it
+        side = item_side(items[newest]) if newest >= 0 else ""
         if side == "tool":
-            return {**req, "input": [*items, {"type": "message", "role": "user", "content": [part]}]}
+            turn = {"type": "message", "role": "user", "content": [part]}
+            return {**req, "input": [*items[: newest + 1], turn, *items[newest + 1 :]]}
         if side != "user":
-            raise ValueError("the last input item is not a user message")
-        last = items[-1]
-        changed = {**last, "content": [*_user_parts(last.get("content")), part]}
-        return {**req, "input": [*items[:-1], changed]}
+            raise ValueError("the newest turn is not a user message")
+        item = items[newest]
+        changed = {**item, "content": [*_user_parts(item.get("content")), part]}
+        return {**req, "input": [*items[:newest], changed, *items[newest + 1 :]]}
 
     def error_body(self, status: int, message: str) -> tuple[bytes, str]:
         """`{"error": {"message", "type", "param": null, "code": null}}` as JSON (OpenAI's shape)."""
