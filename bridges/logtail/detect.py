@@ -5,10 +5,11 @@ ones). When the first non-blank one is a JSON object, the file is JSON lines and
 that says what it is decides: `role` and `content` is `jsonl`; a Claude Code entry (a string
 `type` with a `sessionId`, as Claude Code's `queue-operation` and `api-request-route` lines that
 now open its transcripts; or a transcript entry `type` with a `uuid`/`leafUuid`) is
-`claude-code`; lines that say neither (a `file-history-snapshot`, a broken line) are passed over. Otherwise the file is `text`
-when one of its first TEXT_LINES non-blank lines is a `Speaker: text` line (a title or an export
-header may come first). Anything else is undecided: `detect` returns None, the tailer reports the
-file as not (yet) a chat log and looks at it again when it grows, or reads it in the format given.
+`claude-code`; lines that say neither (a `file-history-snapshot`, a broken line) are passed over.
+Otherwise the file is `text` when one of its first TEXT_LINES non-blank lines is a `Speaker: text`
+line (a title or an export header may come first). Anything else is undecided: `detect` returns
+None, the tailer reports the file as not (yet) a chat log and looks at it again when it grows, or
+reads it in the format given.
 """
 
 from __future__ import annotations
