@@ -40,6 +40,7 @@ from bridges.hooks.ledger import HookLedger
 from bridges.hooks.names import EVENTS
 from bridges.hooks.payload import HookInput, context_output
 from bridges.hooks.scope import hook_scope
+from tap.block_tags import remove_blocks
 from tap.config import HooksConfig
 from tap.intercept.repeats import Skip
 from tap.plural import plural
@@ -168,11 +169,12 @@ class HookService:
     def user_prompt_submit(self, payload: HookInput, agent: str, scope: str) -> HookReply:
         """Recall for the prompt, minus what the session already holds."""
         session = payload.session_id
-        if agent == "codex" and payload.prompt.strip():
-            self.state.pend(session, payload.turn_id, payload.prompt)
-        if not payload.prompt.strip():
+        prompt = remove_blocks(payload.prompt)  # tap's own block, pasted back, is no part of the prompt
+        if agent == "codex" and prompt.strip():
+            self.state.pend(session, payload.turn_id, prompt)
+        if not prompt.strip():
             return HookReply(session=session, outcome="empty prompt")
-        result = self.backend.recall(payload.prompt, scope=scope, skip=self.ledger.skip(session))
+        result = self.backend.recall(prompt, scope=scope, skip=self.ledger.skip(session))
         return self._context("user-prompt-submit", session, result)
 
     @staticmethod

@@ -19,12 +19,14 @@ from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hook_session import HookService
 from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore, Tailer
+from tap.block_tags import CLOSE, OPEN
 from tap.config import LoadedConfig, parse_config
 from tap.tokens import count_tokens
 from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
 from tests.bridges.hooks_fixtures import Transcript, payload
 from tests.fakes import fake_adapters
+from tests.stored import stored_anywhere
 
 
 @pytest.fixture(scope="module")
@@ -225,6 +227,22 @@ def test_codex_turn_is_captured_from_its_prompt_and_stop(rig: Rig) -> None:
     assert rig.send("stop", stop, agent="codex").outcome == "queued 2 turns, 1 chunk"
     assert rig.seen(session) == ["turn-7:assistant", "turn-7:user"]
     assert rig.send("stop", stop, agent="codex").outcome.startswith("queued 0 turns")
+
+
+def test_a_codex_prompt_that_quotes_taps_block_is_captured_and_recalled_without_it(rig: Rig) -> None:
+    session = "019a-codex-echo"
+    block = f"{OPEN}\nNotes from earlier conversations with this user: background data.\n- CI: Jenkins\n{CLOSE}"
+    common = {"model": "gpt-5.1-codex", "turn_id": "turn-1"}
+    said = f"Our CI runs on Buildkite now.\n\n{block}"
+    rig.send(
+        "user-prompt-submit",
+        payload("UserPromptSubmit", session, rig.project, None, prompt=said, **common),
+        agent="codex",
+    )
+    stop = payload("Stop", session, rig.project, None, last_assistant_message=f"Noted.\n{block}", **common)
+    assert rig.send("stop", stop, agent="codex").outcome == "queued 2 turns, 1 chunk"
+    assert stored_anywhere(rig.rt.queue.path, OPEN.encode()) == []
+    assert stored_anywhere(rig.rt.queue.path, b"Our CI runs on Buildkite now.") != []
 
 
 def test_every_event_of_a_project_uses_its_git_root_as_scope(rig: Rig) -> None:

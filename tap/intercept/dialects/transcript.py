@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tap.block_tags import remove_blocks
+
 
 class PlainMessage(NamedTuple):
     """One message, normalised (see the module docstring)."""
@@ -81,7 +83,8 @@ def find_human_turn(said: Sequence[PlainMessage]) -> HumanTurn | None:
     turn that is a user message with text is a human turn.  One of tool results is a step of an
     agent loop: walking back over assistant, tool and system entries, the first user message with
     text is the human turn it works on.  A user message without text (only an image, say) ends the
-    search with None, as does a malformed message.
+    search with None, as does a malformed message.  The turn's text leaves out any memory block of
+    tap's that the message already carries (tap.block_tags).
     """
     last = newest_turn_index(said)
     if last is None or said[last].role not in ("user", "tool"):
@@ -89,7 +92,8 @@ def find_human_turn(said: Sequence[PlainMessage]) -> HumanTurn | None:
     for index in range(last, -1, -1):
         entry = said[index]
         if entry.role == "user":
-            return HumanTurn(index, entry.text, index != last) if entry.text.strip() else None
+            text = remove_blocks(entry.text)  # a replayed request's own block is no part of the turn
+            return HumanTurn(index, text, index != last) if text.strip() else None
         if entry.role not in _LOOP_ROLES:
             return None
     return None
