@@ -7,7 +7,9 @@ Files (docs/protocols.md, Agent hooks; Codex's `codex-rs/config/src/hook_config.
   and an `http` hook is `{"type": "http", "url": "...", "headers": {...}, "allowedEnvVars": [...], "timeout": N}`.
 - Codex: `~/.codex/hooks.json` (`$CODEX_HOME/hooks.json`) or the project's `.codex/hooks.json`, the
   same shape with only the top-level `"hooks"` key (older Codex versions reject any other key) and
-  only `command` hooks (`timeout` in whole seconds). Event names Codex does not know are ignored by it.
+  only `command` hooks (`timeout` in whole seconds; SessionEnd at most 3, which Codex enforces). Event
+  names Codex does not know are ignored by it. Codex runs a hook only once the user has trusted it
+  (bridges.hooks.codex_trust).
 
 Merging never touches anything but tap's own entries: a hook is tap's when its command runs
 `tap … hook EVENT` or its URL is a `/tap/hooks/` endpoint (`is_tap_hook`). Installing replaces
@@ -45,6 +47,8 @@ from bridges.hooks.names import EVENTS
 from bridges.hooks.scope import project_root
 
 COMMAND_TIMEOUTS = {"session-start": 15, "user-prompt-submit": 15, "stop": 30, "pre-compact": 60, "session-end": 5}
+CODEX_TIMEOUTS = {**COMMAND_TIMEOUTS, "session-end": 3}
+"""Codex clamps a SessionEnd hook's timeout to 3 s (and warns about it on every run when it is larger)."""
 HTTP_TIMEOUTS = {"user-prompt-submit": 3, "stop": 5}
 HTTP_EVENTS = tuple(HTTP_TIMEOUTS)
 
@@ -149,7 +153,7 @@ def entries(agent: str, call: HookCall) -> dict[str, dict[str, Any]]:
         out[name] = {
             "type": "command",
             "command": f"{call.command} hook {event}{agent_flag}",
-            "timeout": COMMAND_TIMEOUTS[event],
+            "timeout": (CODEX_TIMEOUTS if agent == "codex" else COMMAND_TIMEOUTS)[event],
         }
     return out
 

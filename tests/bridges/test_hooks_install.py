@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
+from bridges.hooks.codex_trust import LABELS, hook_hash
 from bridges.hooks.install import HookCall, entries, is_tap_hook, tap_command
 from tap.cli.main import main
 from tests.bridges.hooks_fixtures import Transcript, payload
@@ -159,6 +161,72 @@ def test_codex_hooks_file_gets_command_hooks_and_trust_instructions(home: Path) 
     assert refused.exit_code != 0 and "command hooks only" in refused.output
     assert tap("hooks", "uninstall", "--codex").exit_code == 0
     assert json.loads(hooks_file.read_text()) == CODEX_BEFORE
+
+
+CODEX_CONFIG = """# my Codex settings
+model = "gpt-5.5"
+
+[projects."/home/me/src/app"]
+trust_level = "trusted"
+"""
+
+
+def test_codex_trust_is_reported_and_recorded_only_when_asked(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(CODEX_CONFIG)
+    result = tap("hooks", "install", "--codex")
+    assert result.exit_code == 0, result.output
+    assert "Codex will NOT run these of tap's hooks" in result.output and "not trusted: SessionStart, " in result.output
+    assert "/hooks" in result.output and "tap hooks install --codex --trust" in result.output
+    assert "--dangerously-bypass-hook-trust" in result.output
+    assert config.read_text() == CODEX_CONFIG  # nothing recorded without --trust
+    hooks_file = home / ".codex" / "hooks.json"
+    assert tap_hooks(json.loads(hooks_file.read_text()))["SessionEnd"][0]["timeout"] == 3  # what Codex accepts
+    status = tap("hooks", "status", "--json")
+    (codex,) = [t for t in json.loads(status.output)["installed"] if t["agent"] == "codex" and t["level"] == "user"]
+    assert set(codex["codex_trust"].values()) == {"untrusted"}
+    trusted = tap("hooks", "install", "--codex", "--trust")
+    assert trusted.exit_code == 0, trusted.output
+    assert "recorded that you trust tap's hooks" in trusted.output and "Codex trusts tap's hooks" in trusted.output
+    text = config.read_text()
+    assert text.startswith(CODEX_CONFIG)  # the user's settings, byte for byte
+    states = tomllib.loads(text)["hooks"]["state"]
+    assert sorted(states) == sorted(f"{hooks_file}:{LABELS[event]}:0:0" for event in EVENTS)
+    assert all(v["trusted_hash"].startswith("sha256:") for v in states.values())
+    assert "Codex trusts tap's hooks" in tap("hooks", "status").output
+    assert tap("hooks", "install", "--codex", "--trust").output.count("recorded") == 0  # nothing to do again
+    monkeypatch.setenv("TAP_HOME", str(home / "elsewhere"))  # the command changes: its trust no longer holds
+    moved = tap("hooks", "install", "--codex")
+    assert "changed since you trusted them: SessionStart" in moved.output
+    assert tap("hooks", "install", "--codex", "--trust").exit_code == 0
+    again = tomllib.loads(config.read_text())["hooks"]["state"]
+    assert sorted(again) == sorted(states) and again != states
+    assert config.read_text().count("[hooks.state.") == len(states)  # the same tables, new hashes
+
+
+def test_codex_trust_that_tap_cannot_edit_safely_is_refused(home: Path) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    inline = 'hooks = { state = { "x" = { enabled = false } } }\n'
+    config.write_text(inline)
+    result = tap("hooks", "install", "--codex", "--trust")
+    assert result.exit_code == 1 and "trust them in `/hooks`" in result.output
+    assert config.read_text() == inline
+
+
+def test_codex_trust_hashes_are_the_ones_codex_accepts() -> None:
+    # recorded by Codex CLI 0.171.0 itself: with these hashes in config.toml it ran the hooks
+    start = {"type": "command", "command": "echo ss >> /tmp/cc48-rec/ch3/marker", "timeout": 15}
+    end = {"type": "command", "command": "echo se >> /tmp/cc48-rec/ch3/marker", "timeout": 3}
+    assert hook_hash("SessionStart", None, start) == (
+        "sha256:8621a34c9fe322d80ceddee3e36ffa54a8da59b94c095065af78e5b5dcdd6cda"
+    )
+    assert (
+        hook_hash("SessionEnd", None, end) == "sha256:cfee0a4fc4eff7e8603f6796a4e9fc55fd2008dd709c35ed84d554ffd2da06fd"
+    )
+    assert hook_hash("SessionEnd", None, {**end, "timeout": 5}) == hook_hash("SessionEnd", None, end)  # clamped
+    assert hook_hash("Stop", "x", start) == hook_hash("Stop", None, start)  # Stop takes no matcher
 
 
 def test_project_settings_go_to_the_git_root(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
