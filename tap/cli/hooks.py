@@ -186,8 +186,8 @@ def codex_trust_line(states: Mapping[str, str], config: Path) -> str:
     if all(state == "trusted" for state in states.values()):
         return f"Codex trusts tap's hooks ({config}): they run in `codex` and in `codex exec`."
     lines = ["Codex will NOT run these of tap's hooks (it skips them without a word, in `codex exec` too):"]
-    for state, why in CODEX_STATES.items():
-        events = [event for event, found in states.items() if found == state]
+    for kind, why in CODEX_STATES.items():
+        events = [event for event, found in states.items() if found == kind]
         if events:
             lines.append(f"  {why}: {', '.join(events)}")
     lines += [
