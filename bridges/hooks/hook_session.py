@@ -6,8 +6,10 @@
   ledger (a new or emptied context), so after a compaction or a clear the essentials come again;
   `resume` keeps it (the resumed transcript still holds what was given).
 - UserPromptSubmit: recall for `prompt` in the scope (the proxy's engine, block and budget), minus
-  the memories this session was already given (bridges.hooks.ledger). For Codex the prompt is also
-  kept until its turn's Stop (see below).
+  the memories this session was already given (bridges.hooks.ledger). A session that had no
+  SessionStart (tap's Claude Code hook fires only after a /clear or a compaction:
+  bridges.hooks.install) gets the start digest with its first prompt, before the recalled block.
+  For Codex the prompt is also kept until its turn's Stop (see below).
 - Stop, PreCompact, SessionEnd: the exchange goes to ingestion, then the session's window is closed
   into a chunk at once (no waiting for the idle flush), and extraction is nudged. Claude Code: the
   transcript lines written since the last offset (`backend.read_transcript`, the log-tail's reader:
@@ -81,12 +83,14 @@ class HookBackend(Protocol):
 
 @dataclass
 class HookReply:
-    """The answer to one event and what committing it records."""
+    """The answer to one event and what committing it records (`started`: the session's start
+    digest was given with it)."""
 
     output: dict[str, Any] | None = None
     session: str = ""
     given: tuple[str, ...] = ()
     outcome: str = "ok"
+    started: bool = False
 
 
 @dataclass
@@ -137,6 +141,8 @@ class HookService:
         if reply.given:
             self.ledger.record(reply.session, reply.given)
             self._counters.memories_given += len(reply.given)
+        if reply.started:
+            self.state.mark_started(reply.session)
         self.state.fired(agent, event, reply.outcome)
 
     # -- context -----------------------------------------------------------------------------------
@@ -148,13 +154,17 @@ class HookService:
             self.ledger.reset(session)
         if payload.source in ("", "startup"):
             self.state.prune()
-        budget = self.config.start_budget_tokens
-        if budget <= 0:
-            return HookReply(session=session, outcome="start digest off")
-        given = self.ledger.given(session)
+        if self.config.start_budget_tokens <= 0:
+            return HookReply(session=session, outcome="start digest off", started=True)
+        reply = self._context("session-start", session, self._digest(session, scope, frozenset()))
+        reply.started = True
+        return reply
+
+    def _digest(self, session: str, scope: str, also_given: frozenset[str]) -> RecallResult:
+        """The start digest: the scope's essentials the session does not hold yet."""
+        given = self.ledger.given(session) | also_given
         memories = [m for m in self.backend.current_memories(scope, START_CANDIDATES) if m.id not in given]
-        result = pack_block(self._by_importance(memories), budget)
-        return self._context("session-start", session, result)
+        return pack_block(self._by_importance(memories), self.config.start_budget_tokens)
 
     @staticmethod
     def _by_importance(memories: list[Memory]) -> list[tuple[Memory, float]]:
@@ -175,18 +185,27 @@ class HookService:
         if not prompt.strip():
             return HookReply(session=session, outcome="empty prompt")
         result = self.backend.recall(prompt, scope=scope, skip=self.ledger.skip(session))
-        return self._context("user-prompt-submit", session, result)
+        if self.state.has_started(session):
+            return self._context("user-prompt-submit", session, result)
+        digest = RecallResult(block="", tokens=0, memories=[])
+        if self.config.start_budget_tokens > 0:  # no SessionStart for this session: its digest comes now
+            digest = self._digest(session, scope, frozenset(r.memory.id for r in result.memories))
+        reply = self._context("user-prompt-submit", session, digest, result)
+        reply.started = True
+        return reply
 
     @staticmethod
-    def _context(event: str, session: str, result: RecallResult) -> HookReply:
-        if not result.block:
+    def _context(event: str, session: str, *results: RecallResult) -> HookReply:
+        blocks = [r.block for r in results if r.block]
+        if not blocks:
             return HookReply(session=session, outcome="no memories to give")
-        ids = tuple(r.memory.id for r in result.memories)
+        ids = tuple(r.memory.id for result in results for r in result.memories)
+        tokens = sum(r.tokens for r in results)
         return HookReply(
-            output=context_output(EVENTS[event], result.block),
+            output=context_output(EVENTS[event], "\n\n".join(blocks)),
             session=session,
             given=ids,
-            outcome=f"gave {plural(len(ids), 'memory', 'memories')} ({result.tokens} tokens)",
+            outcome=f"gave {plural(len(ids), 'memory', 'memories')} ({tokens} tokens)",
         )
 
     # -- capture -----------------------------------------------------------------------------------

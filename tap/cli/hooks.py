@@ -37,6 +37,7 @@ from bridges.hooks.install import (
     InstallError,
     Target,
     entries,
+    group_matchers,
     installed,
     plan_install,
     plan_uninstall,
@@ -142,7 +143,7 @@ def install(agent: str, level: str, dry_run: bool, http: bool, trust: bool) -> N
     if http and not dry_run:
         ensure_token(loaded.data_dir, token_env)  # so the `export` line below works before the first `tap serve`
     try:
-        change = plan_install(where.path, entries(agent, call))
+        change = plan_install(where.path, entries(agent, call), group_matchers(agent))
         _apply(where, change, dry_run, "installed")
         codex = _codex_trust(change, trust=trust, dry_run=dry_run) if agent == "codex" else ""
     except InstallError as exc:

@@ -163,6 +163,29 @@ def test_codex_hooks_file_gets_command_hooks_and_trust_instructions(home: Path) 
     assert json.loads(hooks_file.read_text()) == CODEX_BEFORE
 
 
+def test_claude_code_waits_for_one_hook_process_per_prompt(home: Path) -> None:
+    settings = home / ".claude" / "settings.json"
+    old_layout = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "~/bin/banner.sh"}]}]}}
+    write(settings, old_layout)
+    assert tap("hooks", "install").exit_code == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    banner, ours = hooks["SessionStart"]
+    assert banner == old_layout["hooks"]["SessionStart"][0]  # the user's group, untouched
+    assert ours["matcher"] == "clear|compact" and is_tap_hook(ours["hooks"][0])  # not on every start
+    assert tap_hooks({"hooks": hooks})["Stop"][0]["async"] is True
+    assert tap_hooks({"hooks": hooks})["SessionEnd"][0]["async"] is True
+    assert "async" not in tap_hooks({"hooks": hooks})["UserPromptSubmit"][0]
+    before = settings.read_text()
+    assert tap("hooks", "install").exit_code == 0 and settings.read_text() == before  # idempotent
+    shared = {
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "~/bin/banner.sh"}, ours["hooks"][0]]}]}
+    }
+    write(settings, shared)  # tap's entry from an older install, in the user's group
+    assert tap("hooks", "install").exit_code == 0
+    banner, ours = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert banner == old_layout["hooks"]["SessionStart"][0] and ours["matcher"] == "clear|compact"
+
+
 CODEX_CONFIG = """# my Codex settings
 model = "gpt-5.5"
 

@@ -122,6 +122,21 @@ def test_compaction_and_clear_reset_the_ledger_and_resume_keeps_it(rig: Rig) -> 
     assert context(prompt(rig, "s-2", "how big should my pull requests be?")) == ""
 
 
+def test_a_session_without_session_start_gets_its_digest_with_the_first_prompt(rig: Rig) -> None:
+    # tap's Claude Code SessionStart hook fires only after /clear or a compaction (one process fewer per run)
+    scope = str(rig.project)
+    rig.rt.memories.add(scope=scope, content="The user prefers small pull requests", importance=5)
+    rig.rt.memories.add(scope=scope, content="The user's team uses Postgres for the billing service", importance=3)
+    first = context(prompt(rig, "s-5", "which database does billing use?"))
+    assert first.count("<recalled-memories>") == 2
+    assert first.index("small pull requests") < first.index("Postgres")  # the digest, then the recalled block
+    assert context(prompt(rig, "s-5", "what about pull requests?")) == ""  # given once, as at SessionStart
+    rig.send("session-start", payload("SessionStart", "s-6", rig.project, None, source="startup"))
+    assert context(prompt(rig, "s-6", "which database does billing use?")).count("<recalled-memories>") <= 1
+    standalone = rig.make_service()  # a hook process of its own reads the same record from hooks.db
+    assert context(prompt(rig, "s-5", "which database does billing use?", service=standalone)) == ""
+
+
 def test_session_start_digest_is_the_most_important_current_statements_within_budget(
     runtime: Runtime, tmp_path: Path
 ) -> None:
