@@ -21,7 +21,8 @@ system turn) and never after it (the API wants a mid-conversation system message
 turn and precede the assistant's).  The cost, once per session: that request's breakpoint on the
 system message caches a prefix that holds the block, so the next request (the same messages
 without it) reads tools and `system` from the cache and writes the first prompt and the system
-message again; from then on that system message is history and every breakpoint keeps hitting.
+message again (a few thousand tokens, against the tens of thousands of tools and `system` that
+stay cached); from then on that system message is history and every breakpoint keeps hitting.
 With a top-level `cache_control` the automatic breakpoint is on the system message's last block,
 after the memories already, so nothing is moved.
 
