@@ -14,9 +14,8 @@ tap.config and tap.admin_token (a test checks that they agree):
 - the running server (`<data dir>/server.json`, its pid alive) and the admin token (the env var
   `[admin] token_env` names, else `<data dir>/admin-token`).
 
-platformdirs (whose imports cost as much as the rest of the process) is imported only when a path
-is not given (`--config` / `$TAP_CONFIG`, `$TAP_HOME` / `[data] dir`); `tap hooks install` writes
-`--config` and `TAP_HOME` into the command when tap had them.
+The user folders are found as platformdirs finds them (on Linux by the same XDG rule, written out
+here: platformdirs' imports cost as much as the rest of the process; elsewhere with platformdirs).
 
 Values are not validated here beyond their type (a wrong type falls back to the default); the
 server and `tap config check` validate the whole file. Errors reading the file raise
@@ -27,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -64,9 +64,7 @@ def find_config_path(explicit: str | None = None) -> Path | None:
         if not path.is_file():
             raise LightConfigError(f"$TAP_CONFIG points to a missing file: {path}")
         return path
-    import platformdirs  # ~8 ms of imports: only when neither --config nor $TAP_CONFIG names the file
-
-    user = platformdirs.user_config_path(APP) / "config.toml"
+    user = _user_dir("XDG_CONFIG_HOME", ".config", "user_config_path") / "config.toml"
     return user if user.is_file() else None
 
 
@@ -111,9 +109,21 @@ def data_dir(configured: object = None) -> Path:
         return Path(env).expanduser()
     if isinstance(configured, str) and configured:
         return Path(configured).expanduser()
-    import platformdirs  # only when neither $TAP_HOME nor [data] dir says
+    return _user_dir("XDG_DATA_HOME", ".local/share", "user_data_path")
 
-    return platformdirs.user_data_path(APP)
+
+def _user_dir(xdg_variable: str, home_relative: str, platformdirs_name: str) -> Path:
+    """tap's user folder of one kind: on Linux the XDG rule platformdirs follows (the variable when
+    it is an absolute path, else the folder under $HOME), elsewhere platformdirs itself, whose
+    imports cost as much as the rest of the hook process."""
+    if sys.platform == "linux":
+        value = os.environ.get(xdg_variable, "")
+        base = Path(value) if os.path.isabs(value) else Path.home() / home_relative
+        return base / APP
+    import platformdirs
+
+    found: Path = getattr(platformdirs, platformdirs_name)(APP)
+    return found
 
 
 def running_server(config: LightConfig) -> str | None:

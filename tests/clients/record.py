@@ -44,12 +44,17 @@ def write_meta(target: Path, **fields: object) -> None:
     (target / "meta.json").write_text(json.dumps({**fields, "recorded": today}, indent=2) + "\n")
 
 
+def prepared(package: str, scratch: Path, name: str) -> tuple[Path, str, Path, Path]:
+    """The CLI's install folder and version, and a fresh HOME and project folder for its run."""
+    folder = install(package)
+    home, project = scratch / f"{name}-home", scratch / f"{name}-project"
+    project.mkdir(parents=True)
+    return folder, installed_version(folder, package), home, project
+
+
 async def record_claude_code(out: Path, scratch: Path) -> Path:
     """Two headless turns of one Claude Code session; its bodies and its transcript."""
-    folder = install(CLAUDE_CODE)
-    version = installed_version(folder, CLAUDE_CODE)
-    home, project = scratch / "claude-home", scratch / "project"
-    project.mkdir(parents=True)
+    folder, version, home, project = prepared(CLAUDE_CODE, scratch, "claude")
     async with AgentAnthropic(chunk_sizes=(4096,)) as up:
         env = agents.claude_environment(home, up.url)
         (await agents.claude(folder, FIRST_PROMPT, env, project)).check()
@@ -75,10 +80,7 @@ async def record_claude_code(out: Path, scratch: Path) -> Path:
 
 async def record_codex(out: Path, scratch: Path) -> Path:
     """One `codex exec` turn; its body."""
-    folder = install(CODEX)
-    version = installed_version(folder, CODEX)
-    home, project = scratch / "codex-home", scratch / "codex-project"
-    project.mkdir(parents=True)
+    folder, version, home, project = prepared(CODEX, scratch, "codex")
     async with AgentOpenAI(chunk_sizes=(4096,)) as up:
         agents.write_codex_config(home, up.url + "/v1")
         (await agents.codex_exec(folder, CODEX_PROMPT, agents.codex_environment(home), project)).check()
