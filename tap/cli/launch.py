@@ -35,7 +35,7 @@ def main() -> None:
     if "hook" in argv and _is_hook_call(argv):
         from bridges.hooks.command import run
 
-        sys.exit(run(argv, embedded=_embedded))
+        sys.exit(run(argv, embedded=_embedded, detach=True))
     from tap.cli.main import main as cli
 
     cli()

@@ -22,9 +22,12 @@ STORE = {"chromadb", "onnxruntime", "tokenizers"}
 
 
 def extraction_finished(home: Path) -> bool:
-    """No chunk waits and no process holds the store (the detached drain is done)."""
-    with sqlite3.connect(home / "queue.db") as db:
-        waiting = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()[0]
+    """No chunk waits and no process holds the store (the detached Stop and its drain are done)."""
+    try:
+        with sqlite3.connect(home / "queue.db") as db:
+            waiting = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()[0]
+    except sqlite3.OperationalError:
+        return False  # the detached Stop has not made its queue yet
     if waiting:
         return False
     lock = DataDirLock(home)

@@ -18,6 +18,7 @@ from bridges.hooks.codex_trust import LABELS, hook_hash
 from bridges.hooks.install import HookCall, entries, is_tap_hook, tap_command
 from tap.cli.main import main
 from tests.bridges.hooks_fixtures import Transcript, payload
+from tests.waits import wait_until
 
 CLAUDE_BEFORE: dict[str, Any] = {
     "model": "opus",
@@ -300,7 +301,7 @@ def test_the_installed_command_runs_and_status_shows_it(home: Path, tmp_path: Pa
     body = payload("Stop", "s-run", project, transcript.path, stop_hook_active=True)  # no chunk: no background drain
     done = subprocess.run(["sh", "-c", command], input=body, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stdout == b""
-    status = tap("hooks", "status")
+    status = wait_until(lambda: "queued 2 turns" in (shown := tap("hooks", "status")).output and shown, what="Stop")
     assert status.exit_code == 0, status.output
     assert f"{home / '.claude' / 'settings.json'}: SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd" in (
         status.output
