@@ -343,6 +343,10 @@ class ChromaStore:
         records = self._lexical.records(list(dict.fromkeys(ids)))
         return [_decode(records[i]) for i in ids if i in records]
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of the scope, from the lexical index (which holds exactly those)."""
+        return self._lexical.ids_in_scope(scope)
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """Active memories of the scope nearest to vector (score: cosine similarity)."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]

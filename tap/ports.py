@@ -96,6 +96,11 @@ class MemoryStore(Protocol):
         (the recall path: no round trip to the vector store where the store keeps its own copy)."""
         ...
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of a scope (current, not archived), in no order, from the store's
+        own index: with `get_active`, a scope's active memories without a scan of the vector store."""
+        ...
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """Active memories (current, not archived) of a scope nearest to the vector; score is cosine
         similarity."""

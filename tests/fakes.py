@@ -154,6 +154,10 @@ class InMemoryStore:
     def _active(self, scope: str) -> list[Memory]:
         return [m for m in self._memories.values() if m.scope == scope and m.active]
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of the scope."""
+        return [m.id for m in self._active(scope)]
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """Active memories of the scope nearest to the vector (cosine similarity)."""
         if k <= 0:

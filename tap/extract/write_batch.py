@@ -99,6 +99,12 @@ class WriteBuffer:
         """`get`, active ones only (buffered versions first)."""
         return [m for m in self.get(ids) if m.active]
 
+    def active_ids(self, scope: str) -> list[str]:
+        """The store's active ids of the scope as the buffer changed them."""
+        buffered = {**{i: m for i, (m, _) in self._added.items()}, **self._updated}
+        ids = [i for i in self.store.active_ids(scope) if i not in buffered]
+        return ids + [i for i, m in buffered.items() if m.scope == scope and m.active]
+
     def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
         """The store's hits as the buffer changed them, merged with buffered new memories."""
         return self.vector_search_many([vector], scope=scope, k=k)[0]

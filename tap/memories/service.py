@@ -98,6 +98,13 @@ def _quotes(context: str, texts: list[str]) -> bool:
     return bool(body) and any(body in text for text in texts)
 
 
+def newest_statements(store: MemoryStore, scope: str, limit: int) -> list[Memory]:
+    """A scope's active statements (no excerpts), newest first, from the store's own index."""
+    statements = [m for m in store.get_active(store.active_ids(scope)) if m.kind != "episode"]
+    statements.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+    return statements[:limit]
+
+
 def clean(memory: Memory) -> Memory:
     """The memory with its content, context and tags scrubbed (the one scrubber, tap.scrub)."""
     memory.content = scrub(memory.content).strip()
@@ -148,6 +155,12 @@ class MemoryService:
             memory.embedder = self.embedder.model_id
         vectors = self.embedder.embed_documents([m.content for m in memories])
         self.store.add(memories, vectors)
+
+    def newest_statements(self, scope: str, limit: int) -> list[Memory]:
+        """The scope's active statements (no excerpts), newest first, read from the store's own
+        index (`active_ids`, `get_active`): a hook's start digest reads these on a session's first
+        prompt, where listing the scope from the vector store took ~100 ms at 1,000 memories."""
+        return newest_statements(self.store, scope, limit)
 
     def get(self, memory_id: str) -> Memory | None:
         """One memory by id (any version)."""

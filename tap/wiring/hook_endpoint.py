@@ -90,7 +90,7 @@ def attach_hooks(app: web.Application, rt: Runtime, metrics: Metrics) -> ServerH
     state = HookState(data_dir / STATE_FILE)
     offsets = OffsetStore(data_dir / STATE_FILE)
     pipeline = Pipeline(rt.queue, rt.ingestor, TranscriptReader(offsets, rt.ingestor.ingest))
-    service = HookService(config.hooks, RuntimeBackend(rt.recall, rt.memories.list_memories, pipeline), state)
+    service = HookService(config.hooks, RuntimeBackend(rt.recall, rt.memories.newest_statements, pipeline), state)
     metrics.sections["hooks"] = service.status
     endpoint = ServerHooks(service, data_dir, max(0.1, config.hooks.timeout_s * 0.8))
     app[hooks_key] = endpoint

@@ -45,6 +45,7 @@ from tap.errors import StoreError
 from tap.ingest.entry import Ingestor
 from tap.ingest.queue import ChunkQueue
 from tap.intercept.repeats import Skip
+from tap.memories.service import newest_statements
 from tap.ports import Embedder, MemoryStore
 from tap.recall.engine import RecallEngine
 from tap.records import IngestEvent, Memory, RecallResult
@@ -89,12 +90,12 @@ class RuntimeBackend:
     def __init__(
         self,
         recall: RecallEngine,
-        list_memories: Callable[..., list[Memory]],
+        newest_statements: Callable[[str, int], list[Memory]],
         pipeline: Pipeline,
         extract_soon: Callable[[], None] = lambda: None,
     ) -> None:
         self._recall = recall
-        self._list = list_memories
+        self._newest = newest_statements
         self._pipeline = pipeline
         self._extract_soon = extract_soon
 
@@ -102,7 +103,7 @@ class RuntimeBackend:
         return self._recall.recall(query, scope=scope, skip=skip)
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._list(scope=scope, limit=limit, excerpts=False, archived=False)
+        return self._newest(scope, limit)
 
     def ingest(self, event: IngestEvent) -> int:
         return self._pipeline.ingestor.ingest(event)
@@ -174,7 +175,7 @@ class EmbeddedBackend:
         return self._recall_engine.recall(query, scope=scope, skip=skip)
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
+        return newest_statements(self._store, scope, limit)
 
     def ingest(self, event: IngestEvent) -> int:
         return self._pipeline.ingestor.ingest(event)

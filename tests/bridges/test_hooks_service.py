@@ -53,7 +53,7 @@ class Rig:
     def make_service(self, config: str = "") -> HookService:
         hooks = parse_config(config).hooks
         return HookService(
-            hooks, RuntimeBackend(self.rt.recall, self.rt.memories.list_memories, self.pipeline), self.state
+            hooks, RuntimeBackend(self.rt.recall, self.rt.memories.newest_statements, self.pipeline), self.state
         )
 
     def send(self, event: str, body: bytes, *, agent: str = "claude", service: HookService | None = None) -> Any:

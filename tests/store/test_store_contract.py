@@ -98,6 +98,13 @@ def test_superseded_memories_leave_both_searches(store: MemoryStore, embedder: A
     assert store.text_search("Porto", scope="ann", k=5) == []
     assert store.get([old.id])[0].superseded_by == new.id
     assert [m.id for m in store.get_active([old.id, new.id, "m_missing", new.id])] == [new.id, new.id]
+    (archived,) = _add(store, embedder, "Ann kept a diary in 2019")
+    archived.archived_at = archived.created_at + 1
+    store.update_metadata([archived])
+    _add(store, embedder, "Bo lives in Oslo", scope="bo")
+    assert sorted(store.active_ids("ann")) == [new.id]  # current, not archived, this scope only
+    listed = store.list_memories(scope="ann", limit=10, archived=False)
+    assert sorted(store.active_ids("ann")) == sorted(m.id for m in listed)
 
 
 def test_list_delete_and_stats(store: MemoryStore, embedder: Any) -> None:
