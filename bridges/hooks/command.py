@@ -8,12 +8,8 @@ Where the event goes:
 - no server: `embedded(invocation, body)` handles it on the embedded store in this process (the
   composition root passes it in: tap.wiring.hook_service.run_embedded).
 
-Detached hand-overs: Stop and SessionEnd answer nothing, so the installed `tap` script
-(tap.cli.launch, `detach=True`) reads the event, forks a child that does the work in a session of
-its own with its standard streams on /dev/null, and exits at once: the agent waits for Python's
-start and the read of stdin, not for the hand-over (a `claude -p` run waits for every foreground
-hook). PreCompact stays in the foreground (compaction waits for it), and so does everything on a
-platform without `fork`.
+Stop and SessionEnd answer nothing: the installed `tap` script hands them over from a detached
+child before this module is even imported (bridges.hooks.detach, tap.cli.launch).
 
 Fail-open: whatever goes wrong (bad arguments, unreadable config, server down or slow, store busy,
 any exception) the process exits 0 with nothing on stdout, so the agent carries on without
@@ -24,9 +20,7 @@ when a server runs, `[hooks] embedded_timeout_s` (10 s) when this process must o
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import socket
 import sys
 import time
@@ -213,33 +207,14 @@ class _Reporter:
             pass
 
 
-DETACHED_EVENTS = frozenset({"stop", "session-end"})
-"""Events that answer nothing and are handed over by a detached child (see the module docstring)."""
-
-
-def _detached() -> bool:
-    """Fork: True in the child (now in a session of its own, its standard streams on /dev/null),
-    False in the parent, which then exits at once."""
-    if os.fork():
-        return False
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    return True
-
-
 def run(
     argv: list[str],
     *,
     embedded: Embedded,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
-    detach: bool = False,
 ) -> int:
-    """Handle one hook event (see the module docstring); always returns 0. With `detach` (the
-    installed script only, never in-process), Stop and SessionEnd are handed over by a child."""
+    """Handle one hook event (see the module docstring); always returns 0."""
     started = time.monotonic()
     try:
         invocation = parse_args(argv)
@@ -253,11 +228,6 @@ def run(
         _Reporter(lightconfig.data_dir(), invocation)(str(exc))
         return 0
     report = _Reporter(config.data_dir, invocation)
-    if detach and invocation.event in DETACHED_EVENTS and hasattr(os, "fork"):
-        body = (stdin or sys.stdin.buffer).read()
-        if not _detached():
-            return 0
-        stdin, started = io.BytesIO(body), time.monotonic()
     url = lightconfig.running_server(config)
     limit = config.timeout_s if url else config.embedded_timeout_s
     where = f"tap serve at {url}" if url else "the embedded store"
