@@ -256,7 +256,8 @@ def claude_p(
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = corpus.queries(args.runs)
-    with tempfile.TemporaryDirectory(prefix="tap-bench-hooks-") as tmp:
+    # detached Stop and SessionEnd children may still be writing when the run ends
+    with tempfile.TemporaryDirectory(prefix="tap-bench-hooks-", ignore_cleanup_errors=True) as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
         (project / ".git").mkdir(parents=True)
         config = Path(tmp) / "tap.toml"
