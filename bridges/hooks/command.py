@@ -132,7 +132,9 @@ def post_event(url: str, token: str, invocation: Invocation, body: bytes, timeou
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        # the host as bytes: a str makes the resolver load the IDNA codec (~4 ms of this process's start)
+        address = (host.encode("ascii", "replace"), port)
+        with socket.create_connection(address, timeout=timeout) as sock:  # type: ignore[arg-type]
             sock.sendall(head.encode("latin-1") + body)
             chunks = []
             while data := sock.recv(65536):
