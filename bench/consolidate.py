@@ -352,13 +352,16 @@ def print_report(result: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--conversations", default="", help="comma-separated conversation ids (default: all 50)")
+    parser.add_argument(
+        "--conversations", default="", help="comma-separated conversation ids (default: every dev conversation)"
+    )
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     parser.add_argument("--seed", type=int, default=2026, help="the recap generator's seed")
     parser.add_argument("--no-background", action="store_true", help="skip the background arm (a second ingestion)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    conversations = quality.load()
+    # the dev split only: the test split stays unread by anything but the quality benchmark itself
+    conversations = [c for c in quality.load() if c.split == "dev"]
     if args.quick:
         conversations = [c for c in conversations if c.id in QUICK]
     elif args.conversations:

@@ -10,7 +10,7 @@ installed (the same JSON on stdin, a transcript that grows by one exchange per r
 processes Claude Code waits for: with the layout before (every hook blocking, SessionStart on every
 start) all four; with tap's layout now (bridges.hooks.install: Stop and SessionEnd `async`,
 SessionStart only on clear|compact, the digest with the first prompt) UserPromptSubmit alone.
-Where node and npm can install Claude Code (tests/clients/npm.py), `claude_p` also times the real
+Where node and npm can install Claude Code (testkit/clients/npm.py), `claude_p` also times the real
 `claude -p` against a fake model API on loopback, with no hooks, the old layout and the new one,
 interleaved round by round (its spread on a shared machine is large: read the paired differences).
 
@@ -52,9 +52,9 @@ import corpus
 from bridges.hooks.install import HookCall, entries, group_matchers, merged
 from tap.config import LoadedConfig, parse_config
 from tap.wiring.runtime import open_runtime
-from tests.bridges.hooks_fixtures import Transcript, payload
-from tests.serve_process import ServeProcess
-from tests.waits import wait_until
+from testkit.agent_hooks import Transcript, payload
+from testkit.serve_process import ServeProcess
+from testkit.waits import wait_until
 
 TARGETS = {"prompt_p50_ms": 150.0, "per_run_blocking_p50_ms": 150.0}
 HEAVY = ("chromadb", "onnxruntime", "anthropic", "aiohttp", "msgspec", "numpy", "telegram", "click")
@@ -205,8 +205,8 @@ def claude_p(
     home: Path, project: Path, server: ServeProcess, settings: dict[str, dict[str, Any]], rounds: int
 ) -> dict[str, Any]:
     """The real `claude -p` (when npm can install it): wall time with no hooks, before and now."""
-    from tests.clients import agents
-    from tests.clients.npm import CLAUDE_CODE, ClientUnavailable, binary, install, installed_version
+    from testkit.clients import agents
+    from testkit.clients.npm import CLAUDE_CODE, ClientUnavailable, binary, install, installed_version
 
     try:
         folder = install(CLAUDE_CODE)

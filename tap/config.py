@@ -4,24 +4,49 @@ Rules (docs/architecture.md, Interfaces): every field has a default, so an empty
 is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
 values in the file, only the *names* of environment variables (`*_env` fields).
 
-Lookup order for the file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml`, else
-`config.toml` in the user config folder (platformdirs: `~/.config/tap` on Linux, honouring
-`$XDG_CONFIG_HOME`), else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`, else the
-user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
+Where the file and the data dir are found: tap.locations (`config_lookup`: the lookup order, and
+why a file was read or passed over, which `tap config check` says). `read_config` is the one
+validation of a config file: `tap hook` calls it too (bridges.hooks.lightconfig).
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-import platformdirs
 
+from tap import locations
 from tap.config_errors import URL_PATTERN, config_problems
 from tap.errors import ConfigError
+from tap.locations import (
+    ConfigLookup,
+    config_lookup,
+    default_data_dir,
+    find_config_path,
+    read_secret,
+    user_cache_dir,
+    user_config_file,
+)
+
+__all__ = [
+    "Config",
+    "ConfigLookup",
+    "LoadedConfig",
+    "config_lookup",
+    "default_config_text",
+    "default_data_dir",
+    "find_config_path",
+    "load_config",
+    "parse_config",
+    "read_config",
+    "read_secret",
+    "resolve_data_dir",
+    "user_cache_dir",
+    "user_config_file",
+]
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
@@ -102,14 +127,20 @@ class EmbedderConfig(Section, frozen=True):
 class ExtractConfig(Section, frozen=True):
     """The background pipeline: chunking, gate, extractor, retries and the money cap."""
 
-    provider: Literal["rules", "anthropic", "ollama"] = "rules"
-    gate: Literal["heuristic", "anthropic", "ollama"] = "heuristic"
+    provider: Literal["rules", "anthropic", "ollama", "openai"] = "rules"
+    gate: Literal["heuristic", "anthropic", "ollama", "openai"] = "heuristic"
+    reconcile: Literal["rules", "llm"] = "rules"
     gate_model: str = "claude-haiku-4-5"
     model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
     anthropic_url: Url = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "llama3.2"
+    openai_url: Url = "http://127.0.0.1:8080/v1"
+    openai_model: str = ""
+    openai_api_key_env: OptionalEnvName = ""
+    openai_output: Literal["auto", "json_schema", "tools", "json"] = "auto"
+    openai_temperature: Annotated[float, msgspec.Meta(ge=-1, le=2)] = 0.0
     timeout_s: PositiveFloat = 60.0
     chunk_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
     overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4000)] = 100
@@ -125,6 +156,11 @@ class ExtractConfig(Section, frozen=True):
         if self.overlap_tokens >= self.chunk_tokens:
             raise ValueError(
                 f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})"
+            )
+        if "openai" in (self.provider, self.gate) and not self.openai_model.strip():
+            raise ValueError(
+                'openai_model must name the model the OpenAI-compatible server serves (e.g. "qwen2.5-7b-instruct") '
+                'when provider or gate is "openai"'
             )
 
 
@@ -200,7 +236,7 @@ class HooksConfig(Section, frozen=True):
 
 
 class MitmConfig(Section, frozen=True):
-    """The mitmproxy way in (README: Ways in): a forward proxy for clients that cannot change their
+    """The mitmproxy way in (docs/ways-in.md): a forward proxy for clients that cannot change their
     base URL, and reverse proxies per upstream; run by `tap serve` when enabled, or by `tap mitm`."""
 
     enabled: bool = False
@@ -238,30 +274,13 @@ class Config(Section, frozen=True):
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A config plus where it came from and the data dir it resolves to."""
+    """A config plus where it came from (and why) and the data dir it resolves to."""
 
     config: Config
     path: Path | None
     data_dir: Path
-
-
-def find_config_path(explicit: str | Path | None = None) -> Path | None:
-    """The config file tap reads, by the documented lookup order (None → built-in defaults)."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        return path
-    env = os.environ.get("TAP_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
-        return path
-    for candidate in (Path("config.toml"), user_config_file()):
-        if candidate.is_file():
-            return candidate
-    return None
+    reason: str = ""
+    passed_over: tuple[str, ...] = ()
 
 
 def parse_config(text: str, *, origin: str = "config") -> Config:
@@ -280,51 +299,34 @@ def parse_config(text: str, *, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: {len(problems)} problems\n{listing}") from exc
 
 
-APP = "tap"
-
-
-def user_config_file() -> Path:
-    """`config.toml` in the platform's user config folder (`~/.config/tap` on Linux)."""
-    return platformdirs.user_config_path(APP) / "config.toml"
-
-
-def default_data_dir() -> Path:
-    """The platform's user data folder for tap (`~/.local/share/tap` on Linux)."""
-    return platformdirs.user_data_path(APP)
-
-
-def user_cache_dir() -> Path:
-    """The platform's user cache folder for tap (`~/.cache/tap` on Linux)."""
-    return platformdirs.user_cache_path(APP)
+def default_config_text() -> str:
+    """The documented default config file that ships with tap (the repository's config.toml)."""
+    return (resources.files("tap") / "config.toml").read_text(encoding="utf-8")
 
 
 def resolve_data_dir(config: Config) -> Path:
-    """`$TAP_HOME`, else `[data] dir`, else the user data folder (`default_data_dir`)."""
-    env = os.environ.get("TAP_HOME")
-    if env:
-        return Path(env).expanduser()
-    if config.data.dir:
-        return Path(config.data.dir).expanduser()
-    return default_data_dir()
+    """`$TAP_HOME`, else `[data] dir`, else the user data folder (tap.locations.data_dir)."""
+    return locations.data_dir(config.data.dir)
 
 
-def load_config(explicit: str | Path | None = None) -> LoadedConfig:
-    """Find, read and validate the config, and resolve the data dir."""
-    path = find_config_path(explicit)
-    if path is None:
-        config = Config()
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-        config = parse_config(text, origin=str(path))
-    return LoadedConfig(config=config, path=path, data_dir=resolve_data_dir(config))
+def read_config(path: Path) -> Config:
+    """Read and validate one config file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    return parse_config(text, origin=str(path))
 
 
-def read_secret(env_name: str) -> str | None:
-    """The value of the env var a config field names, or None when unset/empty."""
-    if not env_name:
-        return None
-    value = os.environ.get(env_name, "").strip()
-    return value or None
+def load_config(explicit: str | Path | None = None, *, project_file: bool = True) -> LoadedConfig:
+    """Find, read and validate the config, and resolve the data dir. `project_file`: whether
+    `./config.toml` is looked at (tap.locations.config_lookup)."""
+    lookup = config_lookup(explicit, project_file=project_file)
+    config = Config() if lookup.path is None else read_config(lookup.path)
+    return LoadedConfig(
+        config=config,
+        path=lookup.path,
+        data_dir=resolve_data_dir(config),
+        reason=lookup.reason,
+        passed_over=lookup.passed_over,
+    )

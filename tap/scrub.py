@@ -22,8 +22,7 @@ admin API or by import (tap.memories.service.MemoryService); the turn log is scr
 Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a memory block, a
 private span or a secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
 process (one, started on first need): each regex pass over it is one C call that holds the GIL for
-its whole length (a 10 MB pasted turn took ~9 s), which stalled the proxy's event loop and made
-every recall of the next seconds miss its deadline; in another process it only takes a core.
+its whole length, which would stall the proxy's event loop; in another process it only takes a core.
 Patterns are anchored on key shapes or on an explicit key name, so
 ordinary prose, commit hashes and UUIDs are left alone. Where a secret follows a label (`password:`,
 `Bearer`, `user:`) the label is kept and only the value is replaced, so the sentence stays readable.
@@ -118,9 +117,9 @@ _NOT_A_PASSWORD = frozenset(
 _TRAILING_PUNCTUATION = re.compile(r"[.!?,;:)\]]+$")
 
 # What every pattern above needs somewhere in its text (case ignored), lower-cased: a text that
-# holds none of these cannot match any of them, and most turns hold no secret (the ~17 passes of
-# redact_secrets were ~11 % of `tap serve`'s CPU at 64 streams; one regex of these alternatives
-# still cost half a millisecond per 1,000-character turn, substring searches ~20 µs). Each is a
+# holds none of these cannot match any of them, and most turns hold no secret (running every pass
+# of redact_secrets on every turn was a visible share of `tap serve`'s CPU under load, and even one
+# regex of these alternatives costs far more than substring searches). Each is a
 # literal part of the patterns: the shapes' prefixes, the key names (every _SECRET_KEY, _OPTION and
 # _SPOKEN_PASSWORD name holds one), "bearer"; a PIN needs "pin" at a word's start, a connection
 # string "://" and "@", a door or alarm code its label (_CODE_LABEL).

@@ -1,11 +1,12 @@
-"""Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine.
+"""Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine: the
+user config folder ($XDG_CONFIG_HOME) is an empty folder of the test's own, and $TAP_CONFIG unset.
 
 Every test also runs with SSL_CERT_FILE naming a one-certificate trust store (`loopback_trust`):
 tests only speak to loopback servers, and an HTTP client (httpx under the Anthropic, OpenAI and
 Ollama SDKs) otherwise loads the ~150 public roots for each client it builds, ~30 ms each, several
 hundred times a run. Tests of TLS set SSL_CERT_FILE themselves.
 
-Adapters: `hash_embedder` and `memory_store` are the fast fakes (tests/fakes.py); `embedder` is the
+Adapters: `hash_embedder` and `memory_store` are the fast fakes (testkit/fakes.py); `embedder` is the
 real ONNX embedder (loaded once) and `store` a real ChromaStore, embedded and (marked slow: it
 starts a `chroma run` process) on a Chroma server.
 
@@ -57,10 +58,13 @@ def loopback_trust(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback_trust: Path) -> Iterator[Path]:
-    """Point TAP_HOME at a fresh folder and run from it, so no real state is touched."""
+    """Point TAP_HOME and the user config folder at fresh folders and run from the test's own
+    folder, so no real state and no developer's config is touched (HOME stays: the derived model
+    is cached under it)."""
     home = tmp_path / "taphome"
     home.mkdir()
     monkeypatch.setenv("TAP_HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("SSL_CERT_FILE", str(loopback_trust))
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     monkeypatch.delenv("TAP_CONFIG", raising=False)
@@ -106,7 +110,7 @@ def embedder() -> Any:
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real `chroma run` server on loopback for the whole session."""
-    from tests.chroma_server import ChromaServer
+    from testkit.chroma_server import ChromaServer
 
     server = ChromaServer(tmp_path_factory.mktemp("chroma-server"))
     server.start()
@@ -120,7 +124,7 @@ _collections = itertools.count()
 @pytest.fixture
 def hash_embedder() -> Any:
     """The deterministic hashing embedder (no model loaded)."""
-    from tests.fakes import HashEmbedder
+    from testkit.fakes import HashEmbedder
 
     return HashEmbedder()
 
@@ -128,7 +132,7 @@ def hash_embedder() -> Any:
 @pytest.fixture
 def memory_store(hash_embedder: Any) -> Any:
     """An empty InMemoryStore for the hashing embedder."""
-    from tests.fakes import InMemoryStore
+    from testkit.fakes import InMemoryStore
 
     return InMemoryStore(embedder_id=hash_embedder.model_id)
 

@@ -8,10 +8,12 @@ as a user would (`python bench/quality.py --quick`), on real tap components, and
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +22,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from tap.config import parse_config
 from tap.records import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,9 +57,9 @@ def _total(results: list[Any]) -> dict[str, Any]:
 def test_data_set_is_valid_and_big_enough() -> None:
     assert quality.validate(CONVERSATIONS) == []
     size = quality.summarise(CONVERSATIONS)
-    assert size["conversations"] >= 48
-    assert size["turns"] >= 700
-    assert size["updates"] >= 36
+    assert size["conversations"] >= 94
+    assert size["turns"] >= 1600
+    assert size["updates"] >= 200
     turn_ids = [t.id for c in CONVERSATIONS for t in c.turns]
     label_ids = [label.id for c in CONVERSATIONS for label in c.labels]
     assert len(turn_ids) == len(set(turn_ids))
@@ -72,13 +75,37 @@ def test_data_set_is_valid_and_big_enough() -> None:
                 assert label.question.strip().endswith("?"), label.id
 
 
-def test_splits_are_about_60_40_and_cover_every_theme() -> None:
+def test_splits_old_set_is_dev_new_frozen_set_is_test_and_both_cover_every_theme() -> None:
+    # everything written before 2026-12-07 (q01-q50) was looked at during development: dev;
+    # the test split (q51-q96) was written in one go from the format alone and is frozen
     dev = [c for c in CONVERSATIONS if c.split == "dev"]
-    assert 0.5 <= len(dev) / len(CONVERSATIONS) <= 0.7
-    for split in ("dev", "test"):
-        themes = {c.theme for c in CONVERSATIONS if c.split == split}
-        assert themes == {"personal", "work", "mixed", "group"}
-        assert quality.summarise(c for c in CONVERSATIONS if c.split == split)["updates"] >= 10
+    test = [c for c in CONVERSATIONS if c.split == "test"]
+    assert {c.id for c in dev} >= {f"q{n:02d}" for n in range(1, 51)}
+    assert {c.id for c in test} == {f"q{n:02d}" for n in range(51, 97)}
+    for split in (dev, test):
+        assert {c.theme for c in split} == {"personal", "work", "mixed", "group"}
+        assert {c.source for c in split} == {"proxy", "telegram", "logtail"}
+    size = quality.summarise(test)
+    assert size["conversations"] >= 40
+    assert size["turns"] >= 600
+    assert size["updates"] >= 60
+    assert quality.summarise(dev)["updates"] >= 60
+    for conv in test:
+        assert len(conv.sessions) >= 2, conv.id
+        assert all(s.turns for s in conv.sessions), conv.id
+
+
+# sha256 over the test split's files (name, NUL, bytes; in name order). The test split is frozen:
+# this changes only in a commit of its own that fixes a wrong label and says why (README, Splits).
+TEST_SPLIT_SHA256 = "566f0b94a5c57600064f90480897bc1df37875133111dfae83bf9b53cf046be9"
+
+
+def test_the_test_split_is_frozen() -> None:
+    digest = hashlib.sha256()
+    for path in sorted(quality.DATA_DIR.glob("q*.json")):
+        if msgspec.json.decode(path.read_bytes())["split"] == "test":
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    assert digest.hexdigest() == TEST_SPLIT_SHA256
 
 
 def test_a_fragment_does_not_match_and_a_paraphrase_does() -> None:
@@ -191,3 +218,61 @@ def test_quick_run_writes_sane_results(tmp_path: Path) -> None:
     assert outcomes <= {"ok", "old-still-active", "new-missing", "new-superseded"}
     assert len(result["update_outcomes"]) == total["counts"]["updates"]
     assert "failures" in result and "queue_left" not in result["failures"]
+
+
+def test_a_models_run_has_a_result_file_of_its_own() -> None:
+    def named(toml: str, mode: str) -> str:
+        return str(quality.result_name(parse_config(toml), mode))
+
+    assert named("", "full") == "quality" and named("", "quick") == "quality-quick"
+    local = '[extract]\nprovider = "openai"\nopenai_model = "Qwen/Qwen2.5-7B-Instruct:q4"'
+    assert named(local, "full") == "quality-openai-Qwen-Qwen2.5-7B-Instruct-q4"
+    assert (
+        named('[extract]\nprovider = "ollama"\nollama_model = "llama3.2"', "quick") == "quality-ollama-llama3.2-quick"
+    )
+    assert named('[extract]\nprovider = "anthropic"', "full") == "quality-anthropic-claude-sonnet-4-6"
+    assert named(local, "oracle") == "quality-oracle"
+
+
+@pytest.mark.slow
+def test_quick_run_against_a_scripted_openai_compatible_model(tmp_path: Path) -> None:
+    """The LLM path end to end: bench/fake_llm.py answers from a fixture over the real wire format;
+    tap extracts through the OpenAI-compatible provider and reconciles the annotated statements."""
+    port_file = tmp_path / "port"
+    fake = subprocess.Popen(
+        [sys.executable, str(BENCH / "fake_llm.py"), str(BENCH / "fixtures" / "fake-llm-quick.json"), str(port_file)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text()) and time.monotonic() < deadline:
+            assert fake.poll() is None, "the fake model exited"
+            time.sleep(0.05)
+        config = tmp_path / "fake.toml"
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        config.write_text(f'[extract]\nprovider = "openai"\nopenai_url = "{url}"\nopenai_model = "fixture"\n')
+        out, log = tmp_path / "quality-fake.json", tmp_path / "quality.log"
+        with log.open("w") as sink:
+            done = subprocess.run(
+                [sys.executable, str(BENCH / "quality.py"), "--quick", "--config", str(config), "--out", str(out)],
+                cwd=ROOT,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                timeout=TIMEOUT_S,
+            )
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    assert done.returncode == 0, log.read_text()
+    result = json.loads(out.read_text())
+    assert result["extractor"] == {"provider": "openai", "model": "fixture", "gate": "heuristic", "reconcile": "rules"}
+    (extract,) = result["llm"]
+    assert extract["provider"] == "openai-compatible" and extract["purpose"] == "extract" and extract["calls"] > 0
+    assert extract["cost_usd"] == 0
+    rates = result["splits"]["all"]["rates"]
+    assert rates["precision"] == 1.0 and rates["superseded_in_blocks"] == 0
+    # every update of the fixture is applied by the rules reconcile from the model's annotations
+    assert rates["update_outcomes"]["ok"] == result["splits"]["all"]["counts"]["updates"] > 0
+    assert "queue_left" not in result["failures"]

@@ -28,22 +28,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from tap.sqlite import connect, transaction
+from tap.sqlite import Step, connect, migrate, transaction
 
 STATE_FILE = "hooks.db"
 PRUNE_AFTER_S = 30 * 86400.0
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS fired (agent TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL,
-    outcome TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (agent, event)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS given (session TEXT NOT NULL, memory_id TEXT NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (session, memory_id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, agent TEXT NOT NULL, scope TEXT NOT NULL,
-    cwd TEXT NOT NULL, seen_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS pending (session TEXT NOT NULL, turn_id TEXT NOT NULL, prompt TEXT NOT NULL,
-    at REAL NOT NULL, PRIMARY KEY (session, turn_id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS started (session TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID;
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: hooks fired, memories given per session, sessions, prompts waiting for their Stop
+        "CREATE TABLE IF NOT EXISTS fired (agent TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL, "
+        "outcome TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (agent, event)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS given (session TEXT NOT NULL, memory_id TEXT NOT NULL, at REAL NOT NULL, "
+        "PRIMARY KEY (session, memory_id)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, agent TEXT NOT NULL, scope TEXT NOT NULL, "
+        "cwd TEXT NOT NULL, seen_at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS pending (session TEXT NOT NULL, turn_id TEXT NOT NULL, prompt TEXT NOT NULL, "
+        "at REAL NOT NULL, PRIMARY KEY (session, turn_id)) WITHOUT ROWID",
+    ),
+    (  # 2: the sessions given their start digest
+        "CREATE TABLE IF NOT EXISTS started (session TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID",
+    ),
+)
+"""The hook state's tables in hooks.db (tap.sqlite.migrate: steps are appended, never edited)."""
 _SESSION_TABLES = ("given", "pending", "started", "sessions")
 
 
@@ -67,7 +72,7 @@ class HookState:
         self._now = now
         self._lock = threading.Lock()
         self._db = connect(path)
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "hooks", _MIGRATIONS)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

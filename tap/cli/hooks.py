@@ -6,11 +6,12 @@ without importing this module, so it starts fast; this click command is the same
 `--help`, `python -m tap` and tests.
 
 `tap hooks install` writes tap's hooks into one settings file (bridges.hooks.install: merged next
-to the user's own hooks, idempotent, backed up, `--dry-run` prints the diff); for Codex it says
-whether Codex trusts them yet (it skips untrusted hooks silently) and `--trust` records that trust
-(bridges.hooks.codex_trust); `uninstall` removes them; `status` shows the scope rule and this
-directory's scope, the server, what is installed where (and Codex's trust in it), when each hook
-last fired and the last problems from `<data dir>/tap.log`.
+to the user's own hooks, idempotent, backed up, `--dry-run` prints the diff) and registers tap's
+MCP server in the same agent's MCP settings at the same level (tap.cli.mcp; `--no-mcp` skips it);
+for Codex it says whether Codex trusts the hooks yet (it skips untrusted hooks silently) and
+`--trust` records that trust (bridges.hooks.codex_trust); `uninstall` removes both; `status` shows
+the scope rule and this directory's scope, the server, what is installed where (and Codex's trust
+in it), when each hook last fired and the last problems from `<data dir>/tap.log`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from bridges.hooks.install import (
 from bridges.hooks.names import AGENTS, EVENTS
 from bridges.hooks.scope import hook_scope
 from tap.admin_token import ensure_token, read_server_info
+from tap.cli.mcp import register_server, server_status, unregister_server
 from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig
 
@@ -73,7 +75,7 @@ def hook(event: str, agent: str) -> None:
     """Handle one agent hook event: hook JSON on stdin, hook output on stdout, always exit 0.
 
     EVENT: session-start, user-prompt-submit, stop, pre-compact or session-end (or the agents'
-    spelling, e.g. UserPromptSubmit). Installed by `tap hooks install`; see README: Agent hooks.
+    spelling, e.g. UserPromptSubmit). Installed by `tap hooks install`; see docs/ways-in.md: Agent hooks.
     """
     config = state().config_path
     argv = (["--config", config] if config else []) + ["hook", event, "--agent", agent]
@@ -130,7 +132,8 @@ def _apply(change_target: Target, change: Any, dry_run: bool, verb: str) -> bool
     is_flag=True,
     help="Codex: record that you trust tap's hooks (as /hooks does), so headless `codex exec` runs them.",
 )
-def install(agent: str, level: str, dry_run: bool, http: bool, trust: bool) -> None:
+@click.option("--no-mcp", is_flag=True, help="Do not register tap's MCP server (`tap mcp`).")
+def install(agent: str, level: str, dry_run: bool, http: bool, trust: bool, no_mcp: bool) -> None:
     """Add tap's hooks to Claude Code's or Codex's settings, next to your own hooks."""
     loaded = state().load()
     if http and agent == "codex":
@@ -148,6 +151,8 @@ def install(agent: str, level: str, dry_run: bool, http: bool, trust: bool) -> N
         codex = _codex_trust(change, trust=trust, dry_run=dry_run) if agent == "codex" else ""
     except InstallError as exc:
         raise click.ClickException(str(exc)) from exc
+    if not no_mcp:
+        register_server(agent, level, loaded.path, dry_run=dry_run)
     if not dry_run:
         click.echo(f"\nWhat each hook does:\n{WHAT_EACH_DOES}\n")
         click.echo(_next_steps(agent, level, http, call, loaded))
@@ -225,12 +230,13 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
 @hooks.command("uninstall")
 @_with_agent_options
 def uninstall(agent: str, level: str, dry_run: bool) -> None:
-    """Remove tap's hooks from Claude Code's or Codex's settings (your own hooks stay)."""
+    """Remove tap's hooks and MCP server from Claude Code's or Codex's settings (your own stay)."""
     where = target(agent, level, Path.cwd())
     try:
         _apply(where, plan_uninstall(where.path), dry_run, "removed")
     except InstallError as exc:
         raise click.ClickException(str(exc)) from exc
+    unregister_server(agent, level, dry_run=dry_run)
 
 
 @hooks.command("status")
@@ -268,6 +274,7 @@ def status_doc(loaded: LoadedConfig, cwd: Path) -> dict[str, Any]:
         "timeout_s": config.timeout_s,
         "embedded_timeout_s": config.embedded_timeout_s,
         "installed": targets,
+        "mcp": server_status(cwd),
         "last_fired": _last_fired(loaded.data_dir),
         "token_env": loaded.config.admin.token_env or "TAP_ADMIN_TOKEN",
         "token_env_set": bool(os.environ.get(loaded.config.admin.token_env or "TAP_ADMIN_TOKEN")),
@@ -319,6 +326,9 @@ def render_status(doc: dict[str, Any]) -> str:
         if item.get("codex_trust"):
             trust = codex_trust_line(item["codex_trust"], codex_config_path())
             lines += [f"         {line}" for line in trust.splitlines()]
+    lines.append("mcp server:")
+    for item in doc.get("mcp", []):
+        lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {item['server'] or '-'}")
     lines.append("last fired:" if doc["last_fired"] else "last fired: never")
     for fired in doc["last_fired"]:
         name = EVENTS.get(fired["event"], fired["event"])

@@ -31,8 +31,9 @@ import click
 
 from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
+from tap.cli.options import config_type
 from tap.cli.shared import emit_json, state
-from tap.config import LoadedConfig
+from tap.config import LoadedConfig, LogtailConfig
 from tap.plural import plural
 
 if TYPE_CHECKING:
@@ -118,7 +119,11 @@ def _written(rt: Runtime) -> dict[str, int]:
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default=None, help="Log format (default: [logtail] format)."
+    "--format",
+    "fmt",
+    type=config_type(LogtailConfig, "format"),
+    default=None,
+    help="Log format (default: [logtail] format).",
 )
 @click.option("--scope", default=None, help="Scope for every memory (default: per project / per file).")
 @click.option("--follow", is_flag=True, help="Keep following the paths (new lines, new files) until Ctrl-C.")
@@ -236,7 +241,7 @@ def _session(
     """Open the offset store and the sink (server if one runs, else the local runtime)."""
     from bridges.logtail import OffsetStore, Tailer
     from bridges.logtail.follow import STATE_FILE
-    from tap.client import INGEST_TIMEOUT_S, AdminClient
+    from tap.cli.admin_client import INGEST_TIMEOUT_S, AdminClient
     from tap.wiring.runtime import open_runtime
 
     config = loaded.config.logtail

@@ -3,9 +3,13 @@
 1. free heuristic gate (tap.language.gate); then, if configured, the LLM gate (Haiku by default);
 2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.language.rules);
 3. reconcile each candidate against the scope's active memories (tap.extract.reconcile: its nearest
-   memories, the memories filling the same slot, what it retracts or corrects; rules, or one
-   batched LLM decision call per chunk) and apply: add / update / supersede / noop / history /
-   conflict (both kept, each marked as contradicting the other: tap.memories.conflicts);
+   memories, the memories filling the same slot, what it retracts or corrects) and apply: add /
+   update / supersede / noop / history / conflict (both kept, each marked as contradicting the
+   other: tap.memories.conflicts). Every extractor's candidates go through the same rules
+   (`decide`); a model's carry the same annotations as the rules' (tap.llm.schema) and are kept
+   inside the invariants (tap.extract.model_candidates). With `[extract] reconcile = "llm"` a
+   model's candidates are decided instead by one batched LLM call per chunk, shown the same
+   evidence, its answer checked (no target it was not shown) and guarded the same way;
 4. with `store_episodes`, the excerpt layer (tap.language.rules.excerpts): every turn that says anything,
    verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
    conversation and the turn, so the overlap between chunks stores nothing twice.
@@ -20,6 +24,7 @@ superseded memories stay, marked.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import re
@@ -34,6 +39,7 @@ from tap.candidates import CandidateMemory, merge_duplicates
 from tap.config import ExtractConfig
 from tap.errors import TapError
 from tap.extract.costs import CostLedger, next_utc_midnight
+from tap.extract.model_candidates import conform, guarded
 from tap.extract.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
 from tap.ingest.chunker import Chunk, render_chunk
 from tap.language.death import words_for_deceased
@@ -47,7 +53,7 @@ from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
 from tap.memories.conflicts import link
-from tap.ports import Embedder, MemoryStore
+from tap.ports import Embedder, ExtractionStore
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 
 log = logging.getLogger(__name__)
@@ -101,7 +107,7 @@ class Extraction:
     def __init__(
         self,
         *,
-        store: MemoryStore,
+        store: ExtractionStore,
         embedder: Embedder,
         config: ExtractConfig,
         ledger: CostLedger,
@@ -191,7 +197,7 @@ class Extraction:
         gone = 0
         while self._forget_asks:
             ask = self._forget_asks[0]
-            hits = self.store.text_search(" ".join(ask.words), scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
+            [hits] = self.store.search_text([" ".join(ask.words)], scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
             for hit in hits:
                 memory = hit.memory
                 if ask.turn_id in memory.sources or memory.valid_from > ask.at:
@@ -260,11 +266,11 @@ class Extraction:
         with self._billed("extract"):
             candidates, usage = self.extract_provider.extract(chunk, existing)
         self._record(usage, "extract")
-        return candidates
+        return [conform(candidate, chunk) for candidate in candidates]
 
     def _similar_to_text(self, chunk: Chunk, text: str) -> list[Memory]:
         vector = self.embedder.embed_query(text[:2000])
-        hits = self.store.vector_search(vector, scope=chunk.scope, k=10)
+        [hits] = self.store.search_vectors([vector], scope=chunk.scope, k=10)
         return [h.memory for h in hits if h.memory.kind != "episode"]
 
     # -- reconcile and write ------------------------------------------------------------------------
@@ -279,13 +285,16 @@ class Extraction:
         if not fresh:
             return actions
         vectors = self.embedder.embed_documents([c.content for c in fresh])
-        if self.extract_provider is None:
+        if self.extract_provider is None or self.config.reconcile == "rules":
             # one at a time: a statement sees what the chunk's earlier statements wrote ("I'm
-            # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too
+            # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too;
+            # a model's candidates the same way, through the same rules (tap.extract.model_candidates)
             for candidate, vector in zip(fresh, vectors, strict=True):
                 near = self._nearest(chunk.scope, [vector])[0]
                 known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
                 plan = decide(candidate, known, self.config)
+                if self.extract_provider is not None:
+                    plan = guarded(candidate, plan)
                 actions[plan.action] += 1
                 self._apply(chunk, candidate, vector, plan)
             return actions
@@ -298,6 +307,34 @@ class Extraction:
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
         return actions
+
+    def single(self) -> Extraction:
+        """A copy for writes outside the worker's batches (an agent's `remember`): the same store,
+        embedder, providers, ledger and counters, scratch state of its own."""
+        twin = copy.copy(self)
+        twin._outdated, twin._prefetched, twin._forget_asks = [], {}, []
+        return twin
+
+    def apply_one(self, chunk: Chunk, candidate: CandidateMemory) -> tuple[Plan, str]:
+        """Reconcile one candidate said in `chunk` against the scope and apply the decision, as
+        `process` does for each extracted candidate (the rules, or a model's decision where
+        `[extract] reconcile = "llm"` and a provider are configured, the rules again when that call
+        fails or the budget is spent); returns the plan and the id the candidate's memory has
+        (written, or not when the plan is a noop or a drop)."""
+        candidate = self._dated(candidate)
+        vector = self.embedder.embed_documents([candidate.content])[0]
+        near = self._nearest(chunk.scope, [vector])[0]
+        evidence = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+        plan = decide(candidate, evidence, self.config)
+        if self.extract_provider is not None and self.config.reconcile != "rules":
+            try:
+                [plan] = self._plans([candidate], [evidence])
+            except (ProviderCallError, BudgetExhausted) as exc:
+                log.warning("reconcile by the rules: the model's reconcile failed (%s)", exc)
+        self.counters[plan.action] += 1
+        self._apply(chunk, candidate, vector, plan)
+        self._mark_outdated()
+        return plan, memory_id(chunk, candidate)
 
     def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
         """An undated candidate (its turn came without a timestamp: a plain-text log, history a client
@@ -313,7 +350,7 @@ class Extraction:
         Excerpts (kind episode) are most of a scope's memories, so the search fetches
         NEAREST_FETCH and keeps the statements among them.
         """
-        found = self.store.vector_search_many(vectors, scope=scope, k=NEAREST_FETCH)
+        found = self.store.search_vectors(vectors, scope=scope, k=NEAREST_FETCH)
         return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
     def _evidence(
@@ -327,7 +364,8 @@ class Extraction:
                 family = aliased_mates(self.store, scope, candidate)
             evidence.mates = slot_mates(candidate, family) + linked_mates(self.store, scope, candidate)
         if candidate.retracts:
-            hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
+            retracts = " ".join(candidate.retracts)
+            [hits] = self.store.search_text([retracts], scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
             evidence.retracted = [
                 h.memory
                 for h in hits
@@ -338,7 +376,7 @@ class Extraction:
         for word in ended:  # "Luna passed away", "we bought a house", "moved the wedding to May": what it
             # ends (tap.language.death, tap.language.goal, tap.language.new_value)
             known = {m.id for m in evidence.ended}
-            hits = self.store.text_search(word, scope=scope, k=RETRACT_LOOKUP_K)
+            [hits] = self.store.search_text([word], scope=scope, k=RETRACT_LOOKUP_K)
             evidence.ended += [
                 h.memory
                 for h in hits
@@ -346,7 +384,7 @@ class Extraction:
             ]
         if candidate.correction:
             wrong = candidate.correction[0]
-            hits = self.store.text_search(wrong, scope=scope, k=RETRACT_LOOKUP_K)
+            [hits] = self.store.search_text([wrong], scope=scope, k=RETRACT_LOOKUP_K)
             named = [
                 h.memory
                 for h in hits
@@ -373,7 +411,8 @@ class Extraction:
             if decision is None or (decision.action == "noop" and not decision.target):
                 plans.append(Plan(action="add" if decision is None else "noop"))
                 continue
-            plans.append(plan_from_decision(decision.action, decision.target, decision.content, near))
+            plan = plan_from_decision(decision.action, decision.target, decision.content, near)
+            plans.append(guarded(candidates[index], plan))
         return plans
 
     def _apply(self, chunk: Chunk, candidate: CandidateMemory, vector: Sequence[float], plan: Plan) -> None:
@@ -475,8 +514,9 @@ class Extraction:
 
 def _shown(evidence: Evidence) -> list[Memory]:
     """The memories an LLM reconcile call is shown for one candidate: nearest first, then the slot
-    mates and the retracted or ended memories it might not rank among them (each once)."""
+    mates and the retracted, ended or corrected memories it might not rank among them (each once)."""
     shown: dict[str, Memory] = {h.memory.id: h.memory for h in evidence.similar}
-    for memory in [*evidence.mates, *evidence.retracted, *evidence.ended]:
+    corrected = [evidence.corrected] if evidence.corrected is not None else []
+    for memory in [*evidence.mates, *evidence.retracted, *evidence.ended, *corrected]:
         shown.setdefault(memory.id, memory)
     return list(shown.values())

@@ -34,6 +34,7 @@ from tap.memories.history import TurnSource, version_turns, versions
 from tap.memories.views import recall_view
 from tap.plural import plural
 from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.recall.digest import newest_statements
 from tap.recall.engine import RecallEngine
 from tap.records import Kind, Memory, RecallResult, SourceTurn, make_memory
 from tap.scrub import scrub
@@ -96,13 +97,6 @@ def _quotes(context: str, texts: list[str]) -> bool:
     """Whether a memory's context (an excerpt's lead-in, "Speaker: last words…") quotes one of the texts."""
     body = " ".join(context.split(": ", 1)[-1].split())
     return bool(body) and any(body in text for text in texts)
-
-
-def newest_statements(store: MemoryStore, scope: str, limit: int) -> list[Memory]:
-    """A scope's active statements (no excerpts), newest first, from the store's own index."""
-    statements = [m for m in store.get_active(store.active_ids(scope)) if m.kind != "episode"]
-    statements.sort(key=lambda m: (m.created_at, m.id), reverse=True)
-    return statements[:limit]
 
 
 def clean(memory: Memory) -> Memory:
@@ -258,13 +252,12 @@ class MemoryService:
             texts = [" ".join(t.split()) for t in ids.values() if t.strip()]
             texts += [" ".join(m.content.split()) for m in related if m.id in doomed]
             quoting += [m for m in related if m.id not in doomed and _quotes(m.context, texts)]
+        for memory in quoting:
+            memory.context = ""
+        self.store.update_metadata(quoting)  # first: the delete leaves no trace of the text they held either
         self.store.delete([*report.deleted, *report.excerpts])
         for hook in self.on_forget:
             hook([*report.deleted, *report.excerpts])
-        for memory in quoting:
-            memory.context = ""
-        self.store.update_metadata(quoting)
-        self._purge()
         for (scope, conversation), ids in turns.items():
             if self.turn_log is not None:
                 count = self.turn_log.forget_turns(scope, conversation, set(ids))
@@ -273,10 +266,6 @@ class MemoryService:
                 count = self.queue.forget_turns(scope, conversation, set(ids), include_running=from_worker)
                 report.source_turns["queue"] = report.source_turns.get("queue", 0) + count
         return report
-
-    def _purge(self) -> None:
-        """Let the store erase what it deleted from its files too (the lexical index)."""
-        self.store.purge()
 
     def forget_scope(self, scope: str, *, settle_s: float = SETTLE_S) -> int:
         """Delete every memory of a scope, its queued conversation and its turn log (Telegram
@@ -304,7 +293,6 @@ class MemoryService:
                 )
         ids = [m.id for m in self.store.iter_memories(scope=scope)]
         counts["memories"] = self.store.delete(ids)
-        self._purge()
         for holder in [*([self.turn_log] if self.turn_log is not None else []), *(self.holders if holders else [])]:
             counts[holder.name] = holder.forget_scope(scope)
         return counts

@@ -46,7 +46,7 @@ from tap.config import RecallConfig
 from tap.language.dated_questions import DateWindow, date_windows, day_of
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
-from tap.ports import Embedder, RecallStore
+from tap.ports import Embedder, MemoryWriter, RecallStore
 from tap.recall.admission import RecallBatcher, Waiting
 from tap.recall.excerpt_focus import excerpt_snippet, snippet_floor, terms_of
 from tap.recall.query import RecallQuery, reduce_query
@@ -507,11 +507,11 @@ class RecallEngine:
         *,
         now: Callable[[], float] = time.time,
         workers: int | None = None,
-        notes_access: bool = True,
+        access_counts: MemoryWriter | None = None,
     ) -> None:
         self.store = store
         self.remote: OffProcessRecall | None = None  # set by `tap serve` (tap.wiring.recall_process)
-        self._notes_access = notes_access
+        self._access_counts = access_counts  # where flush_access writes them (None: not noted)
         self.embedder = embedder
         self.config = config
         self._now = now
@@ -691,26 +691,23 @@ class RecallEngine:
         k = self.config.candidates
         texts = [query.lexical for query in queries]
         if not vectors:
-            return [([], [], hits) for hits in self.store.text_search_many(texts, scope=scope, k=k)]
-        # Side by side when this is the only recall under way: the query embedding (onnxruntime),
-        # the lexical lookup (SQLite FTS5) and the loading of a scope's vectors the store keeps in
-        # memory all release the GIL, so on an idle machine a recall waits for the slowest of them,
-        # not all (LongMemEval scopes of ~2,000 memories: ~10, ~5 and ~13 ms). With other recalls
-        # running, the cores are busy already: one after the other on this thread, without a
-        # hand-off between threads.
+            return [([], [], hits) for hits in self.store.search_text(texts, scope=scope, k=k)]
+        # Side by side when this is the only recall under way: the query embedding (onnxruntime)
+        # and the lexical lookup (SQLite FTS5, where a store that keeps a scope's vectors in memory
+        # starts loading them: store.scope_vectors.Preloader) all release the GIL, so on an idle
+        # machine a recall waits for the slowest of them, not all. With other recalls running,
+        # the cores are busy already: one after the other on this thread, without a hand-off
+        # between threads.
         with self._searching_lock:
             self._searching += 1
             alone = self._searching == 1
         try:
             lexical = None
             if alone:
-                self._lexical.submit(self.store.prepare_vector_search, scope)
-                lexical = self._lexical.submit(self.store.text_search_many, texts, scope=scope, k=k)
+                lexical = self._lexical.submit(self.store.search_text, texts, scope=scope, k=k)
             embedded = embed_queries(self.embedder, [query.text for query in queries])
-            vector_hits = self.store.vector_search_many(embedded, scope=scope, k=k)
-            lexical_hits = (
-                lexical.result() if lexical is not None else self.store.text_search_many(texts, scope=scope, k=k)
-            )
+            vector_hits = self.store.search_vectors(embedded, scope=scope, k=k)
+            lexical_hits = lexical.result() if lexical is not None else self.store.search_text(texts, scope=scope, k=k)
         finally:
             with self._searching_lock:
                 self._searching -= 1
@@ -827,7 +824,7 @@ class RecallEngine:
         return pack_block(ranked, budget, query=query)
 
     def _note_access(self, ids: list[str]) -> None:
-        if not ids or not self._notes_access:
+        if not ids or self._access_counts is None:
             return
         at = self._now()
         with self._accessed_lock:
@@ -853,6 +850,9 @@ class RecallEngine:
         worth; past that the oldest are written, with a pause after each write
         (tap.runtime.priority.yield_after). Counts not written when the store fails are kept for the next
         flush."""
+        writer = self._access_counts
+        if writer is None:
+            return 0
         with self._accessed_lock:
             pending, self._accessed = self._accessed, {}
         ids = list(pending)
@@ -868,7 +868,7 @@ class RecallEngine:
                     count, at = pending[memory.id]
                     memory.access_count += count
                     memory.last_accessed = at
-                self.store.update_metadata(memories)
+                writer.update_metadata(memories)
             except Exception:
                 self._keep_access({i: pending[i] for i in ids[done:]})
                 raise

@@ -14,8 +14,8 @@ import pytest
 
 from store.lock import DataDirLock
 from tap.errors import StoreError
-from tests.bridges.hooks_fixtures import HookRun, Transcript, payload, run_hook
-from tests.waits import wait_until
+from testkit.agent_hooks import HookRun, Transcript, payload, run_hook
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow
 STORE = {"chromadb", "onnxruntime", "tokenizers"}

@@ -22,8 +22,8 @@ import pytest
 from bridges.hooks.hooklog import log_path
 from store.lock import DataDirLock
 from tap.admin_token import ensure_token
-from tests.bridges.hooks_fixtures import HookRun, payload, run_hook
-from tests.waits import wait_until
+from testkit.agent_hooks import HookRun, payload, run_hook
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 from bridges.hooks.codex_trust import LABELS, hook_hash
 from bridges.hooks.install import HookCall, entries, is_tap_hook, tap_command
 from tap.cli.main import main
-from tests.bridges.hooks_fixtures import Transcript, payload
-from tests.waits import wait_until
+from testkit.agent_hooks import Transcript, payload
+from testkit.waits import wait_until
 
 CLAUDE_BEFORE: dict[str, Any] = {
     "model": "opus",
@@ -199,7 +199,7 @@ def test_codex_trust_is_reported_and_recorded_only_when_asked(home: Path, monkey
     config = home / ".codex" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text(CODEX_CONFIG)
-    result = tap("hooks", "install", "--codex")
+    result = tap("hooks", "install", "--no-mcp", "--codex")
     assert result.exit_code == 0, result.output
     assert "Codex will NOT run these of tap's hooks" in result.output and "not trusted: SessionStart, " in result.output
     assert "/hooks" in result.output and "tap hooks install --codex --trust" in result.output
@@ -210,7 +210,7 @@ def test_codex_trust_is_reported_and_recorded_only_when_asked(home: Path, monkey
     status = tap("hooks", "status", "--json")
     (codex,) = [t for t in json.loads(status.output)["installed"] if t["agent"] == "codex" and t["level"] == "user"]
     assert set(codex["codex_trust"].values()) == {"untrusted"}
-    trusted = tap("hooks", "install", "--codex", "--trust")
+    trusted = tap("hooks", "install", "--no-mcp", "--codex", "--trust")
     assert trusted.exit_code == 0, trusted.output
     assert "recorded that you trust tap's hooks" in trusted.output and "Codex trusts tap's hooks" in trusted.output
     text = config.read_text()
@@ -219,11 +219,13 @@ def test_codex_trust_is_reported_and_recorded_only_when_asked(home: Path, monkey
     assert sorted(states) == sorted(f"{hooks_file}:{LABELS[event]}:0:0" for event in EVENTS)
     assert all(v["trusted_hash"].startswith("sha256:") for v in states.values())
     assert "Codex trusts tap's hooks" in tap("hooks", "status").output
-    assert tap("hooks", "install", "--codex", "--trust").output.count("recorded") == 0  # nothing to do again
+    assert (
+        tap("hooks", "install", "--no-mcp", "--codex", "--trust").output.count("recorded") == 0
+    )  # nothing to do again
     monkeypatch.setenv("TAP_HOME", str(home / "elsewhere"))  # the command changes: its trust no longer holds
-    moved = tap("hooks", "install", "--codex")
+    moved = tap("hooks", "install", "--no-mcp", "--codex")
     assert "changed since you trusted them: SessionStart" in moved.output
-    assert tap("hooks", "install", "--codex", "--trust").exit_code == 0
+    assert tap("hooks", "install", "--no-mcp", "--codex", "--trust").exit_code == 0
     again = tomllib.loads(config.read_text())["hooks"]["state"]
     assert sorted(again) == sorted(states) and again != states
     assert config.read_text().count("[hooks.state.") == len(states)  # the same tables, new hashes
@@ -234,7 +236,7 @@ def test_codex_trust_that_tap_cannot_edit_safely_is_refused(home: Path) -> None:
     config.parent.mkdir(parents=True)
     inline = 'hooks = { state = { "x" = { enabled = false } } }\n'
     config.write_text(inline)
-    result = tap("hooks", "install", "--codex", "--trust")
+    result = tap("hooks", "install", "--no-mcp", "--codex", "--trust")
     assert result.exit_code == 1 and "trust them in `/hooks`" in result.output
     assert config.read_text() == inline
 

@@ -1,12 +1,13 @@
 """HookService over tap's real runtime (embedded Chroma, the ONNX embedder, the queue, the worker).
 
-Payloads and transcripts are in the documented shapes (tests/bridges/hooks_fixtures.py); every
+Payloads and transcripts are in the documented shapes (testkit/agent_hooks.py); every
 check goes through the real pieces: recall, the ledger in hooks.db, the log-tail's transcript
 reader, the ingestion queue and the extraction worker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,12 +22,16 @@ from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore, Tailer
 from tap.block_tags import CLOSE, OPEN
 from tap.config import LoadedConfig, parse_config
+from tap.intercept.conversations import ConversationResolver
+from tap.intercept.core import Interceptor
+from tap.recall.why import WhyLog
+from tap.runtime.metrics import Metrics
 from tap.tokens import count_tokens
-from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.bridges.hooks_fixtures import Transcript, payload
-from tests.fakes import fake_adapters
-from tests.stored import stored_anywhere
+from testkit.agent_hooks import Transcript, payload
+from testkit.fakes import fake_adapters
+from testkit.stored import stored_anywhere
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +53,17 @@ class Rig:
         self.state = HookState(self.db)
         self.offsets = OffsetStore(self.db)
         self.pipeline = Pipeline(rt.queue, rt.ingestor, TranscriptReader(self.offsets, rt.ingestor.ingest))
+        self.why = WhyLog(parse_config("").why)
         self.service = self.make_service(config)
 
     def make_service(self, config: str = "") -> HookService:
-        hooks = parse_config(config).hooks
-        return HookService(
-            hooks, RuntimeBackend(self.rt.recall, self.rt.memories.newest_statements, self.pipeline), self.state
+        parsed = parse_config(config)
+        interceptor = Interceptor(
+            parsed, recall=self.rt.recall, metrics=Metrics(), conversations=ConversationResolver(), why=self.why
         )
+
+        blocks = CoreBlocks(interceptor, self.rt.memories.newest_statements, asyncio.run)
+        return HookService(parsed.hooks, RuntimeBackend(blocks, self.pipeline), self.state)
 
     def send(self, event: str, body: bytes, *, agent: str = "claude", service: HookService | None = None) -> Any:
         service = service or self.service
@@ -128,8 +137,8 @@ def test_a_session_without_session_start_gets_its_digest_with_the_first_prompt(r
     rig.rt.memories.add(scope=scope, content="The user prefers small pull requests", importance=5)
     rig.rt.memories.add(scope=scope, content="The user's team uses Postgres for the billing service", importance=3)
     first = context(prompt(rig, "s-5", "which database does billing use?"))
-    assert first.count("<recalled-memories>") == 2
-    assert first.index("small pull requests") < first.index("Postgres")  # the digest, then the recalled block
+    assert first.count("<recalled-memories>") == 2  # the digest, then the block recalled for the prompt
+    assert first.index("small pull requests") < first.index("Postgres")
     assert context(prompt(rig, "s-5", "what about pull requests?")) == ""  # given once, as at SessionStart
     rig.send("session-start", payload("SessionStart", "s-6", rig.project, None, source="startup"))
     assert context(prompt(rig, "s-6", "which database does billing use?")).count("<recalled-memories>") <= 1
@@ -299,3 +308,19 @@ def test_forgetting_a_scope_drops_its_sessions_rows(rig: Rig) -> None:
     assert rig.state.forget_scope(str(rig.project)) == 1
     assert rig.state.given("s-forget") == frozenset() and rig.state.take_pending("s-forget", "t1") is None
     assert rig.state.forget_scope(str(other)) == 1
+
+
+def test_hook_recalls_go_through_the_interception_core_and_leave_a_why_record(rig: Rig) -> None:
+    scope = str(rig.project)
+    rig.rt.memories.add(scope=scope, content="The billing service deploys with Helm charts", importance=5)
+    start = rig.send("session-start", payload("SessionStart", "s-why", rig.project, None, source="startup"))
+    digest = rig.why.last()
+    assert digest is not None and "Helm" in context(start)
+    assert (digest.path, digest.scope, digest.conversation) == ("/tap/hooks/session-start", scope, "s-why")
+    assert [c.outcome for c in digest.candidates if "Helm" in c.content] == ["injected"]
+    prompt(rig, "s-why2", "how do we deploy billing?")  # a new session: its digest follows the prompt's recall
+    record = next((r for r in rig.why.recent(5) if r.conversation == "s-why2" and "prompt" in r.path), None)
+    assert record is not None and record.path == "/tap/hooks/user-prompt-submit"
+    assert record.query == "how do we deploy billing?" and record.injected == 1
+    assert record.conversation == "s-why2" and record.degraded == ""
+    assert any(c.outcome == "injected" and "Helm" in c.content for c in record.candidates)

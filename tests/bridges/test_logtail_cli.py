@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from tap.cli.main import main
 from tap.extract.worker import ExtractionWorker
+from testkit.waits import wait_until
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,
@@ -30,7 +31,6 @@ from tests.bridges.transcripts import (
     write_claude_session,
 )
 from tests.terminal import with_terminal_stderr
-from tests.waits import wait_until
 
 BO_CWD = "/home/bo/garden"
 BO_SESSION = "9d3f7a52-1b6e-4c0a-8f21-5e4d3c2b1a09"

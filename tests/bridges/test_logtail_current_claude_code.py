@@ -1,9 +1,9 @@
-"""A transcript the current Claude Code wrote (tests/data/clients) ingests in auto mode, as it grows, once.
+"""A transcript the current Claude Code wrote (testkit/data/clients) ingests in auto mode, as it grows, once.
 
 Current Claude Code opens its transcripts with bookkeeping lines (`api-request-route`,
 `queue-operation`) before the first conversation entry; detection that read only the first line
 called every such file "not a chat log", and kept calling it that. These tests read the recorded
-session (two headless turns of one session, tests/clients/record.py) the way the log-tail meets it.
+session (two headless turns of one session, testkit/clients/record.py) the way the log-tail meets it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bridges.logtail.detect import detect
+from testkit.clients.recorded import recorded
 from tests.bridges.logtail_helpers import Recorder
-from tests.clients.recorded import recorded
 
 SESSION = recorded("claude-code") / "session.jsonl"
 LINES = SESSION.read_bytes().splitlines(keepends=True)

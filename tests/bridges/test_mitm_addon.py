@@ -29,7 +29,7 @@ from tap.records import IngestEvent, Memory, Recalled, RecallResult, make_memory
 from tap.runtime.metrics import Metrics
 from tap.runtime.priority import HOT_PATH
 from tap.runtime.tasks import running_tasks
-from tests.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
+from testkit.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
 
 API = "api.anthropic.com"
 BLOCK = "<recalled-memories>\n- The user plays the cello\n</recalled-memories>"

@@ -1,6 +1,6 @@
 """The real Claude Code and Codex CLIs (from npm) through a real `tap serve`, against a fake model API.
 
-Installed once per machine and version (tests/clients/npm.py: the pinned versions, or the ones
+Installed once per machine and version (testkit/clients/npm.py: the pinned versions, or the ones
 $TAP_TEST_CLAUDE_CODE_VERSION / $TAP_TEST_CODEX_VERSION name); skipped, saying why, where node
 or npm is missing or the registry cannot be reached. Each CLI runs with a HOME of its own and a
 dummy key; its base URL is tap's, and tap's upstream is the loopback fake that records what
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from testkit.clients import agents
+from testkit.clients.models import AgentAnthropic, AgentOpenAI
+from testkit.clients.npm import CLAUDE_CODE, CODEX, ClientUnavailable, install, installed_version
+from testkit.serve_process import ServeProcess, admin
 from tests.bridges.logtail_helpers import Recorder
-from tests.clients import agents
-from tests.clients.models import AgentAnthropic, AgentOpenAI
-from tests.clients.npm import CLAUDE_CODE, CODEX, ClientUnavailable, install, installed_version
-from tests.serve_process import ServeProcess, admin
 
 pytestmark = pytest.mark.slow  # installs and runs the agent CLIs and a tap serve
 
@@ -131,11 +131,11 @@ async def test_codex_runs_taps_hooks_once_trusted_and_warns_about_nothing(
         start(server, config, openai=up.url)
         agents.write_codex_config(home, up.url + "/v1")  # the hooks alone, no proxy
         env = agents.codex_environment(home, {"TAP_HOME": str(server.home)})
-        installing = tap_cli("--config", str(config), "hooks", "install", "--codex", env=env)
+        installing = tap_cli("--config", str(config), "hooks", "install", "--no-mcp", "--codex", env=env)
         assert "not trusted: SessionStart" in installing.stdout, installing.stdout + installing.stderr
         untrusted = await agents.codex_exec(codex, PROMPT, env, project)
         assert untrusted.check() and fired(env) == {}  # Codex skipped them, silently
-        trusting = tap_cli("--config", str(config), "hooks", "install", "--codex", "--trust", env=env)
+        trusting = tap_cli("--config", str(config), "hooks", "install", "--no-mcp", "--codex", "--trust", env=env)
         assert "Codex trusts tap's hooks" in trusting.stdout, trusting.stdout + trusting.stderr
         trusted = (await agents.codex_exec(codex, PROMPT, env, project)).check()
     assert "clamping" not in trusted.stderr and "hook" in trusted.stderr  # no timeout Codex must correct
@@ -154,7 +154,7 @@ async def test_claude_code_runs_taps_hooks_in_the_layout_tap_installs(
         start(server, config, anthropic=up.url)
         admin(server, "POST", "/tap/memories", {"scope": str(project), "content": MEMORY, "importance": 4})
         env = agents.claude_environment(home, up.url, {"TAP_HOME": str(server.home)})  # the hooks alone
-        assert tap_cli("--config", str(config), "hooks", "install", env=env).returncode == 0
+        assert tap_cli("--config", str(config), "hooks", "install", "--no-mcp", env=env).returncode == 0
         (await agents.claude(claude_code, PROMPT, env, project)).check()
         (request,) = [r.json() for r in up.requests if r.path == "/v1/messages"]
         ran = {}

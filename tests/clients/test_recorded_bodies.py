@@ -1,6 +1,6 @@
-"""What the current Claude Code and Codex send, replayed through tap (tests/data/clients).
+"""What the current Claude Code and Codex send, replayed through tap (testkit/data/clients).
 
-The bodies were recorded from the real CLIs (tests/clients/record.py; the version is in each
+The bodies were recorded from the real CLIs (testkit/clients/record.py; the version is in each
 folder's meta.json). Each is posted to tap's proxy as the CLI posted it; the fake model API behind
 tap records what arrived. The first prompt of a Claude Code session ends with a `role: "system"`
 message (its environment notes, carrying its cache breakpoint): tap must still find the human
@@ -18,8 +18,8 @@ from typing import Any
 import aiohttp
 
 from tap.intercept.core import DEGRADED_HEADER, RECALLED_HEADER
-from tests.clients.models import AgentAnthropic, AgentOpenAI
-from tests.clients.recorded import body, decoded, recorded
+from testkit.clients.models import AgentAnthropic, AgentOpenAI
+from testkit.clients.recorded import body, decoded, recorded
 from tests.proxy.harness import TapProxy
 
 CLAUDE_CODE = recorded("claude-code")

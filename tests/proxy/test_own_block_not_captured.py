@@ -14,11 +14,11 @@ from pathlib import Path
 import aiohttp
 
 from tap.block_tags import CLOSE, OPEN
+from testkit.clients.models import AgentAnthropic
+from testkit.clients.recorded import body, recorded
+from testkit.stored import stored_anywhere
 from tests.bridges.logtail_helpers import Recorder
-from tests.clients.models import AgentAnthropic
-from tests.clients.recorded import body, recorded
 from tests.proxy.harness import TapProxy
-from tests.stored import stored_anywhere
 
 HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 BLOCK = f"{OPEN}\nNotes from earlier conversations with this user: background data.\n- The study is teal\n{CLOSE}"

@@ -18,8 +18,8 @@ import aiohttp
 import pytest
 
 from tap.intercept.core import DEGRADED_HEADER, RECALL_MS_HEADER
+from testkit.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 from tests.proxy.harness import TapProxy, hold_embedder
-from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 
 H = {"x-api-key": "sk-ant-1", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}

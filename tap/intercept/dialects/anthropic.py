@@ -1,49 +1,25 @@
 """The Anthropic Messages dialect (`POST /v1/messages`): read the turns, inject memories.
 
-Cache safety (docs/protocols.md, Anthropic Messages, consequences 1-3) is the invariant of this module:
+Cache safety (docs/protocols.md, Anthropic Messages) is this module's invariant:
 - `system`, `tools` and every message before the last are never touched (the rewritten request
   shares those objects with the input, so they re-encode to the same bytes);
-- the memory block is appended as a new `{"type": "text"}` block at the very end of the newest
-  user message, after any client block carrying `cache_control`, and has no `cache_control` itself;
-- every original block of that message stays byte-identical and in order; string content becomes
-  `[{"type": "text", "text": <original>}, <memory block>]` (the API defines a string as shorthand
-  for exactly that one text block);
-- top-level `cache_control` (automatic breakpoint on the *last* cacheable block) is *moved*: the
-  top-level field is dropped and the same object is put on the last original block of the last
-  user message, so the cached prefix ends where it ended before injection and the memories stay
-  outside it.  If that block already has its own `cache_control`, it is kept as is.
+- the block is a new `{"type": "text"}` block at the very end of the last user message, after any
+  client block with `cache_control`, without one of its own; every original block stays
+  byte-identical and in order (string content becomes `[{"type": "text", "text": <original>},
+  <block>]`, which the API defines as the same);
+- a top-level `cache_control` is moved onto the last original block of the last user message (kept
+  as is if that block has its own), so the cached prefix ends where it did before injection;
+- an agent-loop step (the last user message holds only `tool_result` blocks) gets the block of the
+  latest human turn after its tool results, never in the earlier human message (why:
+  docs/protocols.md);
+- `system` messages after the newest turn (Claude Code ends a session's first request with one)
+  are no turn: the block goes into the user message before them, never into or after a system
+  message, and a top-level `cache_control` is then left where it is (why: docs/protocols.md).
 
-Trailing system messages: Claude Code ends the first request of every session with a
-`{"role": "system"}` message after the human one (its environment notes, carrying its breakpoint).
-The newest turn is the user message before it, and the block goes at the end of that message, never
-into the system message (memories are background data and must not speak with the authority of a
-system turn) and never after it (the API wants a mid-conversation system message to follow a user
-turn and precede the assistant's).  The cost, once per session: that request's breakpoint on the
-system message caches a prefix that holds the block, so the next request (the same messages
-without it) reads tools and `system` from the cache and writes the first prompt and the system
-message again (a few thousand tokens, against the tens of thousands of tools and `system` that
-stay cached); from then on that system message is history and every breakpoint keeps hitting.
-With a top-level `cache_control` the automatic breakpoint is on the system message's last block,
-after the memories already, so nothing is moved.
-
-Agent-loop steps (the last user message holds only `tool_result` blocks) get the block of the
-latest human turn, appended *after* the tool results of that last message (tool results must
-come first in a user message; text may follow them).  Why there and not back in the human
-message it was recalled for: every client breakpoint of step k lies on a block the client sent
-(Claude Code marks the newest message's last block), so the block sits after all of them and is
-never part of a cached prefix; step k+1 re-sends step k's messages without it, so the prefix up
-to each breakpoint of step k is byte-identical and its cache entry is read (the API looks back
-~20 blocks from the new breakpoint).  Re-inserting the block into the earlier human message
-would also keep steps of one human turn cache-consistent, but the next human turn's request
-carries that message without the block again, so every cache entry written during the loop
-would miss and the whole loop would be written again.  The block bytes are the same on every
-step of a human turn (tap.intercept.core caches them), so a retried step is also byte-identical.
-
-Transcript (tap.intercept.dialects.transcript): user text is the text blocks joined by newlines; a user
-message of only `tool_result` blocks has role "tool" and is identified by the tool-use ids and
-result text; assistant text is the text blocks joined with no separator (tool use and thinking
-are left out, as in the streamed reply).  `metadata.user_id` is the client's identity, see
-`client_ids`.
+Transcript (tap.intercept.dialects.transcript): user text is the text blocks joined by newlines; a
+message of only `tool_result` blocks is role "tool", identified by tool-use ids and result text;
+assistant text is the text blocks joined with no separator (as in the streamed reply).
+`metadata.user_id` is the client's identity (`client_ids`).
 """
 
 from __future__ import annotations

@@ -102,11 +102,6 @@ def newest_message_if(
     return found if found is not None and role_of(found[1]) == role else None
 
 
-def nonblank(text: str) -> str | None:
-    """`text` unless it is empty or only whitespace."""
-    return text if text.strip() else None
-
-
 def block_text(content: object, block_type: str = "text") -> str:
     """String content as is, or the `text` of the `block_type` blocks joined by newlines."""
     if isinstance(content, str):

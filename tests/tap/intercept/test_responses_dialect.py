@@ -11,7 +11,7 @@ import pytest
 
 from tap.intercept.dialects import OPENAI_RESPONSES, HumanTurn, PlainMessage, memory_dialect
 from tap.intercept.dialects.openai_responses_stream import ResponsesStream, parse_responses_response
-from tests.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
+from testkit.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
 
 R = OPENAI_RESPONSES
 BLOCK = "<recalled-memories>\n- the user lives in Zürich\n</recalled-memories>"
