@@ -175,7 +175,10 @@ def _codex_trust(change: Any, *, trust: bool, dry_run: bool) -> str:
             click.echo(f"{config}: recorded that you trust tap's hooks, as Codex's /hooks does{note}")
     if dry_run:
         return ""
-    return codex_trust_line(trust_of(tap_hooks, config), config)
+    try:
+        return codex_trust_line(trust_of(tap_hooks, config), config)
+    except InstallError as exc:  # the install stands; only Codex's trust cannot be told
+        return f"Whether Codex trusts tap's hooks cannot be told: {exc}"
 
 
 CODEX_STATES = {
@@ -263,7 +266,10 @@ def status_doc(loaded: LoadedConfig, cwd: Path) -> dict[str, Any]:
                 document = read_document(where.path)[0]
                 item["hooks"] = installed(document, where.path)
                 if agent == "codex" and item["hooks"]:
-                    item["codex_trust"] = trust_of(tap_entries(document, where.path), codex_config_path())
+                    try:
+                        item["codex_trust"] = trust_of(tap_entries(document, where.path), codex_config_path())
+                    except InstallError as exc:
+                        item["codex_trust_error"] = str(exc)
             except InstallError as exc:
                 item["hooks"] = f"error: {exc}"
             targets.append(item)
@@ -326,6 +332,8 @@ def render_status(doc: dict[str, Any]) -> str:
         if item.get("codex_trust"):
             trust = codex_trust_line(item["codex_trust"], codex_config_path())
             lines += [f"         {line}" for line in trust.splitlines()]
+        if item.get("codex_trust_error"):
+            lines.append(f"         whether Codex trusts them cannot be told: {item['codex_trust_error']}")
     lines.append("mcp server:")
     for item in doc.get("mcp", []):
         lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {item['server'] or '-'}")
