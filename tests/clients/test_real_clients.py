@@ -117,6 +117,11 @@ def tap_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
     return subprocess.run([TAP, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+def install_hooks(config: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    """`tap hooks install` for the test's tap serve (its config), without the MCP server."""
+    return tap_cli("--config", str(config), "hooks", "install", "--no-mcp", *flags, env=env)
+
+
 def fired(env: dict[str, str]) -> dict[str, str]:
     status = json.loads(tap_cli("hooks", "status", "--json", env=env).stdout)
     return {row["event"]: row["outcome"] for row in status["last_fired"]}
@@ -131,11 +136,11 @@ async def test_codex_runs_taps_hooks_once_trusted_and_warns_about_nothing(
         start(server, config, openai=up.url)
         agents.write_codex_config(home, up.url + "/v1")  # the hooks alone, no proxy
         env = agents.codex_environment(home, {"TAP_HOME": str(server.home)})
-        installing = tap_cli("--config", str(config), "hooks", "install", "--no-mcp", "--codex", env=env)
+        installing = install_hooks(config, env, "--codex")
         assert "not trusted: SessionStart" in installing.stdout, installing.stdout + installing.stderr
         untrusted = await agents.codex_exec(codex, PROMPT, env, project)
         assert untrusted.check() and fired(env) == {}  # Codex skipped them, silently
-        trusting = tap_cli("--config", str(config), "hooks", "install", "--no-mcp", "--codex", "--trust", env=env)
+        trusting = install_hooks(config, env, "--codex", "--trust")
         assert "Codex trusts tap's hooks" in trusting.stdout, trusting.stdout + trusting.stderr
         trusted = (await agents.codex_exec(codex, PROMPT, env, project)).check()
     assert "clamping" not in trusted.stderr and "hook" in trusted.stderr  # no timeout Codex must correct
@@ -154,7 +159,7 @@ async def test_claude_code_runs_taps_hooks_in_the_layout_tap_installs(
         start(server, config, anthropic=up.url)
         admin(server, "POST", "/tap/memories", {"scope": str(project), "content": MEMORY, "importance": 4})
         env = agents.claude_environment(home, up.url, {"TAP_HOME": str(server.home)})  # the hooks alone
-        assert tap_cli("--config", str(config), "hooks", "install", "--no-mcp", env=env).returncode == 0
+        assert install_hooks(config, env).returncode == 0
         (await agents.claude(claude_code, PROMPT, env, project)).check()
         (request,) = [r.json() for r in up.requests if r.path == "/v1/messages"]
         ran = {}
