@@ -343,6 +343,10 @@ class ChromaStore:
         records = self._lexical.records(list(dict.fromkeys(ids)))
         return [_decode(records[i]) for i in ids if i in records]
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of the scope, from the lexical index (which holds exactly those)."""
+        return self._lexical.ids_in_scope(scope)
+
     def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:

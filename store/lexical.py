@@ -668,6 +668,11 @@ class LexicalIndex:
                     self._records.popitem(last=False)
         return found
 
+    def ids_in_scope(self, scope: str) -> list[str]:
+        """Every active memory id of the scope."""
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT id FROM entries WHERE scope = ?", (scope,))]
+
     def count(self, scope: str | None = None) -> int:
         """How many memories the index holds (of one scope, or in all)."""
         if scope is not None:

@@ -35,6 +35,7 @@ from tap.memories.history import TurnSource, version_turns, versions
 from tap.memories.views import recall_view
 from tap.plural import plural
 from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.recall.digest import newest_statements
 from tap.recall.engine import RecallEngine
 from tap.records import Kind, Memory, RecallResult, SourceTurn, make_memory
 from tap.scrub import scrub
@@ -150,6 +151,12 @@ class MemoryService:
             memory.embedder = self.embedder.model_id
         vectors = self.embedder.embed_documents([m.content for m in memories])
         self.store.add(memories, vectors)
+
+    def newest_statements(self, scope: str, limit: int) -> list[Memory]:
+        """The scope's active statements (no excerpts), newest first, read from the store's own
+        index (`active_ids`, `get_active`): a hook's start digest reads these on a session's first
+        prompt, where listing the scope from the vector store took ~100 ms at 1,000 memories."""
+        return newest_statements(self.store, scope, limit)
 
     def get(self, memory_id: str) -> Memory | None:
         """One memory by id (any version)."""
