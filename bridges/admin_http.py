@@ -65,8 +65,10 @@ def exchange(
         f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
     )
+    # the host as bytes: a str makes the resolver load the IDNA codec (a hook process's start pays it)
+    address = (host.encode("ascii", "replace"), port)
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with socket.create_connection(address, timeout=timeout) as sock:  # type: ignore[arg-type]
             sock.sendall(head.encode("latin-1") + payload)
             chunks = []
             while data := sock.recv(65536):

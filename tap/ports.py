@@ -135,6 +135,11 @@ class MemoryCatalog(Protocol):
         memories beside the others, True only them, False none of them."""
         ...
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of a scope (current, not archived), in no order, from the store's
+        own index: with `get_active`, a scope's active memories without a scan of the vector store."""
+        ...
+
     def count_memories(
         self,
         *,

@@ -1,9 +1,11 @@
 """Privacy scrubbing applied to every turn before it is chunked, gated, extracted or stored.
 
-`scrub(text)` does two things, in this order:
-1. removes `<private>…</private>` spans entirely, tags included (case-insensitive, across lines);
+`scrub(text)` does three things, in this order:
+1. removes tap's own memory blocks (`<recalled-memories>…</recalled-memories>`, tap.block_tags): a
+   captured request that already carried one never stores tap's notes as conversation text;
+2. removes `<private>…</private>` spans entirely, tags included (case-insensitive, across lines);
    an unclosed `<private>` drops everything after it, and a stray `</private>` is dropped;
-2. replaces secrets with `[REDACTED]`: API keys and tokens of well-known shapes (Anthropic/OpenAI
+3. replaces secrets with `[REDACTED]`: API keys and tokens of well-known shapes (Anthropic/OpenAI
    `sk-…`, GitHub `ghp_…`/`github_pat_…`, AWS `AKIA…` and `aws_secret_access_key = …`, Slack
    `xox?-…`, Google `AIza…`, JWTs, `Bearer …`, Telegram bot tokens, PEM private key blocks
    (OpenSSH and PuTTY keys included)), passwords in their obvious forms (`password: x`,
@@ -19,8 +21,8 @@ chunks again when the worker claims them (tap.extract.worker), and memories writ
 admin API or by import (tap.memories.service.MemoryService); the turn log is scrubbed before it is written
 (tap.ingest.capture.TurnLog).
 
-Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a private span or a
-secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
+Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a memory block, a
+private span or a secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
 process (one, started on first need): each regex pass over it is one C call that holds the GIL for
 its whole length, which would stall the proxy's event loop; in another process it only takes a core.
 Patterns are anchored on key shapes or on an explicit key name, so
@@ -35,6 +37,7 @@ import re
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
+from tap.block_tags import remove_blocks
 from tap.secret_shapes import redact_shapes
 
 __all__ = [
@@ -205,7 +208,7 @@ _pool_lock = threading.Lock()
 
 
 def scrub(text: str) -> str:
-    """Remove private spans and redact secrets; everything else is returned as it was."""
+    """Remove tap's memory blocks and private spans, redact secrets; everything else is returned as it was."""
     if len(text) > LARGE_TEXT:
         helper = _helper()
         scrubbed = helper.submit(scrub_here, text).result()
@@ -218,7 +221,7 @@ def scrub(text: str) -> str:
 
 def scrub_here(text: str) -> str:
     """`scrub` in the calling thread, whatever the size."""
-    return redact_secrets(remove_private(text))
+    return redact_secrets(remove_private(remove_blocks(text)))
 
 
 def _helper() -> ProcessPoolExecutor:

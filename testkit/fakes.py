@@ -153,6 +153,10 @@ class InMemoryStore:
     def _active(self, scope: str) -> list[Memory]:
         return [m for m in self._memories.values() if m.scope == scope and m.active]
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of the scope."""
+        return [m.id for m in self._active(scope)]
+
     def _nearest(self, vector: Sequence[float], scope: str, k: int) -> list[Hit]:
         if k <= 0:
             return []

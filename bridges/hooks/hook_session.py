@@ -5,8 +5,11 @@
   first reset the session's ledger (a new or emptied context), so after a compaction or a clear
   the essentials come again; `resume` keeps it (the resumed transcript still holds what was given).
 - UserPromptSubmit: recall for `prompt` in the scope (the proxy's engine, block and budget), minus
-  the memories this session was already given (bridges.hooks.ledger). For Codex the prompt is also
-  kept until its turn's Stop (see below).
+  the memories this session was already given (bridges.hooks.ledger). A session that had no
+  SessionStart (tap's Claude Code hook fires only after a /clear or a compaction:
+  bridges.hooks.install) gets the start digest with its first prompt, before the recalled block.
+  A memory block of tap's that the prompt quotes is no part of it (tap.block_tags). For Codex the
+  prompt is also kept until its turn's Stop (see below).
 Both go through the interception core like every other way in (the backend calls
 tap.intercept.core.Interceptor.recall_turn): its deadline, its degraded reasons and counts, its
 request log line and `tap why` record (path `/tap/hooks/EVENT`, conversation = the session), and
@@ -45,6 +48,7 @@ from bridges.hooks.ledger import HookLedger
 from bridges.hooks.names import EVENTS
 from bridges.hooks.payload import HookInput, context_output
 from bridges.hooks.scope import hook_scope
+from tap.block_tags import remove_blocks
 from tap.config import HooksConfig
 from tap.intercept.core import TurnRecall
 from tap.intercept.repeats import Skip
@@ -84,12 +88,14 @@ class HookBackend(Protocol):
 
 @dataclass
 class HookReply:
-    """The answer to one event and what committing it records."""
+    """The answer to one event and what committing it records (`started`: the session's start
+    digest was given with it)."""
 
     output: dict[str, Any] | None = None
     session: str = ""
     given: tuple[str, ...] = ()
     outcome: str = "ok"
+    started: bool = False
 
 
 @dataclass
@@ -140,6 +146,8 @@ class HookService:
         if reply.given:
             self.ledger.record(reply.session, reply.given)
             self._counters.memories_given += len(reply.given)
+        if reply.started:
+            self.state.mark_started(reply.session)
         self.state.fired(agent, event, reply.outcome)
 
     # -- context -----------------------------------------------------------------------------------
@@ -151,49 +159,65 @@ class HookService:
             self.ledger.reset(session)
         if payload.source in ("", "startup"):
             self.state.prune()
-        budget = self.config.start_budget_tokens
-        if budget <= 0:
-            return HookReply(session=session, outcome="start digest off")
+        if self.config.start_budget_tokens <= 0:
+            return HookReply(session=session, outcome="start digest off", started=True)
+        reply = self._context("session-start", session, self._digest(scope, session, self.ledger.given(session)))
+        reply.started = True
+        return reply
+
+    def _digest(self, scope: str, session: str, given: frozenset[str]) -> TurnRecall:
+        """The scope's essentials that the session does not hold (`given`)."""
         turn = "start-" + uuid.uuid4().hex  # every start is a new context: nothing to reuse
-        skip = self.ledger.skip(session)
-        result = self.backend.start_block(
-            event="session-start", scope=scope, session=session, turn=turn, budget=budget, skip=skip
+        return self.backend.start_block(
+            event="session-start",
+            scope=scope,
+            session=session,
+            turn=turn,
+            budget=self.config.start_budget_tokens,
+            skip=lambda memory: memory.id in given,
         )
-        return self._context("session-start", session, result)
 
     def user_prompt_submit(self, payload: HookInput, agent: str, scope: str) -> HookReply:
         """Recall for the prompt, minus what the session already holds."""
         session = payload.session_id
-        if agent == "codex" and payload.prompt.strip():
-            self.state.pend(session, payload.turn_id, payload.prompt)
-        if not payload.prompt.strip():
+        prompt = remove_blocks(payload.prompt)  # tap's own block, pasted back, is no part of the prompt
+        if agent == "codex" and prompt.strip():
+            self.state.pend(session, payload.turn_id, prompt)
+        if not prompt.strip():
             return HookReply(session=session, outcome="empty prompt")
         given = self.ledger.given(session)
-        turn = (
-            "prompt-"
-            + hashlib.sha256(f"{payload.turn_id}\x1f{payload.prompt}\x1f{len(given)}".encode()).hexdigest()[:20]
-        )
+        turn = "prompt-" + hashlib.sha256(f"{payload.turn_id}\x1f{prompt}\x1f{len(given)}".encode()).hexdigest()[:20]
         result = self.backend.prompt_block(
-            payload.prompt,
+            prompt,
             event="user-prompt-submit",
             scope=scope,
             session=session,
             turn=turn,
             skip=lambda memory: memory.id in given,
         )
-        return self._context("user-prompt-submit", session, result)
+        starts = not self.state.has_started(session)  # no SessionStart for this session: its digest comes now
+        digest = None
+        if starts and self.config.start_budget_tokens > 0:
+            digest = self._digest(scope, session, given | frozenset(result.ids))
+        reply = self._context("user-prompt-submit", session, *([digest] if digest is not None else []), result)
+        reply.started = starts
+        return reply
 
     @staticmethod
-    def _context(event: str, session: str, result: TurnRecall) -> HookReply:
-        if result.degraded:
-            return HookReply(session=session, outcome=f"no memories: {result.degraded} (tap why {result.request_id})")
-        if not result.text:
+    def _context(event: str, session: str, *results: TurnRecall) -> HookReply:
+        given = [r for r in results if not r.degraded and r.text]
+        if not given:
+            degraded = next((r for r in results if r.degraded), None)
+            if degraded is not None:
+                why = f"no memories: {degraded.degraded} (tap why {degraded.request_id})"
+                return HookReply(session=session, outcome=why)
             return HookReply(session=session, outcome="no memories to give")
+        ids = tuple(i for r in given for i in r.ids)
         return HookReply(
-            output=context_output(EVENTS[event], result.text),
+            output=context_output(EVENTS[event], "\n\n".join(r.text for r in given)),
             session=session,
-            given=result.ids,
-            outcome=f"gave {plural(len(result.ids), 'memory', 'memories')} ({result.tokens} tokens)",
+            given=ids,
+            outcome=f"gave {plural(len(ids), 'memory', 'memories')} ({sum(r.tokens for r in given)} tokens)",
         )
 
     # -- capture -----------------------------------------------------------------------------------

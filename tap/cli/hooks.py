@@ -8,21 +8,27 @@ without importing this module, so it starts fast; this click command is the same
 `tap hooks install` writes tap's hooks into one settings file (bridges.hooks.install: merged next
 to the user's own hooks, idempotent, backed up, `--dry-run` prints the diff) and registers tap's
 MCP server in the same agent's MCP settings at the same level (tap.cli.mcp; `--no-mcp` skips it);
-`uninstall` removes both; `status` shows the scope rule and this directory's scope, the server,
-what is installed where, when each hook last fired and the last problems from `<data dir>/tap.log`.
+for Codex it says whether Codex trusts the hooks yet (it skips untrusted hooks silently) and
+`--trust` records that trust (bridges.hooks.codex_trust); `uninstall` removes both; `status` shows
+the scope rule and this directory's scope, the server, what is installed where (and Codex's trust
+in it), when each hook last fired and the last problems from `<data dir>/tap.log`.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
+from bridges.hooks.codex_trust import config_path as codex_config_path
+from bridges.hooks.codex_trust import plan_trust, tap_entries, trust_of
 from bridges.hooks.command import Invocation, run
 from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hooklog import last_lines, log_path
@@ -32,6 +38,7 @@ from bridges.hooks.install import (
     InstallError,
     Target,
     entries,
+    group_matchers,
     installed,
     plan_install,
     plan_uninstall,
@@ -81,10 +88,10 @@ def hooks() -> None:
 
 
 agent_options: list[Any] = [
-    click.option("--claude", "agent", flag_value="claude", default=True, help="Claude Code (default)."),
-    click.option("--codex", "agent", flag_value="codex", help="Codex."),
-    click.option("--user", "level", flag_value="user", default=True, help="Your user settings (default)."),
-    click.option("--project", "level", flag_value="project", help="This project's settings (git root, else here)."),
+    click.option("--claude", is_flag=True, help="Claude Code (the default when no agent is named)."),
+    click.option("--codex", is_flag=True, help="Codex (with --claude: both)."),
+    click.option("--user", is_flag=True, help="Your user settings (default)."),
+    click.option("--project", is_flag=True, help="This project's settings (git root, else here)."),
     click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing."),
 ]
 
@@ -93,6 +100,18 @@ def _with_agent_options(fn: Any) -> Any:
     for option in reversed(agent_options):
         fn = option(fn)
     return fn
+
+
+def chosen_agents(claude: bool, codex: bool) -> list[str]:
+    """The agents the flags name, in a fixed order: Claude Code when none is named, both when both are."""
+    return [agent for agent, named in (("claude", claude), ("codex", codex)) if named] or ["claude"]
+
+
+def chosen_level(user: bool, project: bool) -> str:
+    """`user` (the default) or `project`; naming both is an error (they are different files)."""
+    if user and project:
+        raise click.UsageError("give --user or --project, not both (run the command once for each)")
+    return "project" if project else "user"
 
 
 def server_url(loaded: LoadedConfig) -> str:
@@ -120,36 +139,99 @@ def _apply(change_target: Target, change: Any, dry_run: bool, verb: str) -> bool
 @hooks.command("install")
 @_with_agent_options
 @click.option("--http", is_flag=True, help="Claude Code: UserPromptSubmit and Stop as http hooks on tap serve.")
+@click.option(
+    "--trust",
+    is_flag=True,
+    help="Codex: record that you trust tap's hooks (as /hooks does), so headless `codex exec` runs them.",
+)
 @click.option("--no-mcp", is_flag=True, help="Do not register tap's MCP server (`tap mcp`).")
-def install(agent: str, level: str, dry_run: bool, http: bool, no_mcp: bool) -> None:
-    """Add tap's hooks to Claude Code's or Codex's settings, next to your own hooks."""
+def install(
+    claude: bool, codex: bool, user: bool, project: bool, dry_run: bool, http: bool, trust: bool, no_mcp: bool
+) -> None:
+    """Add tap's hooks to Claude Code's or Codex's settings (or both's), next to your own hooks."""
     loaded = state().load()
-    if http and agent == "codex":
-        raise click.UsageError("Codex runs command hooks only; drop --http")
-    where = target(agent, level, Path.cwd())
+    agents, level = chosen_agents(claude, codex), chosen_level(user, project)
+    if http and "codex" in agents:
+        raise click.UsageError("Codex runs command hooks only; drop --http (or install Claude Code's on its own)")
+    if trust and "codex" not in agents:
+        raise click.UsageError("--trust is for Codex (Claude Code runs the hooks in its settings without it)")
     token_env = loaded.config.admin.token_env or "TAP_ADMIN_TOKEN"
     call = HookCall(tap_command(loaded.path), server_url(loaded) if http else "", token_env)
     if http and not dry_run:
         ensure_token(loaded.data_dir, token_env)  # so the `export` line below works before the first `tap serve`
-    try:
-        change = plan_install(where.path, entries(agent, call))
-        _apply(where, change, dry_run, "installed")
-    except InstallError as exc:
-        raise click.ClickException(str(exc)) from exc
-    if not no_mcp:
-        register_server(agent, level, loaded.path, dry_run=dry_run)
+    trusted = ""
+    for agent in agents:
+        where = target(agent, level, Path.cwd())
+        try:
+            change = plan_install(where.path, entries(agent, call), group_matchers(agent))
+            _apply(where, change, dry_run, "installed")
+            if agent == "codex":
+                trusted = _codex_trust(change, trust=trust, dry_run=dry_run)
+        except InstallError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not no_mcp:
+            register_server(agent, level, loaded.path, dry_run=dry_run)
     if not dry_run:
         click.echo(f"\nWhat each hook does:\n{WHAT_EACH_DOES}\n")
-        click.echo(_next_steps(agent, level, http, call, loaded))
+        click.echo(_next_steps(agents, level, http, call, loaded))
+    if trusted:
+        click.echo(trusted)
 
 
-def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: LoadedConfig) -> str:
+def _codex_trust(change: Any, *, trust: bool, dry_run: bool) -> str:
+    """Record Codex's trust in tap's hooks (`trust`), and say where that trust stands."""
+    document = json.loads(change.after) if change.after.strip() else {}
+    tap_hooks = tap_entries(document, change.path)
+    config = codex_config_path()
+    if trust:
+        edit = plan_trust(tap_hooks, config)
+        if dry_run:
+            return edit.diff() or f"{config}: Codex trusts tap's hooks already"
+        if edit.changed:
+            backup = write(edit)
+            note = f" (backup: {backup.name})" if backup else ""
+            click.echo(f"{config}: recorded that you trust tap's hooks, as Codex's /hooks does{note}")
+    if dry_run:
+        return ""
+    try:
+        return codex_trust_line(trust_of(tap_hooks, config), config)
+    except InstallError as exc:  # the install stands; only Codex's trust cannot be told
+        return f"Whether Codex trusts tap's hooks cannot be told: {exc}"
+
+
+CODEX_STATES = {
+    "untrusted": "not trusted",
+    "changed": "changed since you trusted them",
+    "disabled": "disabled in /hooks",
+}
+
+
+def codex_trust_line(states: Mapping[str, str], config: Path) -> str:
+    """What Codex will do with tap's hooks, and how to trust them when it will not run them."""
+    if not states:
+        return ""
+    if all(state == "trusted" for state in states.values()):
+        return f"Codex trusts tap's hooks ({config}): they run in `codex` and in `codex exec`."
+    lines = ["Codex will NOT run these of tap's hooks (it skips them without a word, in `codex exec` too):"]
+    for kind, why in CODEX_STATES.items():
+        events = [event for event, found in states.items() if found == kind]
+        if events:
+            lines.append(f"  {why}: {', '.join(events)}")
+    lines += [
+        "Trust them: start `codex`, open /hooks and trust them; or run `tap hooks install --codex --trust`,",
+        f"which records the same trust in {config} (for headless use); or, per run,",
+        "`codex exec --dangerously-bypass-hook-trust` (runs every untrusted hook). Enable disabled ones in /hooks.",
+    ]
+    return "\n".join(lines)
+
+
+def _next_steps(agents: list[str], level: str, http: bool, call: HookCall, loaded: LoadedConfig) -> str:
     server = "running" if read_server_info(loaded.data_dir) else "not running"
     lines = [
         f"tap serve is {server}. With it each prompt costs one loopback request; without it the hook opens",
         "the store itself (a few seconds per prompt): run `tap serve` (or `./dev serve`) while you work.",
     ]
-    if agent == "claude":
+    if "claude" in agents:
         lines.append("Start a new Claude Code session to load the hooks (`/hooks` lists them).")
         if http:
             lines += [
@@ -157,12 +239,10 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
                 f"admin token in ${call.token_env} where Claude Code starts:",
                 f'  export {call.token_env}="$(cat {loaded.data_dir / "admin-token"})"',
             ]
-    else:
-        lines += [
-            "Codex runs new or changed hooks only once you trust them: start `codex`, open `/hooks`,",
-            "and trust tap's hooks (until then Codex skips them without a word).",
-            "Older Codex versions also need hooks switched on in ~/.codex/config.toml: [features] codex_hooks = true.",
-        ]
+    if "codex" in agents:
+        lines.append(
+            "Older Codex versions also need hooks switched on in ~/.codex/config.toml: [features] codex_hooks = true."
+        )
         if level == "project":
             lines.append("Project hooks load only in a trusted project (Codex asks when you open it).")
     return "\n".join(lines)
@@ -170,14 +250,16 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
 
 @hooks.command("uninstall")
 @_with_agent_options
-def uninstall(agent: str, level: str, dry_run: bool) -> None:
-    """Remove tap's hooks and MCP server from Claude Code's or Codex's settings (your own stay)."""
-    where = target(agent, level, Path.cwd())
-    try:
-        _apply(where, plan_uninstall(where.path), dry_run, "removed")
-    except InstallError as exc:
-        raise click.ClickException(str(exc)) from exc
-    unregister_server(agent, level, dry_run=dry_run)
+def uninstall(claude: bool, codex: bool, user: bool, project: bool, dry_run: bool) -> None:
+    """Remove tap's hooks and MCP server from Claude Code's or Codex's settings, or both's (your own stay)."""
+    level = chosen_level(user, project)
+    for agent in chosen_agents(claude, codex):
+        where = target(agent, level, Path.cwd())
+        try:
+            _apply(where, plan_uninstall(where.path), dry_run, "removed")
+        except InstallError as exc:
+            raise click.ClickException(str(exc)) from exc
+        unregister_server(agent, level, dry_run=dry_run)
 
 
 @hooks.command("status")
@@ -199,11 +281,18 @@ def status_doc(loaded: LoadedConfig, cwd: Path) -> dict[str, Any]:
     for agent in AGENTS:
         for level in ("user", "project"):
             where = target(agent, level, cwd)
+            item: dict[str, Any] = {"agent": agent, "level": level, "path": str(where.path)}
             try:
-                found: dict[str, str] | str = installed(read_document(where.path)[0], where.path)
+                document = read_document(where.path)[0]
+                item["hooks"] = installed(document, where.path)
+                if agent == "codex" and item["hooks"]:
+                    try:
+                        item["codex_trust"] = trust_of(tap_entries(document, where.path), codex_config_path())
+                    except InstallError as exc:
+                        item["codex_trust_error"] = str(exc)
             except InstallError as exc:
-                found = f"error: {exc}"
-            targets.append({"agent": agent, "level": level, "path": str(where.path), "hooks": found})
+                item["hooks"] = f"error: {exc}"
+            targets.append(item)
     return {
         "scope_rule": f"one scope: {config.scope}" if config.scope else "per project (git root of cwd, else cwd)",
         "scope_here": hook_scope(config.scope, str(cwd)),
@@ -260,6 +349,11 @@ def render_status(doc: dict[str, Any]) -> str:
         else:
             shown = "-"
         lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {shown}")
+        if item.get("codex_trust"):
+            trust = codex_trust_line(item["codex_trust"], codex_config_path())
+            lines += [f"         {line}" for line in trust.splitlines()]
+        if item.get("codex_trust_error"):
+            lines.append(f"         whether Codex trusts them cannot be told: {item['codex_trust_error']}")
     lines.append("mcp server:")
     for item in doc.get("mcp", []):
         lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {item['server'] or '-'}")

@@ -11,6 +11,8 @@ deadline and then reused, same bytes, by every agent-loop step and retry of that
 `BLOCK_TTL_S`, minus what the model already sees (tap.intercept.repeats); inject through the
 dialect; answer headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`,
 `x-tap-recall-mode`, `x-tap-request-id` (tap.recall.why keeps the request's record; `finish` logs it).
+Every path that does not recall says why (`x-tap-degraded`: `no-memory-requested`,
+`unparsable-request`, `injection-off`, `no-human-turn`, the recall and inject failures).
 
 After: `settle` (as soon as the reply is complete, before the client can send its next request)
 remembers continuity and, for APIs that keep the history upstream (Responses
@@ -19,7 +21,9 @@ the exchange to the turn log and extraction in a background task (a tool-loop st
 the assistant's reply only).
 
 Invariants: no HTTP library here (transports adapt to this); recall never runs twice for one human
-turn while its block is kept; a store failure never fails a request; capture never delays it.
+turn while its block is kept; a store failure never fails a request; capture never delays it;
+every result of a memory route says what became of recall: `x-tap-recall-ms` (recall ran, or its
+block was reused) or `x-tap-degraded` (why it did not).
 """
 
 from __future__ import annotations
@@ -35,7 +39,16 @@ from tap.config import Config
 from tap.errors import RecallOverloaded
 from tap.ingest.capture import Capture, Exchange
 from tap.intercept.conversations import CONVERSATION_HEADER, ConversationResolver, Resolved, reply_key, turn_key
-from tap.intercept.dialects import ClientIds, Dialect, HumanTurn, JsonObject, PlainMessage, Reply, find_human_turn
+from tap.intercept.dialects import (
+    ClientIds,
+    Dialect,
+    HumanTurn,
+    JsonObject,
+    PlainMessage,
+    Reply,
+    find_human_turn,
+    newest_turn_index,
+)
 from tap.intercept.repeats import VisibleInRequest
 from tap.intercept.scopes import resolve_scope
 from tap.lru import LRU
@@ -51,12 +64,21 @@ RECALLED_HEADER = "x-tap-recalled"
 RECALL_MS_HEADER = "x-tap-recall-ms"
 RECALL_MODE_HEADER = "x-tap-recall-mode"
 DEGRADED_HEADER = "x-tap-degraded"
+NO_MEMORY_REQUESTED = "no-memory-requested"
+NO_HUMAN_TURN = "no-human-turn"
+INJECTION_OFF = "injection-off"
 CAPTURE_FAILED = "capture-failed"
 TRUE = ("1", "true", "yes", "on")
 BLOCK_TTL_S = 3600.0
 MAX_BLOCKS = 4096
 LARGE_BODY_BYTES = 256 * 1024
 """Bodies above this are parsed (and re-encoded) in a worker thread, off the event loop."""
+
+
+def _unchanged(note: RequestNote, reason: str) -> dict[str, str]:
+    """The headers of a request that goes out without memories because of `reason` (kept on the note)."""
+    note.degraded = reason
+    return {RECALLED_HEADER: "0", DEGRADED_HEADER: reason, REQUEST_ID_HEADER: note.request_id}
 
 
 class BadRequest(ValueError):
@@ -231,9 +253,8 @@ class Interceptor:
         and its `x-tap-request-id` header.
         """
         note = self.note(method, path)
-        unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         if headers.get(NO_MEMORY_HEADER, "").lower() in TRUE:
-            return Before(None, unchanged, note=note)
+            return Before(None, _unchanged(note, NO_MEMORY_REQUESTED), note=note)
         large = len(body) > LARGE_BODY_BYTES
         # A large body is read in a worker thread: parsing it, its transcript and the conversation's
         # fingerprints on the event loop would stall every other stream meanwhile.
@@ -286,13 +307,11 @@ class Interceptor:
     ) -> Before | tuple[JsonObject, str, Sequence[PlainMessage], ClientIds, Upstream | None, Resolved]:
         """Parse a request and resolve its scope and conversation; a `Before` when it goes out as
         it came (unparsable, nothing to do). Raises `BadRequest` for a malformed `x-tap-scope`."""
-        unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         try:
             req = dialect.parse_request(body)
         except ValueError as exc:
             self.metrics.degrade("bad-request-body", str(exc))
-            note.degraded = "unparsable-request"
-            return Before(None, {DEGRADED_HEADER: note.degraded, REQUEST_ID_HEADER: note.request_id}, note=note)
+            return Before(None, _unchanged(note, "unparsable-request"), note=note)
         try:
             scope = resolve_scope(headers, by_api_key=self.config.proxy.scope_by_api_key)
         except ValueError as exc:
@@ -302,8 +321,10 @@ class Interceptor:
         said = dialect.transcript(req)
         client = dialect.client_ids(req)
         upstream = self._upstream_of(scope, client.follows, client.thread)
-        if not (proxy.inject or proxy.capture) or (find_human_turn(said) is None and upstream is None):
-            return Before(None, unchanged, note=note)
+        if not (proxy.inject or proxy.capture):
+            return Before(None, _unchanged(note, INJECTION_OFF), note=note)
+        if find_human_turn(said) is None and upstream is None:
+            return Before(None, _unchanged(note, NO_HUMAN_TURN), note=note)
         identity = self.conversations.resolve(
             headers,
             scope,
@@ -349,11 +370,12 @@ class Interceptor:
         turn = find_human_turn(said)
         headers = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         offset = upstream.length if upstream is not None else 0
-        if turn is None and upstream is not None and said and said[-1].role == "tool":
+        newest = newest_turn_index(said)
+        if turn is None and upstream is not None and newest is not None and said[newest].role == "tool":
             turn = HumanTurn(-1, upstream.turn_text, tool_step=True)  # the step of an upstream human turn
             turn_id = turn_id or upstream.turn_key
         if turn is None:
-            return Prepared(req, headers, note=note)
+            return Prepared(req, _unchanged(note, NO_HUMAN_TURN), note=note)
         last = said[-1]
         ctx = Interception(
             dialect=dialect,
@@ -373,7 +395,7 @@ class Interceptor:
             note=note,
         )
         if not inject:
-            return Prepared(req, headers, ctx, note)
+            return Prepared(req, _unchanged(note, INJECTION_OFF), ctx, note)
         if upstream is not None or thread:
             visible_turns = _EveryTurn()  # the conversation's history is upstream: the model sees it
         visible = VisibleInRequest(conversation, said, dialect.system_text(req), turn_ids=visible_turns)

@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from tap.ports import MemoryStore
 from tap.recall.engine import is_excerpt, pack_block
 from tap.recall.why import RecallTrace
 from tap.records import Memory, RecallResult
@@ -25,7 +26,16 @@ DIGEST_QUERY = "(session start: the scope's most important memories)"
 """What a digest's `tap why` record shows as its query."""
 
 CurrentMemories = Callable[[str, int], list[Memory]]
-"""The scope's active statements, newest first, at most N (the store's or the memory service's list)."""
+"""The scope's active statements, newest first, at most N (`newest_statements` over a store)."""
+
+
+def newest_statements(store: MemoryStore, scope: str, limit: int) -> list[Memory]:
+    """A scope's active statements (no excerpts), newest first, at most `limit`, read from the
+    store's own index (`active_ids`, `get_active`) rather than listed from the vector store, which
+    reads every memory of the scope (docs/measurements.md)."""
+    statements = [m for m in store.get_active(store.active_ids(scope)) if not is_excerpt(m)]
+    statements.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+    return statements[:limit]
 
 
 def by_importance(memories: list[Memory]) -> list[tuple[Memory, float]]:

@@ -28,7 +28,6 @@ from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore
 from proxy.hooks_routes import hooks_key
 from tap.intercept.core import Interceptor
-from tap.records import Memory
 from tap.runtime.metrics import Metrics
 from tap.runtime.tasks import create_task
 from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader, on_loop
@@ -96,11 +95,10 @@ def attach_hooks(app: web.Application, rt: Runtime, interceptor: Interceptor, me
     offsets = OffsetStore(data_dir / STATE_FILE)
     pipeline = Pipeline(rt.queue, rt.ingestor, TranscriptReader(offsets, rt.ingestor.ingest))
 
-    def current(scope: str, limit: int) -> list[Memory]:
-        return rt.memories.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
-
     answer_ms = int(config.hooks.timeout_s * 0.8 * 1000)  # a digest may take what the endpoint's answer may
-    blocks = CoreBlocks(interceptor, current, on_loop(asyncio.get_running_loop()), start_deadline_ms=answer_ms)
+    blocks = CoreBlocks(
+        interceptor, rt.memories.newest_statements, on_loop(asyncio.get_running_loop()), start_deadline_ms=answer_ms
+    )
     service = HookService(config.hooks, RuntimeBackend(blocks, pipeline), state)
     metrics.sections["hooks"] = service.status
     endpoint = ServerHooks(service, data_dir, max(0.1, config.hooks.timeout_s * 0.8))

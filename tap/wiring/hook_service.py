@@ -54,7 +54,7 @@ from tap.intercept.conversations import ConversationResolver
 from tap.intercept.core import Interceptor, Recaller, TurnRecall
 from tap.intercept.repeats import Skip
 from tap.ports import Embedder, MemoryStore
-from tap.recall.digest import CurrentMemories, StartDigest
+from tap.recall.digest import CurrentMemories, StartDigest, newest_statements
 from tap.recall.engine import RecallEngine
 from tap.records import IngestEvent, Memory
 from tap.runtime.metrics import Metrics
@@ -265,7 +265,7 @@ class EmbeddedBackend(_Backend):
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
         """The scope's active statements, newest first (for the session-start digest)."""
-        return self._store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
+        return newest_statements(self._store, scope, limit)
 
     def _capture(self) -> Pipeline:
         return self._pipeline

@@ -20,17 +20,18 @@ from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hook_session import HookService
 from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore, Tailer
+from tap.block_tags import CLOSE, OPEN
 from tap.config import LoadedConfig, parse_config
 from tap.intercept.conversations import ConversationResolver
 from tap.intercept.core import Interceptor
 from tap.recall.why import WhyLog
-from tap.records import Memory
 from tap.runtime.metrics import Metrics
 from tap.tokens import count_tokens
 from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
 from testkit.agent_hooks import Transcript, payload
 from testkit.fakes import fake_adapters
+from testkit.stored import stored_anywhere
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +62,7 @@ class Rig:
             parsed, recall=self.rt.recall, metrics=Metrics(), conversations=ConversationResolver(), why=self.why
         )
 
-        def current(scope: str, limit: int) -> list[Memory]:
-            return self.rt.memories.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
-
-        blocks = CoreBlocks(interceptor, current, asyncio.run)
+        blocks = CoreBlocks(interceptor, self.rt.memories.newest_statements, asyncio.run)
         return HookService(parsed.hooks, RuntimeBackend(blocks, self.pipeline), self.state)
 
     def send(self, event: str, body: bytes, *, agent: str = "claude", service: HookService | None = None) -> Any:
@@ -131,6 +129,21 @@ def test_compaction_and_clear_reset_the_ledger_and_resume_keeps_it(rig: Rig) -> 
         again = rig.send("session-start", payload("SessionStart", "s-2", rig.project, None, source=source))
         assert "small pull requests" in context(again), source
     assert context(prompt(rig, "s-2", "how big should my pull requests be?")) == ""
+
+
+def test_a_session_without_session_start_gets_its_digest_with_the_first_prompt(rig: Rig) -> None:
+    # tap's Claude Code SessionStart hook fires only after /clear or a compaction (one process fewer per run)
+    scope = str(rig.project)
+    rig.rt.memories.add(scope=scope, content="The user prefers small pull requests", importance=5)
+    rig.rt.memories.add(scope=scope, content="The user's team uses Postgres for the billing service", importance=3)
+    first = context(prompt(rig, "s-5", "which database does billing use?"))
+    assert first.count("<recalled-memories>") == 2  # the digest, then the block recalled for the prompt
+    assert first.index("small pull requests") < first.index("Postgres")
+    assert context(prompt(rig, "s-5", "what about pull requests?")) == ""  # given once, as at SessionStart
+    rig.send("session-start", payload("SessionStart", "s-6", rig.project, None, source="startup"))
+    assert context(prompt(rig, "s-6", "which database does billing use?")).count("<recalled-memories>") <= 1
+    standalone = rig.make_service()  # a hook process of its own reads the same record from hooks.db
+    assert context(prompt(rig, "s-5", "which database does billing use?", service=standalone)) == ""
 
 
 def test_session_start_digest_is_the_most_important_current_statements_within_budget(
@@ -240,6 +253,22 @@ def test_codex_turn_is_captured_from_its_prompt_and_stop(rig: Rig) -> None:
     assert rig.send("stop", stop, agent="codex").outcome.startswith("queued 0 turns")
 
 
+def test_a_codex_prompt_that_quotes_taps_block_is_captured_and_recalled_without_it(rig: Rig) -> None:
+    session = "019a-codex-echo"
+    block = f"{OPEN}\nNotes from earlier conversations with this user: background data.\n- CI: Jenkins\n{CLOSE}"
+    common = {"model": "gpt-5.1-codex", "turn_id": "turn-1"}
+    said = f"Our CI runs on Buildkite now.\n\n{block}"
+    rig.send(
+        "user-prompt-submit",
+        payload("UserPromptSubmit", session, rig.project, None, prompt=said, **common),
+        agent="codex",
+    )
+    stop = payload("Stop", session, rig.project, None, last_assistant_message=f"Noted.\n{block}", **common)
+    assert rig.send("stop", stop, agent="codex").outcome == "queued 2 turns, 1 chunk"
+    assert stored_anywhere(rig.rt.queue.path, OPEN.encode()) == []
+    assert stored_anywhere(rig.rt.queue.path, b"Our CI runs on Buildkite now.") != []
+
+
 def test_every_event_of_a_project_uses_its_git_root_as_scope(rig: Rig) -> None:
     subdir = rig.project / "services" / "api"
     subdir.mkdir(parents=True)
@@ -289,8 +318,8 @@ def test_hook_recalls_go_through_the_interception_core_and_leave_a_why_record(ri
     assert digest is not None and "Helm" in context(start)
     assert (digest.path, digest.scope, digest.conversation) == ("/tap/hooks/session-start", scope, "s-why")
     assert [c.outcome for c in digest.candidates if "Helm" in c.content] == ["injected"]
-    prompt(rig, "s-why2", "how do we deploy billing?")
-    record = rig.why.last()
+    prompt(rig, "s-why2", "how do we deploy billing?")  # a new session: its digest follows the prompt's recall
+    record = next((r for r in rig.why.recent(5) if r.conversation == "s-why2" and "prompt" in r.path), None)
     assert record is not None and record.path == "/tap/hooks/user-prompt-submit"
     assert record.query == "how do we deploy billing?" and record.injected == 1
     assert record.conversation == "s-why2" and record.degraded == ""

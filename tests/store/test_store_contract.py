@@ -209,6 +209,20 @@ def test_an_update_rewrites_the_record_and_keeps_the_vector(store: MemoryStore, 
 # -- SlotLookup ----------------------------------------------------------------------------------
 
 
+def test_active_ids_are_the_scopes_current_unarchived_memories(store: MemoryStore, embedder: Any) -> None:
+    (old,) = _add(store, embedder, "Ann lives in Porto")
+    (new,) = _add(store, embedder, "Ann lives in Lisbon")
+    old.superseded_by = new.id
+    (archived,) = _add(store, embedder, "Ann kept a diary in 2019")
+    archived.archived_at = archived.created_at + 1
+    store.update_metadata([old, archived])
+    _add(store, embedder, "Bo lives in Oslo", scope="bo")
+    assert sorted(store.active_ids("ann")) == [new.id]
+    listed = store.list_memories(scope="ann", limit=10, archived=False)
+    assert sorted(store.active_ids("ann")) == sorted(m.id for m in listed)
+    assert store.active_ids("nobody") == []
+
+
 def test_slot_mates_are_the_active_memories_of_the_slot(store: MemoryStore, embedder: Any) -> None:
     home, old_home, pet = _add(store, embedder, "Ann lives in Lisbon", "Ann lived in Porto", "Ann has a cat")
     home.slot = old_home.slot = "user|residence"

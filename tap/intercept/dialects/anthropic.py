@@ -11,7 +11,10 @@ Cache safety (docs/protocols.md, Anthropic Messages) is this module's invariant:
   as is if that block has its own), so the cached prefix ends where it did before injection;
 - an agent-loop step (the last user message holds only `tool_result` blocks) gets the block of the
   latest human turn after its tool results, never in the earlier human message (why:
-  docs/protocols.md).
+  docs/protocols.md);
+- `system` messages after the newest turn (Claude Code ends a session's first request with one)
+  are no turn: the block goes into the user message before them, never into or after a system
+  message, and a top-level `cache_control` is then left where it is (why: docs/protocols.md).
 
 Transcript (tap.intercept.dialects.transcript): user text is the text blocks joined by newlines; a
 message of only `tool_result` blocks is role "tool", identified by tool-use ids and result text;
@@ -32,8 +35,8 @@ from tap.intercept.dialects.common import (
     as_list,
     block_text,
     encode_json,
-    last_user_or_raise,
     messages_of,
+    newest_user_or_raise,
     replace_message,
     require_block,
     str_field,
@@ -149,13 +152,14 @@ class AnthropicMessages(JsonDialect):
         return ClientIds(session=session_of(user_id), discriminator=user_id)
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """Append `block` as a text block to the last user message (see the module docstring)."""
+        """Append `block` as a text block to the newest user message (see the module docstring)."""
         text = require_block(block)
-        index, message = last_user_or_raise(req)
+        index, message = newest_user_or_raise(req)
         blocks = original_blocks(message.get("content"))
         out = req
         cache_control = req.get("cache_control")
-        if cache_control is not None and move_cache_control(blocks, cache_control):
+        last = index == len(messages_of(req)) - 1  # else the automatic breakpoint is after the block already
+        if cache_control is not None and last and move_cache_control(blocks, cache_control):
             out = {k: v for k, v in req.items() if k != "cache_control"}
         blocks.append({"type": "text", "text": text})
         return replace_message(out, index, {**message, "content": blocks})

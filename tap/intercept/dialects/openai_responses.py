@@ -9,8 +9,9 @@ request then carries only the new items.
 Injection, cache-safe as in tap.intercept.dialects.openai (OpenAI caches exact prefixes):
 - only the newest input item changes, or one item is appended; `instructions`, `tools` and earlier
   items are shared with the input untouched;
-- a last user message gets the block as a new `input_text` part; a string `input` becomes that one
-  message of two parts (the original text byte-identical);
+- the newest user message (system and developer items after it are no turn) gets the block as a
+  new `input_text` part; a string `input` becomes that one message of two parts (the original text
+  byte-identical);
 - an agent-loop step (the input ends with tool outputs) gets the block as a new user message after
   them; with `previous_response_id` such a step may carry no human turn, and tap.intercept.core
   uses the block of the turn the chain started from (`ClientIds.follows`).
@@ -173,14 +174,18 @@ class OpenAIResponses(JsonDialect):
         if isinstance(value, str):
             return {**req, "input": [{"role": "user", "content": [*_user_parts(value), part]}]}
         items = as_list(value)
-        side = item_side(items[-1]) if items else ""
+        newest = len(items) - 1
+        while newest >= 0 and item_side(items[newest]) == "system":
+            newest -= 1  # system and developer items after the newest turn stay after it
+        side = item_side(items[newest]) if newest >= 0 else ""
         if side == "tool":
-            return {**req, "input": [*items, {"type": "message", "role": "user", "content": [part]}]}
+            turn = {"type": "message", "role": "user", "content": [part]}
+            return {**req, "input": [*items[: newest + 1], turn, *items[newest + 1 :]]}
         if side != "user":
-            raise ValueError("the last input item is not a user message")
-        last = items[-1]
-        changed = {**last, "content": [*_user_parts(last.get("content")), part]}
-        return {**req, "input": [*items[:-1], changed]}
+            raise ValueError("the newest turn is not a user message")
+        item = items[newest]
+        changed = {**item, "content": [*_user_parts(item.get("content")), part]}
+        return {**req, "input": [*items[:newest], changed, *items[newest + 1 :]]}
 
     def error_body(self, status: int, message: str) -> tuple[bytes, str]:
         """`{"error": {"message", "type", "param": null, "code": null}}` as JSON (OpenAI's shape)."""

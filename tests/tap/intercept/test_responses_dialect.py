@@ -121,6 +121,20 @@ def test_inject_after_tool_outputs_is_a_new_user_message() -> None:
     assert out["input"][2] == {"type": "message", "role": "user", "content": [{"type": "input_text", "text": BLOCK}]}
 
 
+def test_inject_passes_over_trailing_developer_items() -> None:
+    developer = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "d"}]}
+    out = R.inject({"input": [user("hi"), developer]}, BLOCK)
+    assert out["input"][1] is developer
+    assert out["input"][0]["content"][-1] == {"type": "input_text", "text": BLOCK}
+    output = {"type": "function_call_output", "call_id": "c", "output": "x"}
+    step = R.inject({"input": [user("hi"), output, developer]}, BLOCK)
+    assert step["input"][1:] == [
+        output,
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": BLOCK}]},
+        developer,
+    ]
+
+
 @pytest.mark.parametrize("req", [{"input": [user("hi"), *said_reply("prefill")[:2]]}, {"input": []}, {}])
 def test_inject_refuses_without_a_user_item_or_tool_output_last(req: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not a user message"):
