@@ -253,6 +253,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.to_thread(soak.server.stop)
         silent_server.close()
         upstream.kill()
+        shutil.rmtree(work, ignore_errors=True)
     outage_health = [
         h["status"] for h in soak.health if soak.outage and soak.outage["from_s"] <= h["at_s"] <= soak.outage["to_s"]
     ]
