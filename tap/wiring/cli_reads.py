@@ -60,7 +60,7 @@ class ViewMemories:
         from tap.recall.engine import RecallEngine  # a listing needs neither
 
         embedder = make_embedder(self.loaded.config.embedder, queries_only=True)
-        return RecallEngine(self.view, embedder, self.loaded.config.recall, workers=1)  # counts no access
+        return RecallEngine(self.view.searcher(), embedder, self.loaded.config.recall, workers=1)  # counts no access
 
     def list_memories(self, *, scope: str | None, limit: int = 50, offset: int = 0, **filters: Any) -> list[Memory]:
         """As MemoryService.list_memories."""
