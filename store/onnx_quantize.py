@@ -6,13 +6,6 @@ run on int8 activations too (per-channel int8 weights, activations quantized per
 the CPU's int8 dot-product instructions: faster per core, less memory, vectors within a small
 cosine distance of the fp32 ones (the figures: docs/measurements.md; bench/embed.py).
 
-The cached copy is that model in onnxruntime's own ORT format, with the graph optimizations a
-session applies at load already applied (the "extended" level: fusions for the CPU, no layout
-change tied to one machine): a session opens it several times faster than the ONNX file (no
-protobuf to parse, no graph to optimize), which every process that embeds pays at start (`tap
-recall` without a server among them), and runs the same graph, so its vectors are the same to the
-bit.
-
 The derived file is built on first use (seconds) under the cache directory and reused after that:
 - its name carries the source model's sha256 and the onnx/onnxruntime versions (a new version
   builds a new file, never reuses one another version wrote);
@@ -40,7 +33,7 @@ __all__ = ["RECIPE", "QuantizedModel", "cache_dir", "quantized_model"]
 
 log = logging.getLogger(__name__)
 
-RECIPE: Final = "q8dyn-perchannel-ortfmt-v2"  # bump when the steps below change
+RECIPE: Final = "q8dyn-perchannel-v1"  # bump when the steps below change
 CACHE_ENV: Final = "TAP_MODEL_CACHE"
 
 
@@ -75,12 +68,11 @@ def _digest(data: bytes) -> str:
 
 
 def _build(source: Path, work: Path) -> bytes:
-    """The quantized model's bytes: fold the weight dequantization to fp32, quantize_dynamic, then
-    optimize the graph as a session would and save it in ORT format."""
+    """The quantized model's bytes: fold the weight dequantization to fp32, then quantize_dynamic."""
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    folded, quantized, converted = work / "folded.onnx", work / "quantized.onnx", work / "model.ort"
+    folded, quantized = work / "folded.onnx", work / "quantized.onnx"
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC  # constant folding only
     options.optimized_model_filepath = str(folded)
@@ -93,13 +85,7 @@ def _build(source: Path, work: Path) -> bytes:
         per_channel=True,
         extra_options={"MatMulConstBOnly": True},
     )
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    options.optimized_model_filepath = str(converted)
-    options.add_session_config_entry("session.save_model_format", "ORT")
-    options.log_severity_level = 3
-    ort.InferenceSession(str(quantized), options, providers=["CPUExecutionProvider"])
-    return converted.read_bytes()
+    return quantized.read_bytes()
 
 
 class _QuantizerAdvice(logging.Filter):
@@ -150,8 +136,7 @@ def _store(target: Path, data: bytes) -> None:
 def quantized_model(source: Path, source_sha256: str, directory: Path | None = None) -> QuantizedModel:
     """The int8 model derived from `source` (whose hash the caller verified), cached in `directory`."""
     directory = directory if directory is not None else cache_dir()
-    # onnxruntime opens a file named .ort as ORT format
-    target = directory / f"minilm-{source_sha256[:16]}-{RECIPE}-{_versions()}.ort"
+    target = directory / f"minilm-{source_sha256[:16]}-{RECIPE}-{_versions()}.onnx"
     if _cached(target):
         return QuantizedModel(path=target)
     log.info("deriving the int8 embedding model (once, about 3 s) into %s", target)
