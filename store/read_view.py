@@ -134,6 +134,10 @@ class ReadView:
         """How many memories `list_memories` pages through with the same filter."""
         return len(self._listed(scope, include_superseded, excerpts, archived))
 
+    def in_conflict(self, *, scope: str | None) -> list[Memory]:
+        """Active memories naming another in `conflicts_with` (as store.chroma.ChromaStore.in_conflict)."""
+        return [m for m in map(_decode, self._lexical.all_records(scope)) if m.conflicts_with]
+
     def scope_counts(self) -> dict[str, tuple[int, int]]:
         """Active memories per scope as (statements, excerpts), scopes sorted by name."""
         counts: dict[str, list[int]] = {}

@@ -29,7 +29,7 @@ import msgspec
 from tap.extract.consolidation import Consolidator
 from tap.ingest.queue import ChunkQueue
 from tap.jsonbody import decode
-from tap.memories.conflicts import Conflict, Settled, live, pairs, resolve
+from tap.memories.conflicts import Conflict, Settled, live, resolve, unresolved
 from tap.memories.filtered_search import filtered_search
 from tap.memories.history import TurnSource, version_turns, versions
 from tap.memories.views import recall_view
@@ -383,9 +383,7 @@ class MemoryService:
 
     def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
         """Unresolved conflicts (pairs of active memories), newest first."""
-        found = pairs(self.store.in_conflict(scope=scope), self.store.get)
-        sides = live([m for c in found for m in (c.a, c.b)], self.store.get)
-        return [msgspec.structs.replace(c, a=a, b=b) for c, a, b in zip(found, sides[::2], sides[1::2], strict=True)]
+        return unresolved(self.store.in_conflict(scope=scope), self.store.get)
 
     def resolve(self, keep: str, drop: str, *, both: bool = False) -> Settled:
         """Settle a conflict: keep one (the other is superseded by it) or, with `both`, both."""

@@ -2,8 +2,8 @@
 else from the opened store.
 
 Opening the store (embedded Chroma, the ONNX model, the extraction pipeline) takes seconds;
-`tap status`, `tap memories list|search` and `tap recall` only read, and the lexical index's file
-holds every active memory (store.read_view). `read(loaded, ask)` runs `ask` on `ViewMemories`
+`tap status`, `tap memories list|search|conflicts` and `tap recall` only read, and the lexical
+index's file holds every active memory (store.read_view). `read(loaded, ask)` runs `ask` on `ViewMemories`
 (the read operations of MemoryService the CLI uses, over that view) and, when the view cannot
 answer it exactly (`NeedsStore`: old versions, archived memories, an index not known to be in
 step), runs it again on the opened store's MemoryService. `ask` must only read: it may run twice.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from store.embedders import embedder_id
 from store.read_view import NeedsStore, ReadView
 from tap.config import LoadedConfig
-from tap.memories.conflicts import live
+from tap.memories.conflicts import Conflict, live, unresolved
 from tap.records import Memory
 
 if TYPE_CHECKING:
@@ -86,6 +86,11 @@ class ViewMemories:
             found = engine.search_scopes(query, list(self.view.scope_counts()), limit=limit)
         shown = live([m for m, _ in found], self.view.get_active)
         return [(m, score) for m, (_, score) in zip(shown, found, strict=True)]
+
+    def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
+        """As MemoryService.conflicts (the view holds every active memory: a partner it lacks is not
+        active, which ends the conflict as the store's reading does)."""
+        return unresolved(self.view.in_conflict(scope=scope), self.view.get_active)
 
     def recall_json(self, text: str, *, scope: str, budget_tokens: int | None = None) -> dict[str, Any]:
         """As MemoryService.recall_json."""
