@@ -88,6 +88,13 @@ class ReadView:
             raise NeedsStore("old versions are read from the store")
         return []
 
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids (NeedsStore when one may be a version only the store has)."""
+        found = self.get_active(ids)
+        if len(found) < len(set(ids)):
+            self.versions([i for i in ids if i not in {m.id for m in found}])
+        return found
+
     def get_active(self, ids: Sequence[str]) -> list[Memory]:
         """The active memories among these ids, in the order asked."""
         if not ids:

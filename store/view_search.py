@@ -3,8 +3,8 @@ index's file (store.replica), asking the store for what it cannot answer exactly
 
 Kept apart from store.read_view so that a listing or a status imports neither numpy nor the scopes'
 vectors: this module is imported by the view's first search. A scope it cannot search in memory,
-or an old version (recall's history lines) when the store holds some, raises `NeedsStore`: the
-caller then asks the opened store.
+or an old version (recall's history lines: ReplicaStore.get asks the view's `versions`) when the
+store holds some, raises `NeedsStore`: the caller then asks the opened store.
 """
 
 from __future__ import annotations
@@ -46,10 +46,3 @@ class ViewSearch(ReplicaStore):
             return super().search_vectors(vectors, scope=scope, k=k, at_least=at_least)
         except NotHere as exc:
             raise NeedsStore(str(exc)) from exc
-
-    def get(self, ids: Sequence[str]) -> list[Memory]:
-        """The memories with these ids; one that is not active needs the store (`versions` raises)."""
-        found = self.get_active(ids)
-        if len(found) < len(set(ids)):
-            self._versions([i for i in ids if i not in {m.id for m in found}])
-        return found

@@ -126,16 +126,16 @@ def test_printing_commands_import_neither_the_store_nor_mitmproxy(isolated_home:
         assert modules & (STORE | MODEL | {"mitmproxy", "aiohttp"}) == set(), command
 
 
-def to_the_microsecond(value: Any) -> Any:
-    """JSON with its numbers to the microsecond: Chroma keeps a rewritten record's timestamps to
-    about their last bit (an update's `updated_at` reads back 0.9328747 as 0.932875)."""
-    if isinstance(value, float):
-        return round(value, 6)
-    if isinstance(value, list):
-        return [to_the_microsecond(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_the_microsecond(v) for k, v in value.items()}
-    return value
+def same_to_the_microsecond(a: Any, b: Any) -> bool:
+    """The same JSON, numbers equal to the microsecond: Chroma reads a record's timestamps back to
+    about their last bit (an `updated_at` of ….9328747 as ….932875)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and abs(a - b) <= 1e-6
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_to_the_microsecond(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_to_the_microsecond(a[k], b[k]) for k in a)
+    return bool(a == b)
 
 
 def through_the_store_then_the_view(home: Path, *args: str, view_answers: bool = True) -> tuple[str, str]:
@@ -153,11 +153,11 @@ def through_the_store_then_the_view(home: Path, *args: str, view_answers: bool =
 
 
 def test_the_view_prints_what_the_store_prints(isolated_home: Path) -> None:
-    """Listings (all scopes, one scope, excerpts), status, conflicts, recall and search without a
-    server print the same through the read view as through the opened store, old versions in the
-    store included."""
+    """Listings (all scopes, one scope, excerpts), status, conflicts, a memory's history with its
+    source turns, recall and search without a server print the same through the read view as
+    through the opened store, old versions in the store included."""
     home = isolated_home
-    on_the_store(
+    ann_allergy, _, bees, _, two_jobs = on_the_store(
         home,
         "ids = [svc.add(scope=s, content=c, kind=k).id for s, c, k in ("
         "('ann', 'Ann moved to Lisbon in May', 'fact'), ('ann', 'Ann is allergic to peanuts', 'fact'),"
@@ -168,7 +168,14 @@ def test_the_view_prints_what_the_store_prints(isolated_home: Path) -> None:
         "google, stripe = (svc.add(scope='bo', content=f'Bo works at {c}') for c in ('Google', 'Stripe'))\n"
         "svc.store.update_metadata([msgspec.structs.replace(google, conflicts_with=(stripe.id,)),"
         " msgspec.structs.replace(stripe, conflicts_with=(google.id,))])\n"
-        "print(json.dumps(ids))",
+        "from tap.ingest.capture import Exchange\n"
+        "from tap.records import make_memory\n"
+        "svc.turn_log.append(Exchange(scope='bo', conversation='c1', dialect='anthropic', user_turn_id='t_u1',"
+        " user_text='I work at Google and at Stripe', reply_turn_id='t_a1', reply_text='Two jobs!', complete=True,"
+        " started_at=1796600000.0, finished_at=1796600001.0))\n"
+        "jobs = make_memory(scope='bo', content='Bo has two jobs', conversation='c1', sources=['t_u1'])\n"
+        "svc.write([jobs])\n"
+        "print(json.dumps(ids[1:] + [jobs.id]))",
     )
     printed = {}
     for args in (
@@ -177,21 +184,28 @@ def test_the_view_prints_what_the_store_prints(isolated_home: Path) -> None:
         ["memories", "list", "--scope", "bo", "--json"],
         ["status", "--json"],
         ["memories", "conflicts"],
+        ["memories", "show", bees],
+        ["memories", "show", two_jobs, "--json"],
     ):
         full, fast = through_the_store_then_the_view(home, *args)
         if "--json" in args:
-            assert to_the_microsecond(json.loads(fast)) == to_the_microsecond(json.loads(full)), args
+            assert same_to_the_microsecond(json.loads(fast), json.loads(full)), (args, fast, full)
         else:
             assert fast == full, args
         printed[" ".join(args)] = fast
     assert "and cashews" in printed["memories list"] and "Bo keeps bees" in printed["memories list"]
     assert "cello" in printed["memories list --scope ann --excerpts"]
-    assert [m["scope"] for m in json.loads(printed["memories list --scope bo --json"])] == ["bo"] * 4
+    assert [m["scope"] for m in json.loads(printed["memories list --scope bo --json"])] == ["bo"] * 5
     assert "Bo works at Google" in printed["memories conflicts"] and "Stripe" in printed["memories conflicts"]
+    assert "1 version" in printed[f"memories show {bees}"]
+    history = json.loads(printed[f"memories show {two_jobs} --json"])["history"]
+    assert [t["text"] for t in history[0]["turns"]] == ["I work at Google and at Stripe"]  # from the turn log
+    full, fast = through_the_store_then_the_view(home, "memories", "show", ann_allergy, view_answers=False)
+    assert fast == full and "2 versions" in fast  # its old version: the store's
     assert json.loads(printed["status --json"])["store"] | {"location": ""} == {
         "location": "",
-        "active": 7,
-        "total": 8,  # the old version of the edited memory
+        "active": 8,
+        "total": 9,  # the old version of the edited memory
         "embedder": "all-MiniLM-L6-v2-q8",
     }
 
