@@ -75,8 +75,8 @@ TARGETS: dict[str, tuple[str, float]] = {
     "superseded_in_blocks": ("<=", 0),
     "current_first": (">=", 0.90),
 }
-_ID = re.compile(r"q\d\d")
-_TURN_ID = re.compile(r"(q\d\d)s(\d+)t(\d+)")
+_ID = re.compile(r"q\d{2,3}")
+_TURN_ID = re.compile(r"(q\d{2,3})s(\d+)t(\d+)")
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -586,11 +586,17 @@ def aggregate(results: Sequence[Scored]) -> dict[str, Any]:
 
 
 def build_result(results: Sequence[Scored], mode: str, config: str) -> dict[str, Any]:
-    """The JSON document: machine, data, targets, per split, per conversation, failures."""
+    """The JSON document: machine, data, targets, per split, per conversation, failures. Failures
+    are listed with their text for the dev split only; the test split's are counted by kind, so
+    the result file never quotes a held-out conversation."""
     failures: dict[str, list[dict[str, Any]]] = {}
+    held_out: Counter[str] = Counter()  # the test split's failures by kind: never their text
     for r in results:
         for kind, items in r.failures.items():
-            failures.setdefault(kind, []).extend(items)
+            if r.conversation.split == "test":
+                held_out.update(_failure_kind(kind, item) for item in items)
+            else:
+                failures.setdefault(kind, []).extend(items)
     updates = failures.pop("updates", [])
     ranking = failures.pop("ranking", [])
     return {
@@ -615,7 +621,14 @@ def build_result(results: Sequence[Scored], mode: str, config: str) -> dict[str,
         "update_outcomes": updates,
         "ranking": ranking,
         "failures": failures,
+        "test_failure_kinds": dict(sorted(held_out.items())),
     }
+
+
+def _failure_kind(kind: str, item: dict[str, Any]) -> str:
+    """A held-out failure as its kind alone ("updates:old-still-active", "ranking:old-first")."""
+    outcome = item.get("outcome")
+    return f"{kind}:{outcome}" if isinstance(outcome, str) else kind
 
 
 def code_version() -> dict[str, Any]:
