@@ -28,6 +28,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from results_history import archive  # noqa: E402
+
 from tap.cli.progress import Bar, shown  # noqa: E402  (re-exported for the benchmarks)
 
 __all__ = ["Bar", "note"]
@@ -161,9 +163,12 @@ def process_tree(pid: int | str) -> list[int]:
 
 
 def write_result(name: str, result: dict[str, Any], out: Path | None = None) -> Path:
-    """Write `result` as pretty JSON to bench/results/NAME.json (or `out`); returns the path."""
+    """Write `result` as pretty JSON to bench/results/NAME.json (or `out`); returns the path. The
+    current result it replaces in bench/results is summarised in history.jsonl first."""
     path = out or RESULTS_DIR / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.resolve().parent == RESULTS_DIR.resolve():
+        archive(path)
     path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     return path
 

@@ -352,7 +352,9 @@ def print_report(result: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--conversations", default="", help="comma-separated conversation ids (default: every dev conversation)")
+    parser.add_argument(
+        "--conversations", default="", help="comma-separated conversation ids (default: every dev conversation)"
+    )
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     parser.add_argument("--seed", type=int, default=2026, help="the recap generator's seed")
     parser.add_argument("--no-background", action="store_true", help="skip the background arm (a second ingestion)")

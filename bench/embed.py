@@ -8,7 +8,6 @@ and prints a short table. Inputs are generated deterministically (seeded) from c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -20,11 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import benchutil  # puts the repo root on sys.path, telemetry off
 import onnxruntime
 
 from store.onnx_embedder import OnnxMiniLMEmbedder
-
-RESULTS = Path(__file__).parent / "results" / "embed.json"
 
 SUBJECTS = ["I", "My sister", "The user", "Our team", "My manager", "We", "My landlord", "The client"]
 FACTS = [
@@ -198,10 +196,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
     result = run(args.sentences, args.queries)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    path = benchutil.write_result("embed", result)
     print_table(result)
-    print(f"\nwritten to {RESULTS}")
+    print(f"\nwritten to {path}")
 
 
 if __name__ == "__main__":

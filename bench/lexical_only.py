@@ -271,8 +271,7 @@ def main() -> int:
             variants = [v.strip() for v in args.variants.split(",") if v.strip()]
             result["locomo"] = run_locomo(root, variants, args.budget)
             print_locomo(result["locomo"], args.budget)
-    args.out.write_text(json.dumps(result, indent=1))
-    print(f"\nwritten to {args.out}")
+    print(f"\nwritten to {benchutil.write_result('lexical-only-recall', result, args.out)}")
     return 0
 
 

@@ -4,16 +4,20 @@ Rules (docs/architecture.md, Interfaces): every field has a default, so an empty
 is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
 values in the file, only the *names* of environment variables (`*_env` fields).
 
-Lookup order for the file: `--config PATH`, else `$TAP_CONFIG`, else `./config.toml`, else
+Lookup order for the file (`config_lookup`): `--config PATH`, else `$TAP_CONFIG`, else
 `config.toml` in the user config folder (platformdirs: `~/.config/tap` on Linux, honouring
-`$XDG_CONFIG_HOME`), else built-in defaults. Data dir: `$TAP_HOME`, else `[data] dir`, else the
-user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
+`$XDG_CONFIG_HOME`), else `./config.toml` in the current directory, else built-in defaults. The
+user's own file comes before the current directory's, so running tap inside a checkout (whose
+`config.toml` documents the defaults) never hides the user's settings; `tap config check` says
+which file was read, why, and which were passed over. Data dir: `$TAP_HOME`, else `[data] dir`,
+else the user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -200,7 +204,7 @@ class HooksConfig(Section, frozen=True):
 
 
 class MitmConfig(Section, frozen=True):
-    """The mitmproxy way in (README: Ways in): a forward proxy for clients that cannot change their
+    """The mitmproxy way in (docs/ways-in.md): a forward proxy for clients that cannot change their
     base URL, and reverse proxies per upstream; run by `tap serve` when enabled, or by `tap mitm`."""
 
     enabled: bool = False
@@ -238,30 +242,68 @@ class Config(Section, frozen=True):
 
 
 class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A config plus where it came from and the data dir it resolves to."""
+    """A config plus where it came from (and why) and the data dir it resolves to."""
 
     config: Config
     path: Path | None
     data_dir: Path
+    reason: str = ""
+    passed_over: tuple[str, ...] = ()
 
 
-def find_config_path(explicit: str | Path | None = None) -> Path | None:
-    """The config file tap reads, by the documented lookup order (None → built-in defaults)."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        return path
-    env = os.environ.get("TAP_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"$TAP_CONFIG points to a missing file: {path}")
-        return path
-    for candidate in (Path("config.toml"), user_config_file()):
-        if candidate.is_file():
-            return candidate
-    return None
+class ConfigLookup(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of the lookup: the file read (None: built-in defaults), why that one, and the
+    files that exist but were passed over, each with why."""
+
+    path: Path | None
+    reason: str
+    passed_over: tuple[str, ...] = ()
+
+
+def config_lookup(explicit: str | Path | None = None) -> ConfigLookup:
+    """Find the config file by the documented order: --config, $TAP_CONFIG, the user config file,
+    ./config.toml, built-in defaults (a file named by --config or $TAP_CONFIG must exist)."""
+    user, env = user_config_file(), os.environ.get("TAP_CONFIG")
+    steps = (  # (the file, if this step has one; what it is; what it says when it has none)
+        (_named(explicit, "config file not found") if explicit else None, "given with --config", "no --config"),
+        (
+            _named(env, "$TAP_CONFIG points to a missing file") if env else None,
+            "named by $TAP_CONFIG",
+            "no $TAP_CONFIG",
+        ),
+        (user if user.is_file() else None, "the user config file", f"no {user}"),
+        (_local(), "config.toml in the current directory", "no ./config.toml"),
+    )
+    chosen: tuple[Path, str] | None = None
+    absent: list[str] = []  # the steps before the chosen one, that had no file
+    passed_over: list[str] = []
+    for path, what, missing in steps:
+        if path is None:
+            if chosen is None:
+                absent.append(missing)
+        elif chosen is None:
+            chosen = (path, what)
+        elif path.resolve() != chosen[0].resolve():  # the same file reached twice is no other file
+            passed_over.append(f"{path} ({what}): {chosen[1]} comes first")
+    if chosen is None:
+        return ConfigLookup(path=None, reason="built-in defaults: " + ", ".join(absent))
+    reason = f"{chosen[1]}: {', '.join(absent)}" if absent else chosen[1]
+    return ConfigLookup(path=chosen[0], reason=reason, passed_over=tuple(passed_over))
+
+
+def _local() -> Path | None:
+    """`config.toml` in the current directory, as an absolute path (so it still names the file
+    from elsewhere, e.g. in the command a hook runs), or None."""
+    local = Path("config.toml")
+    return local.absolute() if local.is_file() else None
+
+
+def _named(name: str | Path, missing: str) -> Path:
+    """A file the user named (--config, $TAP_CONFIG): it must exist."""
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{missing}: {path}")
+    return path
 
 
 def parse_config(text: str, *, origin: str = "config") -> Config:
@@ -288,6 +330,11 @@ def user_config_file() -> Path:
     return platformdirs.user_config_path(APP) / "config.toml"
 
 
+def default_config_text() -> str:
+    """The documented default config file that ships with tap (the repository's config.toml)."""
+    return (resources.files("tap") / "config.toml").read_text(encoding="utf-8")
+
+
 def default_data_dir() -> Path:
     """The platform's user data folder for tap (`~/.local/share/tap` on Linux)."""
     return platformdirs.user_data_path(APP)
@@ -310,7 +357,8 @@ def resolve_data_dir(config: Config) -> Path:
 
 def load_config(explicit: str | Path | None = None) -> LoadedConfig:
     """Find, read and validate the config, and resolve the data dir."""
-    path = find_config_path(explicit)
+    lookup = config_lookup(explicit)
+    path = lookup.path
     if path is None:
         config = Config()
     else:
@@ -319,7 +367,13 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
         config = parse_config(text, origin=str(path))
-    return LoadedConfig(config=config, path=path, data_dir=resolve_data_dir(config))
+    return LoadedConfig(
+        config=config,
+        path=path,
+        data_dir=resolve_data_dir(config),
+        reason=lookup.reason,
+        passed_over=lookup.passed_over,
+    )
 
 
 def read_secret(env_name: str) -> str | None:

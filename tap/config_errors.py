@@ -21,7 +21,7 @@ from msgspec import inspect
 RETIRED = {
     "recall.skip_repeats": (
         "retired: every request now gets the memories for its latest human turn, minus those the model "
-        "can already see in the request (README: Repeats); delete this line"
+        "can already see in the request (docs/ways-in.md: Conversations and repeats); delete this line"
     ),
 }
 """Keys earlier versions accepted, with what to do about them (named instead of "unknown key")."""

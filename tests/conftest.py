@@ -1,4 +1,5 @@
-"""Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine.
+"""Shared fixtures: every test runs with its own TAP_HOME and no config file from the machine: the
+user config folder ($XDG_CONFIG_HOME) is an empty folder of the test's own, and $TAP_CONFIG unset.
 
 Every test also runs with SSL_CERT_FILE naming a one-certificate trust store (`loopback_trust`):
 tests only speak to loopback servers, and an HTTP client (httpx under the Anthropic, OpenAI and
@@ -57,10 +58,13 @@ def loopback_trust(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback_trust: Path) -> Iterator[Path]:
-    """Point TAP_HOME at a fresh folder and run from it, so no real state is touched."""
+    """Point TAP_HOME and the user config folder at fresh folders and run from the test's own
+    folder, so no real state and no developer's config is touched (HOME stays: the derived model
+    is cached under it)."""
     home = tmp_path / "taphome"
     home.mkdir()
     monkeypatch.setenv("TAP_HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("SSL_CERT_FILE", str(loopback_trust))
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     monkeypatch.delenv("TAP_CONFIG", raising=False)

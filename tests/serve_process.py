@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,28 @@ from tests.waits import wait_until
 
 
 class ServeProcess:
-    """`python -m tap serve --port 0` with its own TAP_HOME; `url` once it is up."""
+    """`python -m tap serve --port 0` with its own TAP_HOME; `url` once it is up.
 
-    def __init__(self, home: Path, *, config: Path | None = None, env: dict[str, str] | None = None) -> None:
+    `command` runs another `tap` (an installed one: tests/test_quickstart.py). `user_env` is a whole
+    environment to run in instead of this process's plus TAP_HOME: a new user's, where the server
+    finds its data dir itself (`home` must then be that dir).
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+        command: Sequence[str] = (sys.executable, "-m", "tap"),
+        cwd: Path | None = None,
+        user_env: dict[str, str] | None = None,
+    ) -> None:
         self.home = home
         self.config = config
-        self.env = {**os.environ, "TAP_HOME": str(home), **(env or {})}
+        self.env = dict(user_env) if user_env is not None else {**os.environ, "TAP_HOME": str(home), **(env or {})}
+        self.command = list(command)
+        self.cwd = cwd
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
         self._output: list[str] = []
@@ -33,12 +50,13 @@ class ServeProcess:
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         (self.home / "server.json").unlink(missing_ok=True)
-        args = [sys.executable, "-m", "tap"]
+        args = list(self.command)
         if self.config:
             args += ["--config", str(self.config)]
         self.proc = subprocess.Popen(
             [*args, "serve", "--port", "0"],
             env=self.env,
+            cwd=self.cwd,
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

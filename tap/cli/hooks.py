@@ -66,7 +66,7 @@ def hook(event: str, agent: str) -> None:
     """Handle one agent hook event: hook JSON on stdin, hook output on stdout, always exit 0.
 
     EVENT: session-start, user-prompt-submit, stop, pre-compact or session-end (or the agents'
-    spelling, e.g. UserPromptSubmit). Installed by `tap hooks install`; see README: Agent hooks.
+    spelling, e.g. UserPromptSubmit). Installed by `tap hooks install`; see docs/ways-in.md: Agent hooks.
     """
     config = state().config_path
     argv = (["--config", config] if config else []) + ["hook", event, "--agent", agent]

@@ -30,8 +30,9 @@ import click
 
 from bridges.logtail.formats import FORMATS
 from tap.admin_token import ensure_token, read_server_info
+from tap.cli.options import config_type
 from tap.cli.shared import emit_json, state
-from tap.config import LoadedConfig
+from tap.config import LoadedConfig, LogtailConfig
 from tap.plural import plural
 
 if TYPE_CHECKING:
@@ -117,7 +118,11 @@ def _written(rt: Runtime) -> dict[str, int]:
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default=None, help="Log format (default: [logtail] format)."
+    "--format",
+    "fmt",
+    type=config_type(LogtailConfig, "format"),
+    default=None,
+    help="Log format (default: [logtail] format).",
 )
 @click.option("--scope", default=None, help="Scope for every memory (default: per project / per file).")
 @click.option("--follow", is_flag=True, help="Keep following the paths (new lines, new files) until Ctrl-C.")

@@ -1,5 +1,5 @@
 """`tap memories consolidate|conflicts|resolve|archive|restore` and `tap why`: living with memory for
-months (README: Consolidation, Conflicts, Why was this injected?).
+months (docs/memory.md: Consolidation, Conflicts, Why was this injected?).
 
 Like every memory command these go through a running `tap serve` when there is one (then
 consolidation runs on the server's background thread, after its extraction batch in progress);

@@ -14,14 +14,17 @@ tests/tap/cli/test_cli_startup.py keeps it that way.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 import click
 import msgspec
 
 from tap.cli import lifecycle, memories, ops  # lifecycle adds memory subcommands
+from tap.cli.options import config_type
 from tap.cli.render import config_toml
 from tap.cli.shared import CliState, emit_json, state
+from tap.config import ServerConfig, default_config_text, user_config_file
 from tap.errors import ConfigError, TapError
 
 # Commands whose modules load only when the command runs (or its own --help): their imports
@@ -97,7 +100,7 @@ class TapGroup(click.Group):
     "config_path",
     type=click.Path(dir_okay=False),
     envvar=None,
-    help="Config file (default: $TAP_CONFIG, ./config.toml, the user config folder's config.toml).",
+    help="Config file (default: $TAP_CONFIG, else the user config folder's config.toml, else ./config.toml).",
 )
 @click.version_option(package_name="tap-memory", prog_name="tap")
 @click.pass_context
@@ -121,19 +124,47 @@ def config_check(as_json: bool) -> None:
         emit_json(
             {
                 "path": str(loaded.path) if loaded.path else None,
+                "reason": loaded.reason,
+                "passed_over": list(loaded.passed_over),
                 "data_dir": str(loaded.data_dir),
                 "config": effective,
             }
         )
         return
     source = str(loaded.path) if loaded.path else "built-in defaults (no config file found)"
-    click.echo(f"# config: {source}\n# data dir: {loaded.data_dir}\n# OK: the configuration is valid\n")
+    lines = [f"# config: {source}", f"# why: {loaded.reason}"]
+    lines += [f"# passed over: {skipped}" for skipped in loaded.passed_over]
+    lines += [f"# data dir: {loaded.data_dir}", "# OK: the configuration is valid", ""]
+    click.echo("\n".join(lines))
     click.echo(config_toml(effective))
 
 
+@config_group.command("init")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--force", is_flag=True, help="Replace a file that is already there.")
+def config_init(path: str | None, force: bool) -> None:
+    """Write the documented default config (every option, commented) to PATH, else to the user
+    config file, where tap looks first after --config and $TAP_CONFIG; `-` prints it."""
+    text = default_config_text()
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    target = Path(path).expanduser() if path else user_config_file()
+    if target.exists() and not force:
+        raise TapError(f"{target} exists; edit it, or run again with --force to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {target}; `tap config check` validates it")
+
+
 @main.command("serve")
-@click.option("--host", default=None, help="Override [server] host.")
-@click.option("--port", type=int, default=None, help="Override [server] port.")
+@click.option("--host", type=config_type(ServerConfig, "host"), default=None, help="Override [server] host.")
+@click.option(
+    "--port",
+    type=config_type(ServerConfig, "port"),
+    default=None,
+    help="Override [server] port (0: any free port, written to <data dir>/server.json).",
+)
 def serve(host: str | None, port: int | None) -> None:
     """Run the proxy, the admin API and the background workers on one port."""
     from tap.wiring.server import run_server  # aiohttp, the store, the embedder: seconds to import

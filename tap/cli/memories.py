@@ -13,15 +13,18 @@ from typing import Any, BinaryIO
 
 import click
 
+from tap.cli.options import int_range
 from tap.cli.progress import Bar, shown
 from tap.cli.render import chain_text, console, memories_table, stats_table
 from tap.cli.shared import backend, emit_json, state
+from tap.config import RecallConfig
 from tap.memories.views import memory_view, search_view
 from tap.plural import plural
 from tap.records import KINDS
 
 DEFAULT_SCOPE = "default"
-MAX_BUDGET = 8000  # as [recall] budget_tokens allows
+BUDGET = int_range(RecallConfig, "budget_tokens")  # what [recall] budget_tokens allows
+MAX_BUDGET = int(BUDGET.max or 0)
 scope_option = click.option("--scope", default=DEFAULT_SCOPE, show_default=True, help="Whose memories.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 kind_choice = click.Choice(KINDS)
@@ -322,7 +325,7 @@ def stats_cmd(as_json: bool) -> None:
 @click.option(
     "--budget",
     "budget_tokens",
-    type=click.IntRange(50, MAX_BUDGET),
+    type=BUDGET,
     default=None,
     help="Token budget (default: [recall] budget_tokens).",
 )

@@ -16,6 +16,7 @@ import click
 import msgspec
 
 from tap.admin_token import read_server_info
+from tap.cli.options import config_type
 from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig, MitmConfig
 from tap.errors import ConfigError
@@ -24,8 +25,12 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 
 @click.group("mitm", invoke_without_command=True)
-@click.option("--host", default=None, help="Listen address (overrides [mitm] host).")
-@click.option("--port", type=int, default=None, help="Forward-proxy port (overrides [mitm] port).")
+@click.option(
+    "--host", type=config_type(MitmConfig, "host"), default=None, help="Listen address (overrides [mitm] host)."
+)
+@click.option(
+    "--port", type=config_type(MitmConfig, "port"), default=None, help="Forward-proxy port (overrides [mitm] port)."
+)
 @click.option(
     "--reverse",
     "reverse",
@@ -108,7 +113,7 @@ def reverse_line(url: str, local: str) -> str:
 
 
 def env_lines(loaded: LoadedConfig) -> dict[str, list[str]]:
-    """The shell lines per way in (see README: Ways in)."""
+    """The shell lines per way in (see docs/ways-in.md)."""
     config = loaded.config
     info = read_server_info(loaded.data_dir)
     host = f"[{config.server.host}]" if ":" in config.server.host else config.server.host

@@ -70,7 +70,10 @@ def render_status(doc: dict[str, Any]) -> str:
     if lag and lag.get("samples"):
         line = f"event loop lag: p50 {lag['p50_ms']} ms, p99 {lag['p99_ms']} ms, max {lag['max_ms']} ms (last minute)"
         if lag["p99_ms"] >= STALLED_LAG_MS:
-            line += " — the server is overloaded at times: requests wait and fewer carry memories (README: Scaling out)"
+            line += (
+                " — the server is overloaded at times: requests wait and fewer carry memories"
+                " (docs/operations.md: Under load)"
+            )
         lines.append(line)
     scopes = doc.get("scopes")
     if scopes:

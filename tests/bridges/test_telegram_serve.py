@@ -1,4 +1,4 @@
-"""The bridge inside a real `tap serve` process, set up as the README tells a user to."""
+"""The bridge inside a real `tap serve` process, set up as docs/ways-in.md tells a user to."""
 
 from __future__ import annotations
 

@@ -116,22 +116,52 @@ def test_real_config_file_documents_valid_defaults() -> None:
 
 
 def test_lookup_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--config, else $TAP_CONFIG, else the user config file, else ./config.toml, else defaults."""
     explicit, env, local = tmp_path / "a.toml", tmp_path / "b.toml", tmp_path / "config.toml"
-    explicit.write_text("[server]\nport = 1")
-    env.write_text("[server]\nport = 2")
-    local.write_text("[server]\nport = 3")
+    user = tmp_path / "xdg-config" / "tap" / "config.toml"  # the conftest's user config folder
+    user.parent.mkdir(parents=True)
+    for path, port in ((explicit, 1), (env, 2), (user, 3), (local, 4)):
+        path.write_text(f"[server]\nport = {port}")
     monkeypatch.setenv("TAP_CONFIG", str(env))
     assert load_config(explicit).config.server.port == 1
     assert load_config().config.server.port == 2
     monkeypatch.delenv("TAP_CONFIG")
     assert load_config().config.server.port == 3
+    user.unlink()
+    assert load_config().config.server.port == 4
     local.unlink()
+    assert load_config().path is None and load_config().config == Config()
+
+
+def test_the_user_config_file_beats_a_checkouts_config_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Running inside a checkout (as ./dev does) no longer hides the user's settings."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert load_config().path is None
+    monkeypatch.delenv("XDG_CONFIG_HOME")
     user = tmp_path / "home" / ".config" / "tap" / "config.toml"
     user.parent.mkdir(parents=True)
-    user.write_text("[server]\nport = 4")
-    assert load_config().config.server.port == 4
+    user.write_text("[recall]\nbudget_tokens = 300")
+    (tmp_path / "config.toml").write_text("[recall]\nbudget_tokens = 500")
+    loaded = load_config()
+    assert loaded.path == user and loaded.config.recall.budget_tokens == 300
+    assert loaded.reason == "the user config file: no --config, no $TAP_CONFIG"
+    assert loaded.passed_over == (
+        f"{tmp_path / 'config.toml'} (config.toml in the current directory): the user config file comes first",
+    )
+
+
+def test_lookup_says_why_and_what_it_passed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = tmp_path / "xdg-config" / "tap" / "config.toml"
+    assert load_config().reason == f"built-in defaults: no --config, no $TAP_CONFIG, no {user}, no ./config.toml"
+    (tmp_path / "config.toml").write_text("")
+    loaded = load_config()
+    assert loaded.path == tmp_path / "config.toml" and loaded.passed_over == ()
+    assert loaded.reason == f"config.toml in the current directory: no --config, no $TAP_CONFIG, no {user}"
+    env = tmp_path / "env.toml"
+    env.write_text("")
+    monkeypatch.setenv("TAP_CONFIG", str(env))
+    loaded = load_config(tmp_path / "config.toml")
+    assert loaded.reason == "given with --config"
+    assert loaded.passed_over == (f"{env} (named by $TAP_CONFIG): given with --config comes first",)
 
 
 def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ def test_consolidate_shows_progress_on_a_terminal_here_and_through_the_server(is
 
 
 def test_benchmark_progress_is_quiet_off_a_terminal(capsys: object) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    sys.path.insert(0, str(Path(__file__).parents[3] / "bench"))
     try:
         import benchutil
     finally:

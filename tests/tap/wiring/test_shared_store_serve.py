@@ -1,4 +1,4 @@
-"""Two real `tap serve` processes on one real Chroma server (README: Scaling out).
+"""Two real `tap serve` processes on one real Chroma server (docs/operations.md).
 
 A memory written, edited (a new version supersedes the old) or forgotten through one server's
 admin API is recalled, or no longer recalled, through the other (the tests wait for it, they do
