@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import time
 from collections import Counter
@@ -43,6 +44,7 @@ from tap.language.goal import words_for_goal
 from tap.language.holder_alias import aliased_mates
 from tap.language.linked_slots import linked_mates
 from tap.language.rules import Excerpt, RulesExtractor, turn_excerpts
+from tap.language.probes import distinctive_words, load_probes
 from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
@@ -52,8 +54,10 @@ from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
+NEIGHBOURS_K = 12  # nearest statements a candidate may update (the link probe reads them)
+LEXICAL_NEIGHBOURS = 20  # statements sharing its distinctive words, likewise
 RETRACT_LOOKUP_K = 100  # excerpts hold the same words and are most of a scope: look past them
-NEAREST_FETCH = 5 * SIMILAR_K
+NEAREST_FETCH = 4 * NEIGHBOURS_K
 
 
 class BudgetExhausted(TapError):
@@ -124,6 +128,8 @@ class Extraction:
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
         self._outdated: list[tuple[Memory, frozenset[str]]] = []  # replaced statements, the turns that replaced them
+        self.keep_threshold: float | None = None
+        """The keep probe's threshold for tentative statements; None: the one trained with it."""
 
     def plan(self, chunks: Sequence[Chunk]) -> list[list[str]]:
         """Offline pipeline: extract the candidates of these chunks now (`process` takes them from
@@ -279,13 +285,23 @@ class Extraction:
         if not fresh:
             return actions
         vectors = self.embedder.embed_documents([c.content for c in fresh])
+        offered = len(fresh)
+        fresh, vectors = self._worth_keeping(fresh, vectors)
+        if len(fresh) < offered:
+            actions["tentative-dropped"] += offered - len(fresh)
+        if not fresh:
+            return actions
         if self.extract_provider is None:
             # one at a time: a statement sees what the chunk's earlier statements wrote ("I'm
             # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too
+            probes = load_probes(self.embedder.model_id, self.embedder.dimensions)
             for candidate, vector in zip(fresh, vectors, strict=True):
                 near = self._nearest(chunk.scope, [vector])[0]
                 known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
-                plan = decide(candidate, known, self.config)
+                if probes is not None:
+                    known.change = probes.change.score(vector)
+                    known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
+                plan = decide(candidate, known, self.config, probes.link if probes is not None else None)
                 actions[plan.action] += 1
                 self._apply(chunk, candidate, vector, plan)
             return actions
@@ -298,6 +314,23 @@ class Extraction:
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
         return actions
+
+    def _worth_keeping(
+        self, candidates: list[CandidateMemory], vectors: list[list[float]]
+    ) -> tuple[list[CandidateMemory], list[list[float]]]:
+        """The candidates to reconcile: every firm one, and the tentative ones (what the rules would
+        leave out for their wording) that the keep probe says are worth a memory (none without
+        probes for this embedder)."""
+        probes = load_probes(self.embedder.model_id, self.embedder.dimensions)
+        threshold = self.keep_threshold if self.keep_threshold is not None else probes.keep.threshold if probes else 1.0
+
+        def keeps(candidate: CandidateMemory, vector: list[float]) -> bool:
+            if not candidate.tentative or threshold <= 0.0:
+                return True
+            return probes is not None and probes.keep.score(vector) >= threshold
+
+        kept = [(c, v) for c, v in zip(candidates, vectors, strict=True) if keeps(c, v)]
+        return [c for c, _ in kept], [v for _, v in kept]
 
     def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
         """An undated candidate (its turn came without a timestamp: a plain-text log, history a client
@@ -314,13 +347,32 @@ class Extraction:
         NEAREST_FETCH and keeps the statements among them.
         """
         found = self.store.vector_search_many(vectors, scope=scope, k=NEAREST_FETCH)
-        return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
+        return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:NEIGHBOURS_K] for hits in found]
+
+    def _neighbours(
+        self, scope: str, candidate: CandidateMemory, vector: Sequence[float], near: list[tuple[Memory, float]]
+    ) -> list[Hit]:
+        """The statements an update of the candidate may replace: the nearest in meaning, and those
+        that share its distinctive words (an update is often far from what it updates in meaning:
+        "left Google, joined Stripe" and "an SRE at Google"), each with its cosine to the candidate."""
+        hits = {m.id: Hit(memory=m, score=s) for m, s in near}
+        words = sorted(distinctive_words(candidate.content))
+        if words:
+            found = self.store.text_search(" ".join(words), scope=scope, k=LEXICAL_NEIGHBOURS)
+            others = [h.memory for h in found if h.memory.kind != "episode" and h.memory.id not in hits]
+            stored = self.store.get_vectors([m.id for m in others]) if others else {}
+            for memory in others:
+                other = stored.get(memory.id)
+                if other is not None:
+                    cosine = math.fsum(a * b for a, b in zip(vector, other, strict=True))
+                    hits[memory.id] = Hit(memory=memory, score=cosine)
+        return list(hits.values())
 
     def _evidence(
         self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]], conversation: str
     ) -> Evidence:
         """What the store holds about one candidate: nearest, slot mates, retracted, corrected."""
-        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near], conversation=conversation)
+        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near[:SIMILAR_K]], conversation=conversation)
         if candidate.slot:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
             if not family:  # "my sister Ana lives in Madrid", then "Ana moved to Paris"

@@ -49,6 +49,7 @@ from tap.errors import ProviderError
 from tap.language.death import retired_by_death
 from tap.language.goal import GOAL_KINDS, goal_object
 from tap.language.new_value import VALUE_KINDS, states_a_value
+from tap.language.probes import Probe, distinctive_words, link_features
 from tap.memories.conflicts import ambiguous_change
 from tap.records import Hit, Kind, Memory
 
@@ -88,6 +89,10 @@ class Evidence(msgspec.Struct, kw_only=True):
     corrected: Memory | None = None
     conversation: str = ""
     """The conversation the candidate was said in ('' unknown): its earlier turns were extracted first."""
+    neighbours: list[Hit] = msgspec.field(default_factory=list)
+    """Statements near the candidate in meaning or sharing its distinctive words; score = cosine."""
+    change: float = 0.0
+    """How surely the candidate reports a change (the change probe; 0 without probes)."""
 
 
 def _words(text: str) -> list[str]:
@@ -133,8 +138,9 @@ def slot_mates(candidate: CandidateMemory, family: Sequence[Memory]) -> list[Mem
     return []
 
 
-def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -> Plan:
-    """The rules decision for one candidate (see the module docstring)."""
+def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, link: Probe | None = None) -> Plan:
+    """The rules decision for one candidate (see the module docstring); `link`: the link probe, for
+    updates no rule names (rule 6)."""
     if candidate.correction:
         if evidence.corrected is None:
             return Plan(action="drop")
@@ -167,7 +173,36 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
         newest = max(older, key=lambda m: (m.valid_from, m.created_at))
         return Plan(action="supersede", target=newest, also=[m for m in older if m.id != newest.id])
     changed = _changed_plan(candidate, similar)
+    if changed is None and link is not None:
+        changed = _linked_plan(candidate, evidence, link)
     return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
+
+
+def _linked_plan(candidate: CandidateMemory, evidence: Evidence, link: Probe) -> Plan | None:
+    """An update whatever its wording: the older statement of the same person that the link probe
+    most surely says the candidate updates (tap.language.probes), when it is sure enough."""
+    family = holder_family(candidate.holder, candidate.content)
+    own = set(candidate.turn_ids)
+    words = distinctive_words(candidate.content)
+    best: Memory | None = None
+    best_score = link.threshold
+    for hit in evidence.neighbours:
+        old = hit.memory
+        if old.kind in ("episode", "instruction") or old.valid_from > candidate.valid_from or own & set(old.sources):
+            continue
+        if holder_family(old.holder, old.content) != family:
+            continue  # another person's, team's or project's value never replaces this one
+        features = link_features(
+            cosine=hit.score,
+            shared_words=len(words & distinctive_words(old.content)),
+            days_apart=(candidate.valid_from - old.valid_from) / 86400,
+            older_is_event=old.kind == "event",
+            change=evidence.change,
+        )
+        score = link.score(features)
+        if score >= best_score:
+            best, best_score = old, score
+    return None if best is None else Plan(action="supersede", target=best)
 
 
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.IGNORECASE)

@@ -42,7 +42,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tap.config import RecallConfig
+from tap.extract.reconcile import holder_family
 from tap.language.dated_questions import DateWindow, date_windows, day_of
+from tap.language.probes import distinctive_words
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
 from tap.ports import Embedder, RecallStore
@@ -377,6 +379,58 @@ def _newest_first_weighting(scored: list[tuple[Memory, float]], floor: float) ->
         for m, s in scored
     ]
     return _after_best_newer_statement(weighted) if floor <= CURRENT_FLOOR else weighted
+
+
+ANSWER_BAND = float(os.environ.get("TAP_ANSWER_BAND", "0.3"))
+WITH_EXCERPTS = os.environ.get("TAP_WITH_EXCERPTS", "1") == "1"
+
+
+def _answers_newest_first(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
+    """For a question about the present: the statements that answer it about as well as the best
+    one does (within ANSWER_BAND of its score) and are about the same person, newest first: they
+    take the same scores, handed out by date (the newest gets the best), so a newer value comes
+    before an older one whatever their wording."""
+    statements = [(m, s) for m, s in scored if not is_excerpt(m)]
+    if len(statements) < 2:
+        return scored
+    top, best = max(statements, key=lambda pair: pair[1])
+    family = holder_family(top.holder, top.content)
+    answers = [
+        (m, s)
+        for m, s in scored
+        if s >= ANSWER_BAND * best and (is_excerpt(m) and WITH_EXCERPTS or holder_family(m.holder, m.content) == family)
+    ]
+    if len(answers) < 2:
+        return scored
+    handed: dict[str, float] = {}
+    for group in _related(answers):
+        if len(group) < 2:
+            continue
+        by_date = sorted(group, key=lambda pair: (-_stamp(pair[0]), pair[0].id))
+        handed.update(zip((m.id for m, _ in by_date), sorted((s for _, s in group), reverse=True), strict=True))
+    return [(m, handed.get(m.id, s)) for m, s in scored]
+
+
+def _related(answers: list[tuple[Memory, float]]) -> list[list[tuple[Memory, float]]]:
+    """The answers in groups that say something about the same thing: linked by a distinctive word
+    in common (tap.language.probes.distinctive_words), directly or through another answer."""
+    words = [distinctive_words(m.content) for m, _ in answers]
+    parent = list(range(len(answers)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(answers)):
+        for j in range(i):
+            if words[i] & words[j]:
+                parent[root(i)] = root(j)
+    groups: dict[int, list[tuple[Memory, float]]] = {}
+    for i, pair in enumerate(answers):
+        groups.setdefault(root(i), []).append(pair)
+    return list(groups.values())
 
 
 def _outdated(memory: Memory) -> float:
@@ -757,7 +811,7 @@ class RecallEngine:
         if windows:
             scored = [(m, s * DATE_WEIGHT if _in_windows(m, windows) else s) for m, s in scored]
         if floor < 1.0:
-            scored = _newest_first_weighting(scored, floor)
+            scored = _answers_newest_first(_newest_first_weighting(scored, floor))
         ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
         return with_history(ranked, self._versions, self.store.get_active, _passage_ids)
 
