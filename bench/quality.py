@@ -1,7 +1,10 @@
 """Memory quality on a hand-labelled chat set: precision, junk, recall, duplicates, supersession.
 
 Run: ``./dev bench quality [--split dev|test|all] [--config FILE] [--out PATH] [--quick]
-[--conversations q01,q07] [--oracle] [--label TEXT]``. Writes ``bench/results/quality.json`` and prints a table.
+[--conversations q01,q07] [--oracle] [--label TEXT]``. Writes ``bench/results/quality.json`` and prints a table;
+with ``--config`` naming an LLM extractor (``[extract] provider`` anthropic, ollama or openai), the
+result is ``bench/results/quality-<provider>-<model>.json`` instead, with the calls, tokens and
+estimated dollars the run spent (``llm``), so a model's run never overwrites the offline figures.
 The data is ours (``bench/quality/conversations/*.json``; format in ``bench/quality/README.md``):
 96 people ("conversations": 50 ``dev``, 46 frozen ``test``), each with sessions dated weeks or
 months apart, and the memories a careful person would keep from them ("labels"), including which
@@ -60,7 +63,7 @@ from typing import Any, Literal
 import benchutil
 import msgspec
 
-from tap.config import LoadedConfig, parse_config
+from tap.config import Config, LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import Runtime, open_runtime
 
@@ -258,6 +261,8 @@ class Scored:
     counts: Counter[str] = field(default_factory=Counter)
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seconds: float = 0.0
+    llm_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The cost ledger's rows of this conversation's run (provider, model, purpose, calls, tokens, USD)."""
 
     def fail(self, bucket: str, /, **item: Any) -> None:
         self.failures.setdefault(bucket, []).append(
@@ -535,10 +540,12 @@ def run_tap(conv: Conversation, toml: str) -> Scored:
                 answer = rt.recall.recall(label.question, scope=conv.scope)
                 probes.append(Probe(label.id, label.question, [r.memory for r in answer.memories]))
             rt.recall.flush_access()
+            calls = rt.worker.status()["cost_today"]["calls"]
         finally:
             rt.close()
     result = score(conv, memories, probes)
     result.seconds = time.perf_counter() - started
+    result.llm_calls = calls
     if left:
         result.fail("queue_left", counts=left)
     return result
@@ -585,6 +592,39 @@ def aggregate(results: Sequence[Scored]) -> dict[str, Any]:
     return out
 
 
+def extractor(config: Config) -> dict[str, str]:
+    """Which extractor a config runs: provider, model, reconcile."""
+    cfg = config.extract
+    model = {"anthropic": cfg.model, "ollama": cfg.ollama_model, "openai": cfg.openai_model}.get(cfg.provider, "")
+    return {"provider": cfg.provider, "model": model, "gate": cfg.gate, "reconcile": cfg.reconcile}
+
+
+def result_name(config: Config, mode: str) -> str:
+    """The result's file name (without .json): `quality` for the offline extractor, else
+    `quality-<provider>-<model>`; `-<mode>` for a quick or oracle run."""
+    used = extractor(config)
+    base = "quality"
+    if mode != "oracle" and used["provider"] != "rules":
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", used["model"]).strip("-.") or "model"
+        base = f"quality-{used['provider']}-{slug}"
+    return base if mode == "full" else f"{base}-{mode}"
+
+
+def llm_totals(results: Sequence[Scored]) -> list[dict[str, Any]]:
+    """The run's LLM calls, tokens and estimated dollars per provider, model and purpose."""
+    totals: dict[tuple[str, str, str], Counter[str]] = {}
+    for r in results:
+        for row in r.llm_calls:
+            key = (row["provider"], row["model"], row["purpose"])
+            totals.setdefault(key, Counter()).update(
+                {k: row[k] for k in ("calls", "input_tokens", "output_tokens", "cost_usd")}
+            )
+    return [
+        {"provider": p, "model": m, "purpose": u, **{k: round(v, 6) for k, v in c.items()}}
+        for (p, m, u), c in sorted(totals.items())
+    ]
+
+
 def build_result(results: Sequence[Scored], mode: str, config: str) -> dict[str, Any]:
     """The JSON document: machine, data, targets, per split, per conversation, failures. Failures
     are listed with their text for the dev split only; the test split's are counted by kind, so
@@ -605,6 +645,8 @@ def build_result(results: Sequence[Scored], mode: str, config: str) -> dict[str,
         "code": code_version(),
         "mode": mode,
         "config": config or "(defaults: [extract] provider = rules, store_episodes = true)",
+        "extractor": extractor(parse_config(config)),
+        "llm": llm_totals(results),
         "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
         "splits": aggregate(results),
         "conversations": [
@@ -698,6 +740,11 @@ def print_report(result: dict[str, Any]) -> None:
         form = splits[split]["rates"]["form_issue_rate"]
         outcomes = splits[split]["rates"]["update_outcomes"]
         print(f"{split}: update outcomes {outcomes}; form issues {form}")
+    for row in result["llm"]:
+        print(
+            f"llm {row['provider']} {row['model']} {row['purpose']}: {row['calls']} calls, "
+            f"{row['input_tokens']} in / {row['output_tokens']} out tokens, ${row['cost_usd']:.4f}"
+        )
     queue_left = result["failures"].get("queue_left")
     if queue_left:
         print(f"WARNING: chunks not extracted in {len(queue_left)} conversations (extractor failing?)")
@@ -731,7 +778,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no conversation selected", file=sys.stderr)
         return 2
     toml = args.config.read_text() if args.config else ""
-    parse_config(toml)  # fail before the run on a bad config
+    config = parse_config(toml)  # fail before the run on a bad config
 
     runner: Callable[[Conversation], Scored] = run_oracle if args.oracle else (lambda c: run_tap(c, toml))
     results: list[Scored] = []
@@ -746,7 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["data"] = {
         s: summarise(c for c in conversations if s == "all" or c.split == s) for s in ("all", "dev", "test")
     }
-    path = benchutil.write_result("quality" if mode == "full" else f"quality-{mode}", result, args.out)
+    path = benchutil.write_result(result_name(config, mode), result, args.out)
     print_report(result)
     print(f"\nwritten to {path}")
     return 0

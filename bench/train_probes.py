@@ -287,7 +287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     newer = sorted({p.newer for p in linked})
     shipped_change = dict(zip(newer, scores(change_w, np.array([vectors[i] for i in newer])), strict=True))
     link_x, link_y = link_data(linked, {k: float(v) for k, v in shipped_change.items()})
-    link_cv = cross_validated([Example(list(x), bool(y), p.group) for x, y, p in zip(link_x, link_y, linked, strict=True)])
+    link_cv = cross_validated(
+        [Example(list(x), bool(y), p.group) for x, y, p in zip(link_x, link_y, linked, strict=True)]
+    )
     link_t, link_found = link_threshold(linked, link_cv)
     link_w = fit(link_x, link_y)
     with tempfile.TemporaryDirectory() as home:
@@ -319,12 +321,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "probes",
         "machine": benchutil.machine(),
         "conversations": len(conversations),
-        "keep": {"examples": len(keep), "positive": int(y_keep.sum()), "cv_auc": round(auc(y_keep, keep_cv), 3),
-                 "threshold": round(threshold, 3), "tentative": tentative},
-        "change": {"examples": len(change), "positive": int(y_change.sum()), "cv_auc": round(auc(y_change, change_cv), 3),
-                   "threshold": change_threshold},
-        "link": {"pairs": len(linked), "positive": int(link_y.sum()), "cv_auc": round(auc(link_y, link_cv), 3),
-                 "threshold": round(link_t, 3), "chosen": link_found},
+        "keep": {
+            "examples": len(keep),
+            "positive": int(y_keep.sum()),
+            "cv_auc": round(auc(y_keep, keep_cv), 3),
+            "threshold": round(threshold, 3),
+            "tentative": tentative,
+        },
+        "change": {
+            "examples": len(change),
+            "positive": int(y_change.sum()),
+            "cv_auc": round(auc(y_change, change_cv), 3),
+            "threshold": change_threshold,
+        },
+        "link": {
+            "pairs": len(linked),
+            "positive": int(link_y.sum()),
+            "cv_auc": round(auc(link_y, link_cv), 3),
+            "threshold": round(link_t, 3),
+            "chosen": link_found,
+        },
     }
     path = benchutil.write_result("probes", result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=1))

@@ -106,14 +106,20 @@ class EmbedderConfig(Section, frozen=True):
 class ExtractConfig(Section, frozen=True):
     """The background pipeline: chunking, gate, extractor, retries and the money cap."""
 
-    provider: Literal["rules", "anthropic", "ollama"] = "rules"
-    gate: Literal["heuristic", "anthropic", "ollama"] = "heuristic"
+    provider: Literal["rules", "anthropic", "ollama", "openai"] = "rules"
+    gate: Literal["heuristic", "anthropic", "ollama", "openai"] = "heuristic"
+    reconcile: Literal["rules", "llm"] = "rules"
     gate_model: str = "claude-haiku-4-5"
     model: str = "claude-sonnet-4-6"
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
     anthropic_url: Url = "https://api.anthropic.com"
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str = "llama3.2"
+    openai_url: Url = "http://127.0.0.1:8080/v1"
+    openai_model: str = ""
+    openai_api_key_env: OptionalEnvName = ""
+    openai_output: Literal["auto", "json_schema", "tools", "json"] = "auto"
+    openai_temperature: Annotated[float, msgspec.Meta(ge=-1, le=2)] = 0.0
     timeout_s: PositiveFloat = 60.0
     chunk_tokens: Annotated[int, msgspec.Meta(ge=50, le=8000)] = 500
     overlap_tokens: Annotated[int, msgspec.Meta(ge=0, le=4000)] = 100
@@ -129,6 +135,11 @@ class ExtractConfig(Section, frozen=True):
         if self.overlap_tokens >= self.chunk_tokens:
             raise ValueError(
                 f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})"
+            )
+        if "openai" in (self.provider, self.gate) and not self.openai_model.strip():
+            raise ValueError(
+                'openai_model must name the model the OpenAI-compatible server serves (e.g. "qwen2.5-7b-instruct") '
+                'when provider or gate is "openai"'
             )
 
 

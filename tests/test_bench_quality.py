@@ -13,6 +13,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +22,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from tap.config import parse_config
 from tap.records import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,3 +218,61 @@ def test_quick_run_writes_sane_results(tmp_path: Path) -> None:
     assert outcomes <= {"ok", "old-still-active", "new-missing", "new-superseded"}
     assert len(result["update_outcomes"]) == total["counts"]["updates"]
     assert "failures" in result and "queue_left" not in result["failures"]
+
+
+def test_a_models_run_has_a_result_file_of_its_own() -> None:
+    def named(toml: str, mode: str) -> str:
+        return str(quality.result_name(parse_config(toml), mode))
+
+    assert named("", "full") == "quality" and named("", "quick") == "quality-quick"
+    local = '[extract]\nprovider = "openai"\nopenai_model = "Qwen/Qwen2.5-7B-Instruct:q4"'
+    assert named(local, "full") == "quality-openai-Qwen-Qwen2.5-7B-Instruct-q4"
+    assert (
+        named('[extract]\nprovider = "ollama"\nollama_model = "llama3.2"', "quick") == "quality-ollama-llama3.2-quick"
+    )
+    assert named('[extract]\nprovider = "anthropic"', "full") == "quality-anthropic-claude-sonnet-4-6"
+    assert named(local, "oracle") == "quality-oracle"
+
+
+@pytest.mark.slow
+def test_quick_run_against_a_scripted_openai_compatible_model(tmp_path: Path) -> None:
+    """The LLM path end to end: bench/fake_llm.py answers from a fixture over the real wire format;
+    tap extracts through the OpenAI-compatible provider and reconciles the annotated statements."""
+    port_file = tmp_path / "port"
+    fake = subprocess.Popen(
+        [sys.executable, str(BENCH / "fake_llm.py"), str(BENCH / "fixtures" / "fake-llm-quick.json"), str(port_file)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text()) and time.monotonic() < deadline:
+            assert fake.poll() is None, "the fake model exited"
+            time.sleep(0.05)
+        config = tmp_path / "fake.toml"
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        config.write_text(f'[extract]\nprovider = "openai"\nopenai_url = "{url}"\nopenai_model = "fixture"\n')
+        out, log = tmp_path / "quality-fake.json", tmp_path / "quality.log"
+        with log.open("w") as sink:
+            done = subprocess.run(
+                [sys.executable, str(BENCH / "quality.py"), "--quick", "--config", str(config), "--out", str(out)],
+                cwd=ROOT,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                timeout=TIMEOUT_S,
+            )
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    assert done.returncode == 0, log.read_text()
+    result = json.loads(out.read_text())
+    assert result["extractor"] == {"provider": "openai", "model": "fixture", "gate": "heuristic", "reconcile": "rules"}
+    (extract,) = result["llm"]
+    assert extract["provider"] == "openai-compatible" and extract["purpose"] == "extract" and extract["calls"] > 0
+    assert extract["cost_usd"] == 0
+    rates = result["splits"]["all"]["rates"]
+    assert rates["precision"] == 1.0 and rates["superseded_in_blocks"] == 0
+    # every update of the fixture is applied by the rules reconcile from the model's annotations
+    assert rates["update_outcomes"]["ok"] == result["splits"]["all"]["counts"]["updates"] > 0
+    assert "queue_left" not in result["failures"]

@@ -1,5 +1,6 @@
-"""The LLM wire formats the fakes speak, built from plain values: SSE events and the Anthropic
-Messages API's messages, streams and errors (docs/protocols.md).
+"""The LLM wire formats the fakes speak, built from plain values: SSE events, the Anthropic
+Messages API's messages, streams and errors (docs/protocols.md), and OpenAI chat completions and
+errors.
 
 One builder for every fake: the loopback upstreams in tests/upstreams/, the agent-loop fakes in
 tests/proxy/loop_upstreams.py and the benchmark's separate-process upstream (bench/fake_upstream.py).
@@ -56,6 +57,41 @@ def anthropic_message(
         "stop_sequence": None,
         "usage": counts,
     }
+
+
+def openai_completion(
+    content: str | None,
+    *,
+    tool_calls: list[tuple[str, str]] | None = None,
+    finish_reason: str = "stop",
+    usage: dict[str, Any] | None = None,
+    model: str = "local-model",
+    refusal: str | None = None,
+) -> dict[str, Any]:
+    """A non-streamed chat completion: the message's content, its (name, arguments) function calls,
+    and usage (plausible counts unless given; `{}` leaves usage out, as some servers do)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_fake{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
+            for i, (name, arguments) in enumerate(tool_calls)
+        ]
+    answer: dict[str, Any] = {
+        "id": "chatcmpl-fake01",
+        "object": "chat.completion",
+        "created": 1761000000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
+    }
+    counts = {"prompt_tokens": 700, "completion_tokens": 90, "total_tokens": 790} if usage is None else usage
+    if counts:
+        answer["usage"] = counts
+    return answer
+
+
+def openai_error(message: str, kind: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:
+    """An error body in the OpenAI API's shape."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def anthropic_error(kind: str, message: str, request_id: str = "req_fake") -> dict[str, Any]:

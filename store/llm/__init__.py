@@ -1,7 +1,8 @@
-"""The language-model adapters: the Anthropic and Ollama SDKs behind the core's ports.
+"""The language-model adapters: the Anthropic, Ollama and OpenAI SDKs behind the core's ports.
 
 - `LLMProvider` (tap.ports), the gate, the extractor and the reconciler of the extraction
-  pipeline: `AnthropicProvider` (anthropic), `OllamaProvider` (ollama);
+  pipeline: `AnthropicProvider` (anthropic), `OllamaProvider` (ollama), `OpenAICompatibleProvider`
+  (openai: any `/v1/chat/completions` server, with openai_answer reading its answers);
 - `ReplyModel` (tap.ports), the Telegram bot's replies: `AnthropicReplies`, `OllamaReplies`
   (replies);
 - one mapping of the anthropic SDK's errors and usage for both (anthropic_mapping), and the
@@ -14,8 +15,8 @@ free heuristic gate / rule-based extractor. The same `LLMProvider` object serves
 `reconcile`; a provider built for the gate is only asked to `gate`. `make_reply_model(cfg)` picks
 the Telegram bot's model the same way (`[telegram] provider`).
 
-The SDK modules are imported on first use: the `anthropic` SDK alone takes 1-3 s to import,
-which the offline default (and every CLI command) should not pay.
+The SDK modules are imported on first use: the `anthropic` SDK alone takes 1-3 s to import (the
+`openai` SDK about 2 s), which the offline default (and every CLI command) should not pay.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tap.llm.contract import LLMProvider
 if TYPE_CHECKING:
     from store.llm.anthropic_provider import AnthropicProvider
     from store.llm.ollama_provider import OllamaProvider
+    from store.llm.openai_provider import OpenAICompatibleProvider
     from store.llm.replies import AnthropicReplies, OllamaReplies
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "AnthropicReplies",
     "OllamaProvider",
     "OllamaReplies",
+    "OpenAICompatibleProvider",
     "make_llm_provider",
     "make_reply_model",
 ]
@@ -53,6 +56,10 @@ def make_llm_provider(cfg: ExtractConfig, which: Literal["gate", "extract"]) -> 
         from store.llm.ollama_provider import OllamaProvider
 
         return OllamaProvider(cfg)
+    if choice == "openai":
+        from store.llm.openai_provider import OpenAICompatibleProvider
+
+        return OpenAICompatibleProvider(cfg)
     return None
 
 
@@ -68,6 +75,7 @@ def make_reply_model(cfg: TelegramConfig) -> ReplyModel:
 _LAZY = {
     "AnthropicProvider": "store.llm.anthropic_provider",
     "OllamaProvider": "store.llm.ollama_provider",
+    "OpenAICompatibleProvider": "store.llm.openai_provider",
     "AnthropicReplies": "store.llm.replies",
     "OllamaReplies": "store.llm.replies",
 }

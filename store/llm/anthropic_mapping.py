@@ -4,42 +4,22 @@ Telegram bot's replies (store.llm.replies), so both retry the same statuses, rea
 retry hints and count the same tokens.
 
 - retryable: timeouts, connection failures, 408/409/429, every 5xx and `overloaded_error`; the
-  server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) rides along as `retry_after`;
+  server's `retry-after-ms` / `retry-after` (store.llm.retry_after) rides along as `retry_after`;
 - not retryable: other 4xx (a bad key names the variable that holds it, never the key);
 - usage: input, output, cache read and cache write tokens (absent cache fields count 0).
 """
 
 from __future__ import annotations
 
-import email.utils
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import anthropic
 from anthropic.types import Message
 
+from store.llm.retry_after import RETRYABLE_STATUS, parse_retry_after
 from tap.llm.contract import ProviderCallError, Usage
 
-__all__ = ["call_error", "parse_retry_after", "usage_of"]
-
-RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms`, else `retry-after` (seconds or an HTTP date)."""
-    try:
-        return max(0.0, float(headers["retry-after-ms"]) / 1000)
-    except (KeyError, ValueError):
-        pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    when = email.utils.parsedate_tz(value)
-    return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+__all__ = ["call_error", "usage_of"]
 
 
 def _keep(text: str) -> str:

@@ -3,9 +3,13 @@
 1. free heuristic gate (tap.language.gate); then, if configured, the LLM gate (Haiku by default);
 2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.language.rules);
 3. reconcile each candidate against the scope's active memories (tap.extract.reconcile: its nearest
-   memories, the memories filling the same slot, what it retracts or corrects; rules, or one
-   batched LLM decision call per chunk) and apply: add / update / supersede / noop / history /
-   conflict (both kept, each marked as contradicting the other: tap.memories.conflicts);
+   memories, the memories filling the same slot, what it retracts or corrects) and apply: add /
+   update / supersede / noop / history / conflict (both kept, each marked as contradicting the
+   other: tap.memories.conflicts). Every extractor's candidates go through the same rules
+   (`decide`); a model's carry the same annotations as the rules' (tap.llm.schema) and are kept
+   inside the invariants (tap.extract.model_candidates). With `[extract] reconcile = "llm"` a
+   model's candidates are decided instead by one batched LLM call per chunk, shown the same
+   evidence, its answer checked (no target it was not shown) and guarded the same way;
 4. with `store_episodes`, the excerpt layer (tap.language.rules.excerpts): every turn that says anything,
    verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
    conversation and the turn, so the overlap between chunks stores nothing twice.
@@ -35,6 +39,7 @@ from tap.candidates import CandidateMemory, merge_duplicates
 from tap.config import ExtractConfig
 from tap.errors import TapError
 from tap.extract.costs import CostLedger, next_utc_midnight
+from tap.extract.model_candidates import conform, guarded
 from tap.extract.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
 from tap.ingest.chunker import Chunk, render_chunk
 from tap.language.death import words_for_deceased
@@ -43,8 +48,8 @@ from tap.language.gate import heuristic_gate
 from tap.language.goal import words_for_goal
 from tap.language.holder_alias import aliased_mates
 from tap.language.linked_slots import linked_mates
-from tap.language.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.language.probes import distinctive_words, load_probes
+from tap.language.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
@@ -266,7 +271,7 @@ class Extraction:
         with self._billed("extract"):
             candidates, usage = self.extract_provider.extract(chunk, existing)
         self._record(usage, "extract")
-        return candidates
+        return [conform(candidate, chunk) for candidate in candidates]
 
     def _similar_to_text(self, chunk: Chunk, text: str) -> list[Memory]:
         vector = self.embedder.embed_query(text[:2000])
@@ -291,9 +296,10 @@ class Extraction:
             actions["tentative-dropped"] += offered - len(fresh)
         if not fresh:
             return actions
-        if self.extract_provider is None:
+        if self.extract_provider is None or self.config.reconcile == "rules":
             # one at a time: a statement sees what the chunk's earlier statements wrote ("I'm
-            # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too
+            # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too;
+            # a model's candidates the same way, through the same rules (tap.extract.model_candidates)
             probes = load_probes(self.embedder.model_id, self.embedder.dimensions)
             for candidate, vector in zip(fresh, vectors, strict=True):
                 near = self._nearest(chunk.scope, [vector])[0]
@@ -302,6 +308,8 @@ class Extraction:
                     known.change = probes.change.score(vector)
                     known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
                 plan = decide(candidate, known, self.config, probes.link if probes is not None else None)
+                if self.extract_provider is not None:
+                    plan = guarded(candidate, plan)
                 actions[plan.action] += 1
                 self._apply(chunk, candidate, vector, plan)
             return actions
@@ -425,7 +433,8 @@ class Extraction:
             if decision is None or (decision.action == "noop" and not decision.target):
                 plans.append(Plan(action="add" if decision is None else "noop"))
                 continue
-            plans.append(plan_from_decision(decision.action, decision.target, decision.content, near))
+            plan = plan_from_decision(decision.action, decision.target, decision.content, near)
+            plans.append(guarded(candidates[index], plan))
         return plans
 
     def _apply(self, chunk: Chunk, candidate: CandidateMemory, vector: Sequence[float], plan: Plan) -> None:
@@ -527,8 +536,9 @@ class Extraction:
 
 def _shown(evidence: Evidence) -> list[Memory]:
     """The memories an LLM reconcile call is shown for one candidate: nearest first, then the slot
-    mates and the retracted or ended memories it might not rank among them (each once)."""
+    mates and the retracted, ended or corrected memories it might not rank among them (each once)."""
     shown: dict[str, Memory] = {h.memory.id: h.memory for h in evidence.similar}
-    for memory in [*evidence.mates, *evidence.retracted, *evidence.ended]:
+    corrected = [evidence.corrected] if evidence.corrected is not None else []
+    for memory in [*evidence.mates, *evidence.retracted, *evidence.ended, *corrected]:
         shown.setdefault(memory.id, memory)
     return list(shown.values())

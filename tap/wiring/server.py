@@ -235,13 +235,16 @@ def _extraction_line(config: Config) -> str:
     ex = config.extract
     if ex.provider == "rules" and ex.gate == "heuristic":
         return "rules (offline, no LLM)"
-    parts = [f"{ex.provider} ({ex.model if ex.provider == 'anthropic' else ex.ollama_model})"]
+    models = {"anthropic": ex.model, "ollama": ex.ollama_model, "openai": f"{ex.openai_model} at {ex.openai_url}"}
+    parts = [f"{ex.provider} ({models[ex.provider]}, reconcile {ex.reconcile})"] if ex.provider != "rules" else []
     if ex.gate != "heuristic":
-        parts.append(f"gate {ex.gate} ({ex.gate_model if ex.gate == 'anthropic' else ex.ollama_model})")
+        parts.append(f"gate {ex.gate} ({ex.gate_model if ex.gate == 'anthropic' else models[ex.gate]})")
     parts.append(f"budget ${ex.daily_budget_usd:.2f}/day")
     line = ", ".join(parts)
     if "anthropic" in (ex.provider, ex.gate) and read_secret(ex.api_key_env) is None:
         line += f"  WARNING: ${ex.api_key_env} is not set; LLM extraction will fail until it is"
+    if "openai" in (ex.provider, ex.gate) and "//api.openai.com" not in ex.openai_url:
+        line += "  (an OpenAI-compatible server's calls count $0: the budget does not limit them)"
     return line
 
 

@@ -377,7 +377,7 @@ async def test_anthropic_timeout_is_retryable(anthropic_api: FakeAnthropic) -> N
 
 
 def test_parse_retry_after_forms() -> None:
-    from store.llm.anthropic_mapping import parse_retry_after
+    from store.llm.retry_after import parse_retry_after
 
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert parse_retry_after({"retry-after": "12"}) == 12.0

@@ -23,7 +23,7 @@ def test_empty_file_is_all_defaults() -> None:
         ('[server]\nport = "x"', "server.port: expected an integer from 0 to 65535, got 'x'"),
         (
             '[extract]\nprovider = "gemini"',
-            'extract.provider: expected one of "anthropic", "ollama", "rules", got \'gemini\'',
+            'extract.provider: expected one of "anthropic", "ollama", "openai", "rules", got \'gemini\'',
         ),
         ("[extract]\nchunk_tokens = 100\noverlap_tokens = 200", "overlap_tokens (200) must be smaller"),
         ('[telegram]\nallowed_users = ["ann"]', "telegram.allowed_users[0]: expected an integer, got 'ann'"),
@@ -65,7 +65,7 @@ reverse = ["https://api.anthropic.com@8082", "nowhere"]
         "store.collection",
         "mitm.reverse[1]",
     ]
-    assert 'one of "anthropic", "ollama", "rules"' in lines[3] and 'e.g. provider = "rules"' in lines[3]
+    assert 'one of "anthropic", "ollama", "openai", "rules"' in lines[3] and 'e.g. provider = "rules"' in lines[3]
     assert "e.g. budget_tokens = 500" in lines[1]
     assert 'e.g. reverse = ["https://api.anthropic.com@8082"]' in lines[6]
 

@@ -181,7 +181,9 @@ _AUX = (
     r"is|are|was|were|do|does|did|can|could|would|will|should|shall|am|has|have|had|isn't|aren't|wasn't|doesn't"
     r"|don't|didn't|can't|won't|wouldn't|shouldn't|haven't|hasn't"
 )
-_ASKED_SUBJECT = r"i|you|we|they|he|she|it|there|that|this|these|those|my|your|our|their|his|her|the|a|an|any\w*|some\w*"
+_ASKED_SUBJECT = (
+    r"i|you|we|they|he|she|it|there|that|this|these|those|my|your|our|their|his|her|the|a|an|any\w*|some\w*"
+)
 _QUESTION_CLAUSE = re.compile(
     rf"^(?:so\s+|and\s+|but\s+|also\s+|ok\s+|okay\s+)?(?:"
     rf"(?:{_WH})(?:'s|’s|'re|’re|s\b|\s+(?:{_AUX}|to)\b)"

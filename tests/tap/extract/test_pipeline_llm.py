@@ -100,7 +100,7 @@ async def test_gate_then_extract_records_cost_and_memories(isolated_home: Path) 
 
 async def test_second_chunk_reconciles_against_similar_memories_in_one_call(isolated_home: Path) -> None:
     async with FakeAnthropic(api_key=KEY) as api:
-        rt = runtime_for(isolated_home, api.url)
+        rt = runtime_for(isolated_home, api.url, reconcile='"llm"')
         try:
             api.reply_tool("gate_verdict", {"worth": True, "reason": "diet"})
             api.reply_tool("record_memories", {"memories": [MEMORY]})
@@ -189,7 +189,7 @@ async def _drain(rt: Runtime) -> int:
 
 async def test_the_model_can_mark_a_conflict_and_both_memories_stay(isolated_home: Path) -> None:
     async with FakeAnthropic(api_key=KEY) as api:
-        rt = runtime_for(isolated_home, api.url)
+        rt = runtime_for(isolated_home, api.url, reconcile='"llm"')
         try:
             job = {**MEMORY, "content": "Ana works at Google", "kind": "fact", "turn_ids": ["c1-u"]}
             api.reply_tool("gate_verdict", {"worth": True, "reason": "job"})
