@@ -11,7 +11,12 @@ statement written is labelled by the quality matcher:
 
 - keep: the statement states one of the conversation's labels (positive) or none (negative);
 - change: the statement states an update label, one that replaces an older one (positive), or a
-  label that replaces nothing (negative); the labels' own statements are added as examples too.
+  label that replaces nothing (negative); the labels' own statements are added as examples too;
+- link: every (newer, older) pair of one person's statements: the newer states a label that
+  replaces (down a chain) a label the older states. A newer statement replaces its best-scoring
+  older one when the change probe says it reports a change and the link score reaches the
+  threshold chosen for ``LINK_PRECISION``; it joins the older one's line from the score chosen for
+  ``TOPIC_PRECISION``.
 
 Each probe is an L2-regularised logistic regression over the statement's vector (Newton's method,
 numpy). Its threshold is chosen by cross-validation grouped by conversation (a conversation's
@@ -38,7 +43,7 @@ import quality
 
 from tap.config import LoadedConfig, parse_config
 from tap.extract.reconcile import holder_family
-from tap.language.probes import LINK_FEATURES, PROBES_FILE, distinctive_words, link_features
+from tap.language.probes import LINK_FEATURES, PROBES_FILE, link_features
 from tap.language.rules.extractor import TENTATIVE
 from tap.records import Memory
 from tap.wiring.runtime import open_runtime
@@ -49,6 +54,7 @@ L2 = 1.0
 FOLDS = 5
 KEEP_PRECISION = 0.75
 LINK_PRECISION = 0.7
+TOPIC_PRECISION = 0.5
 SEED = 2026
 Vector = npt.NDArray[np.float64]
 
@@ -113,8 +119,9 @@ def link_data(linked: Sequence[Pair], change_scores: dict[str, float]) -> tuple[
     x = np.array(
         [
             link_features(
+                newer=p.newer_text,
+                older=p.older_text,
                 cosine=p.cosine,
-                shared_words=p.shared_words,
                 days_apart=p.days_apart,
                 older_is_event=p.older_is_event,
                 change=change_scores[p.newer],
@@ -125,18 +132,22 @@ def link_data(linked: Sequence[Pair], change_scores: dict[str, float]) -> tuple[
     return x, np.array([p.answer for p in linked], dtype=float)
 
 
-def link_threshold(linked: Sequence[Pair], cv: Vector) -> tuple[float, dict[str, int]]:
+def link_threshold(
+    linked: Sequence[Pair], cv: Vector, precision: float, reports_change: set[str] | None = None
+) -> tuple[float, dict[str, int]]:
     """The lowest score at which the best-scoring older statement of each newer one, taken as what
-    it updates, is right LINK_PRECISION of the time."""
+    it updates, is right `precision` of the time (of the newer ones in `reports_change`, if given)."""
     best: dict[str, tuple[float, bool]] = {}
     for pair, score in zip(linked, cv, strict=True):
         if pair.newer not in best or score > best[pair.newer][0]:
             best[pair.newer] = (float(score), pair.answer)
-    chosen = sorted(best.values(), key=lambda item: -item[0])
+    chosen = sorted(
+        (v for k, v in best.items() if reports_change is None or k in reports_change), key=lambda item: -item[0]
+    )
     threshold, right = 1.0, 0
     for taken, (score, answer) in enumerate(chosen, 1):
         right += answer
-        if right / taken >= LINK_PRECISION:
+        if right / taken >= precision:
             threshold = score
     found = [a for s, a in chosen if s >= threshold]
     return threshold, {"updates": int(sum(p.answer for p in linked)), "linked": len(found), "linked_right": sum(found)}
@@ -148,8 +159,9 @@ class Pair:
 
     newer: str
     older: str
+    newer_text: str
+    older_text: str
     cosine: float
-    shared_words: int
     days_apart: float
     older_is_event: bool
     answer: bool
@@ -162,23 +174,27 @@ def pairs(conv: quality.Conversation, memories: Sequence[Memory], vectors: dict[
     instruction), answered by the labels: the newer states a label that replaces one the older states."""
     matchers = [quality.Matcher(label) for label in conv.labels]
     states = {m.id: [x.label for x in matchers if x.matches(m)] for m in memories}
+    replaces = _replaced(conv)
     ordered = sorted((m for m in memories if m.id in vectors), key=lambda m: m.valid_from)
     out: list[Pair] = []
     for index, newer in enumerate(ordered):
         family = holder_family(newer.holder, newer.content)
-        words = distinctive_words(newer.content)
-        replaced = {old for label in states[newer.id] for old in label.supersedes}
+        replaced = {old for label in states[newer.id] for old in replaces[label.id]}
+        stated = {label.id for label in states[newer.id]}
         for older in ordered[:index]:
             if older.kind == "instruction" or set(older.sources) & set(newer.sources):
                 continue
+            if stated & {label.id for label in states[older.id]}:
+                continue  # the same fact said again: neither an update nor unrelated
             if holder_family(older.holder, older.content) != family:
                 continue
             out.append(
                 Pair(
                     newer=newer.id,
                     older=older.id,
+                    newer_text=newer.content,
+                    older_text=older.content,
                     cosine=float(np.dot(vectors[newer.id], vectors[older.id])),
-                    shared_words=len(words & distinctive_words(older.content)),
                     days_apart=(newer.valid_from - older.valid_from) / 86400,
                     older_is_event=older.kind == "event",
                     answer=any(label.id in replaced for label in states[older.id]),
@@ -186,6 +202,23 @@ def pairs(conv: quality.Conversation, memories: Sequence[Memory], vectors: dict[
                 )
             )
     return out
+
+
+def _replaced(conv: quality.Conversation) -> dict[str, set[str]]:
+    """Every label a label replaces, directly or down a chain (Jekyll → Hugo → Astro: Astro
+    replaces both)."""
+    direct = {label.id: set(label.supersedes) for label in conv.labels}
+    closed: dict[str, set[str]] = {}
+    for label in conv.labels:
+        seen: set[str] = set()
+        todo = list(direct[label.id])
+        while todo:
+            old = todo.pop()
+            if old not in seen:
+                seen.add(old)
+                todo += direct.get(old, set())
+        closed[label.id] = seen
+    return closed
 
 
 def fit(x: Vector, y: Vector, l2: float = L2) -> Vector:
@@ -290,7 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     link_cv = cross_validated(
         [Example(list(x), bool(y), p.group) for x, y, p in zip(link_x, link_y, linked, strict=True)]
     )
-    link_t, link_found = link_threshold(linked, link_cv)
+    changed = {k for k, v in shipped_change.items() if v >= change_threshold}
+    link_t, link_found = link_threshold(linked, link_cv, LINK_PRECISION, changed)
+    topic_t, topic_found = link_threshold(linked, link_cv, TOPIC_PRECISION)
     link_w = fit(link_x, link_y)
     with tempfile.TemporaryDirectory() as home:
         rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=Path(home)))
@@ -306,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "weights": [round(float(v), 6) for v in link_w[:-1]],
             "bias": round(float(link_w[-1]), 6),
             "threshold": round(link_t, 3),
+            "topic_threshold": round(min(topic_t, link_t), 3),
         },
     }
     assert all(len(shipped[p]["weights"]) == width for p in ("keep", "change"))
@@ -340,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cv_auc": round(auc(link_y, link_cv), 3),
             "threshold": round(link_t, 3),
             "chosen": link_found,
+            "topic_threshold": round(min(topic_t, link_t), 3),
+            "lines": topic_found,
         },
     }
     path = benchutil.write_result("probes", result)

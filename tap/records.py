@@ -77,6 +77,10 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False, gc=False):
     archived_at: float = 0.0
     conflicts_with: tuple[str, ...] = ()
     merged_from: tuple[str, ...] = ()
+    topic: str = ""
+    """The line of statements this one belongs to: they say the same kind of thing about the same
+    subject (its values over time); the id of the line's first statement, '' for none. Recall
+    shows a line together, newest first."""
 
     @property
     def index_text(self) -> str:

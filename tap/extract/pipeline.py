@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -40,7 +41,7 @@ from tap.config import ExtractConfig
 from tap.errors import TapError
 from tap.extract.costs import CostLedger, next_utc_midnight
 from tap.extract.model_candidates import conform, guarded
-from tap.extract.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
+from tap.extract.reconcile import Evidence, Links, Plan, decide, holds_words, plan_from_decision, slot_mates
 from tap.ingest.chunker import Chunk, render_chunk
 from tap.language.death import words_for_deceased
 from tap.language.forget_requests import forget_request, names_all
@@ -48,7 +49,7 @@ from tap.language.gate import heuristic_gate
 from tap.language.goal import words_for_goal
 from tap.language.holder_alias import aliased_mates
 from tap.language.linked_slots import linked_mates
-from tap.language.probes import distinctive_words, load_probes
+from tap.language.probes import Probes, distinctive_words, load_probes
 from tap.language.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
@@ -60,7 +61,8 @@ from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
 NEIGHBOURS_K = 12  # nearest statements a candidate may update (the link probe reads them)
-LEXICAL_NEIGHBOURS = 20  # statements sharing its distinctive words, likewise
+LEXICAL_NEIGHBOURS = 20
+LINKED_KEEP = float(os.environ.get("TAP_LINKED_KEEP", "0.45"))  # statements sharing its distinctive words, likewise
 RETRACT_LOOKUP_K = 100  # excerpts hold the same words and are most of a scope: look past them
 NEAREST_FETCH = 4 * NEIGHBOURS_K
 
@@ -133,7 +135,7 @@ class Extraction:
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
         self._outdated: list[tuple[Memory, frozenset[str]]] = []  # replaced statements, the turns that replaced them
-        self.keep_threshold: float | None = None
+        self.keep_threshold: float | None = float(os.environ["TAP_KEEP_T"]) if "TAP_KEEP_T" in os.environ else None
         """The keep probe's threshold for tentative statements; None: the one trained with it."""
 
     def plan(self, chunks: Sequence[Chunk]) -> list[list[str]]:
@@ -306,8 +308,17 @@ class Extraction:
                 known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
                 if probes is not None:
                     known.change = probes.change.score(vector)
+                    known.reports_change = known.change >= probes.change.threshold
                     known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
-                plan = decide(candidate, known, self.config, probes.link if probes is not None else None)
+                links = Links(probes.link, probes.topic_threshold) if probes is not None else None
+                plan = decide(candidate, known, self.config, links)
+                if (
+                    candidate.tentative
+                    and probes is not None
+                    and not self._firm_enough(candidate, vector, plan, probes)
+                ):
+                    actions["tentative-dropped"] += 1
+                    continue
                 if self.extract_provider is not None:
                     plan = guarded(candidate, plan)
                 actions[plan.action] += 1
@@ -335,10 +346,20 @@ class Extraction:
         def keeps(candidate: CandidateMemory, vector: list[float]) -> bool:
             if not candidate.tentative or threshold <= 0.0:
                 return True
-            return probes is not None and probes.keep.score(vector) >= threshold
+            return probes is not None and probes.keep.score(vector) >= min(threshold, LINKED_KEEP)
 
         kept = [(c, v) for c, v in zip(candidates, vectors, strict=True) if keeps(c, v)]
         return [c for c, _ in kept], [v for _, v in kept]
+
+    def _firm_enough(self, candidate: CandidateMemory, vector: list[float], plan: Plan, probes: Probes) -> bool:
+        """Whether a tentative statement that passed the lower keep bar is kept: when the keep probe
+        is sure of it, or when it continues a line of stored statements (it replaces one, or the link
+        probe ties it to one): an update said in a few words is worth more than a lone fragment."""
+        if self.keep_threshold is not None and self.keep_threshold <= 0.0:
+            return True
+        if probes.keep.score(vector) >= (self.keep_threshold or probes.keep.threshold):
+            return True
+        return plan.action in ("supersede", "update", "history") or bool(plan.topic)
 
     def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
         """An undated candidate (its turn came without a timestamp: a plain-text log, history a client
@@ -446,6 +467,8 @@ class Extraction:
             return
         memory = self._memory(chunk, candidate, plan.content or candidate.content)
         replaces = plan.target is not None and plan.action in ("update", "supersede")
+        line = plan.target.topic or plan.target.id if plan.target is not None and plan.action != "conflict" else ""
+        memory.topic = plan.topic or (line if plan.target is not None and plan.target.kind != "episode" else "")
         if plan.target is not None and replaces:
             memory.supersedes = plan.target.id
             if plan.action == "update" or plan.content:  # a refined or rewritten version says the old too

@@ -49,7 +49,7 @@ from tap.errors import ProviderError
 from tap.language.death import retired_by_death
 from tap.language.goal import GOAL_KINDS, goal_object
 from tap.language.new_value import VALUE_KINDS, states_a_value
-from tap.language.probes import Probe, distinctive_words, link_features
+from tap.language.probes import Probe, link_features
 from tap.memories.conflicts import ambiguous_change
 from tap.records import Hit, Kind, Memory
 
@@ -75,6 +75,8 @@ class Plan(msgspec.Struct, kw_only=True):
     target: Memory | None = None
     content: str = ""
     also: list[Memory] = msgspec.field(default_factory=list)
+    topic: str = ""
+    """The line the candidate joins (`Memory.topic`) when it neither replaces nor repeats a memory."""
 
 
 class Evidence(msgspec.Struct, kw_only=True):
@@ -93,6 +95,8 @@ class Evidence(msgspec.Struct, kw_only=True):
     """Statements near the candidate in meaning or sharing its distinctive words; score = cosine."""
     change: float = 0.0
     """How surely the candidate reports a change (the change probe; 0 without probes)."""
+    reports_change: bool = False
+    """Whether the change probe says the candidate reports a change (its score reaches its threshold)."""
 
 
 def _words(text: str) -> list[str]:
@@ -138,9 +142,9 @@ def slot_mates(candidate: CandidateMemory, family: Sequence[Memory]) -> list[Mem
     return []
 
 
-def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, link: Probe | None = None) -> Plan:
+def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, link: Links | None = None) -> Plan:
     """The rules decision for one candidate (see the module docstring); `link`: the link probe, for
-    updates no rule names (rule 6)."""
+    updates no rule names and lines of statements (rule 6)."""
     if candidate.correction:
         if evidence.corrected is None:
             return Plan(action="drop")
@@ -173,19 +177,32 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, l
         newest = max(older, key=lambda m: (m.valid_from, m.created_at))
         return Plan(action="supersede", target=newest, also=[m for m in older if m.id != newest.id])
     changed = _changed_plan(candidate, similar)
-    if changed is None and link is not None:
-        changed = _linked_plan(candidate, evidence, link)
-    return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
+    if changed is not None:
+        return changed
+    linked, score = _linked(candidate, evidence, link) if link is not None else (None, 0.0)
+    if linked is not None and link is not None and score >= link.probe.threshold and evidence.reports_change:
+        return Plan(action="supersede", target=linked)
+    plan = _same_subject_plan(candidate, similar, cfg)
+    if plan.action == "add" and linked is not None:
+        plan.topic = linked.topic or linked.id
+    return plan
 
 
-def _linked_plan(candidate: CandidateMemory, evidence: Evidence, link: Probe) -> Plan | None:
-    """An update whatever its wording: the older statement of the same person that the link probe
-    most surely says the candidate updates (tap.language.probes), when it is sure enough."""
+class Links(msgspec.Struct, frozen=True):
+    """The link probe (tap.language.probes) and the score from which it links two statements into
+    one line; from its own threshold the newer one replaces the older."""
+
+    probe: Probe
+    topic_threshold: float
+
+
+def _linked(candidate: CandidateMemory, evidence: Evidence, link: Links) -> tuple[Memory | None, float]:
+    """The older statement of the same person that the link probe most surely says the candidate
+    updates, whatever the wording, and its score; (None, 0) when none reaches the line threshold."""
     family = holder_family(candidate.holder, candidate.content)
     own = set(candidate.turn_ids)
-    words = distinctive_words(candidate.content)
     best: Memory | None = None
-    best_score = link.threshold
+    best_score = link.topic_threshold
     for hit in evidence.neighbours:
         old = hit.memory
         if old.kind in ("episode", "instruction") or old.valid_from > candidate.valid_from or own & set(old.sources):
@@ -193,16 +210,17 @@ def _linked_plan(candidate: CandidateMemory, evidence: Evidence, link: Probe) ->
         if holder_family(old.holder, old.content) != family:
             continue  # another person's, team's or project's value never replaces this one
         features = link_features(
+            newer=candidate.content,
+            older=old.content,
             cosine=hit.score,
-            shared_words=len(words & distinctive_words(old.content)),
             days_apart=(candidate.valid_from - old.valid_from) / 86400,
             older_is_event=old.kind == "event",
             change=evidence.change,
         )
-        score = link.score(features)
+        score = link.probe.score(features)
         if score >= best_score:
             best, best_score = old, score
-    return None if best is None else Plan(action="supersede", target=best)
+    return (best, best_score) if best is not None else (None, 0.0)
 
 
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.IGNORECASE)

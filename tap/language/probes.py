@@ -9,7 +9,8 @@ so it answers for every phrasing that means the same thing:
 - `change`: does it report that something changed (a new home, job, tool, value; something given
   up, ended or gone back to), rather than a standing fact?
 - `link`: over a pair of statements of the same person (`link_features`), is the newer one an
-  update of the older one (same kind of thing, another value)?
+  update of the older one (same kind of thing, another value)? Surely so: the newer replaces it;
+  likely so: the two are one line (`Memory.topic`), which recall shows together, newest first.
 
 The weights are trained by `./dev bench train_probes` on the quality set's dev split only and
 shipped in probes.json, for the one embedder they were trained on (its model id); with another
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -61,6 +63,9 @@ class Probes:
     keep: Probe
     change: Probe
     link: Probe
+    topic_threshold: float
+    """The link probe's score from which two statements are one line (below its own threshold,
+    from which the newer replaces the older)."""
 
 
 def _probe(raw: dict[str, object], width: int) -> Probe:
@@ -79,14 +84,18 @@ def load_probes(embedder: str, width: int) -> Probes | None:
     except FileNotFoundError:
         return None
     raw = json.loads(text)
-    if raw.get("embedder") != embedder or not all(name in raw for name in ("keep", "change", "link")):
+    if raw.get("embedder") != embedder:
         return None
-    return Probes(
-        embedder=embedder,
-        keep=_probe(raw["keep"], width),
-        change=_probe(raw["change"], width),
-        link=_probe(raw["link"], len(LINK_FEATURES)),
-    )
+    try:
+        return Probes(
+            embedder=embedder,
+            keep=_probe(raw["keep"], width),
+            change=_probe(raw["change"], width),
+            link=_probe(raw["link"], len(LINK_FEATURES)),
+            topic_threshold=float(raw["link"]["topic_threshold"]),
+        )
+    except (KeyError, TypeError, ValueError):  # weights of another width or feature set: none apply
+        return None
 
 
 _NOT_DISTINCTIVE = frozenset({"user", "users", "user's"})
@@ -97,14 +106,32 @@ def distinctive_words(content: str) -> frozenset[str]:
     return frozenset(content_words(content)) - _NOT_DISTINCTIVE
 
 
-LINK_FEATURES = ("cosine", "shared_words", "days_apart", "older_is_event", "change")
+LINK_FEATURES = ("cosine", "shared_words", "days_apart", "older_is_event", "change", "other_number")
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_ADDED_DATES = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def numbers(content: str) -> frozenset[str]:
+    """The numbers a statement states (not the dates tap adds to it in brackets)."""
+    return frozenset(_NUMBER.findall(_ADDED_DATES.sub("", content)))
 
 
 def link_features(
-    *, cosine: float, shared_words: int, days_apart: float, older_is_event: bool, change: float
+    *, newer: str, older: str, cosine: float, days_apart: float, older_is_event: bool, change: float
 ) -> tuple[float, ...]:
     """The features the link probe reads for a newer statement and an older one of the same person:
     how alike they are (cosine of their vectors, distinctive words in common, at most 3), how far
-    apart in time (log of days), whether the older one is an event, and how surely the newer one
-    reports a change (the change probe's score)."""
-    return (cosine, float(min(shared_words, 3)), math.log1p(max(0.0, days_apart)), float(older_is_event), change)
+    apart in time (log of days), whether the older one is an event, how surely the newer one
+    reports a change (the change probe's score), and whether, with a word in common, the two give
+    other numbers (a rating, a dose, a price that moved)."""
+    shared = distinctive_words(newer) & distinctive_words(older)
+    now, before = numbers(newer), numbers(older)
+    other_number = bool(shared and now and before and not now & before)
+    return (
+        cosine,
+        float(min(len(shared), 3)),
+        math.log1p(max(0.0, days_apart)),
+        float(older_is_event),
+        change,
+        float(other_number),
+    )

@@ -42,14 +42,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tap.config import RecallConfig
-from tap.extract.reconcile import holder_family
 from tap.language.dated_questions import DateWindow, date_windows, day_of
-from tap.language.probes import distinctive_words
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
 from tap.ports import Embedder, RecallStore
 from tap.recall.admission import RecallBatcher, Waiting
 from tap.recall.excerpt_focus import excerpt_snippet, snippet_floor, terms_of
+from tap.recall.lines import line_of, with_lines
 from tap.recall.query import RecallQuery, reduce_query
 from tap.recall.replaced_turns import with_history
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
@@ -209,7 +208,9 @@ class _Packer:
         self.terms = terms
         self.used = count_tokens(HEADER) + count_tokens(FOOTER) + 1
         self.chosen: list[Recalled] = []
-        self.sections: dict[bool, dict[tuple[int, str], list[str]]] = {False: {}, True: {}}
+        # per section and day, the day's entries: a statement and the earlier values of its line
+        self.sections: dict[bool, dict[tuple[int, str], list[list[str]]]] = {False: {}, True: {}}
+        self.leads: dict[str, tuple[float, list[str]]] = {}  # a line's shown statement: its date, its entry
         self.years: dict[bool, set[str]] = {False: set(), True: set()}
         self.covered: set[str] = set()
         self.lines: set[str] = set()
@@ -228,6 +229,9 @@ class _Packer:
         line = render_line(memory, self.terms)
         if line in self.lines:
             return False  # the same words again (another passage cut to the same sentence): nothing new
+        lead = self.leads.get(line_of(memory)) if not excerpt else None
+        if lead is not None and _stamp(memory) <= lead[0]:
+            return self._place_earlier(memory, score, line, lead[1])
         days = self.sections[excerpt]
         day = memory_day(memory)
         short, year = _year_split(day[1])
@@ -245,7 +249,25 @@ class _Packer:
         self.covered.update(memory.sources)
         self.lines.add(line)
         self.years[excerpt].add(year)
-        days.setdefault(day, []).append(line)
+        entry = [line]
+        days.setdefault(day, []).append(entry)
+        if not excerpt:
+            self.leads.setdefault(line_of(memory), (_stamp(memory), entry))
+        self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
+        return True
+
+    def _place_earlier(self, memory: Memory, score: float, line: str, entry: list[str]) -> bool:
+        """An older value of a line already shown: under it, with its own date, marked earlier."""
+        earlier = f"  - earlier ({memory_day(memory)[1]}): {line[2:]}"
+        if self.used + min_tokens(earlier) + 1 > self.budget:
+            return False
+        cost = count_tokens(earlier) + 1
+        if self.used + cost > self.budget:
+            return False
+        self.used += cost
+        self.covered.update(memory.sources)
+        self.lines.add(line)
+        entry.append(earlier)
         self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
         return True
 
@@ -260,7 +282,8 @@ class _Packer:
             shown = ""
             for day in sorted(self.sections[excerpt]):
                 short, year = _year_split(day[1])
-                lines += [day_heading(short if year == shown else day[1]), *self.sections[excerpt][day]]
+                entries = self.sections[excerpt][day]
+                lines += [day_heading(short if year == shown else day[1]), *(row for entry in entries for row in entry)]
                 shown = year
         block = "\n".join([*lines, FOOTER])
         # what place() added up is the block's count, exactly (counting the block again cost ~0.4
@@ -379,58 +402,6 @@ def _newest_first_weighting(scored: list[tuple[Memory, float]], floor: float) ->
         for m, s in scored
     ]
     return _after_best_newer_statement(weighted) if floor <= CURRENT_FLOOR else weighted
-
-
-ANSWER_BAND = float(os.environ.get("TAP_ANSWER_BAND", "0.3"))
-WITH_EXCERPTS = os.environ.get("TAP_WITH_EXCERPTS", "1") == "1"
-
-
-def _answers_newest_first(scored: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
-    """For a question about the present: the statements that answer it about as well as the best
-    one does (within ANSWER_BAND of its score) and are about the same person, newest first: they
-    take the same scores, handed out by date (the newest gets the best), so a newer value comes
-    before an older one whatever their wording."""
-    statements = [(m, s) for m, s in scored if not is_excerpt(m)]
-    if len(statements) < 2:
-        return scored
-    top, best = max(statements, key=lambda pair: pair[1])
-    family = holder_family(top.holder, top.content)
-    answers = [
-        (m, s)
-        for m, s in scored
-        if s >= ANSWER_BAND * best and (is_excerpt(m) and WITH_EXCERPTS or holder_family(m.holder, m.content) == family)
-    ]
-    if len(answers) < 2:
-        return scored
-    handed: dict[str, float] = {}
-    for group in _related(answers):
-        if len(group) < 2:
-            continue
-        by_date = sorted(group, key=lambda pair: (-_stamp(pair[0]), pair[0].id))
-        handed.update(zip((m.id for m, _ in by_date), sorted((s for _, s in group), reverse=True), strict=True))
-    return [(m, handed.get(m.id, s)) for m, s in scored]
-
-
-def _related(answers: list[tuple[Memory, float]]) -> list[list[tuple[Memory, float]]]:
-    """The answers in groups that say something about the same thing: linked by a distinctive word
-    in common (tap.language.probes.distinctive_words), directly or through another answer."""
-    words = [distinctive_words(m.content) for m, _ in answers]
-    parent = list(range(len(answers)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in range(len(answers)):
-        for j in range(i):
-            if words[i] & words[j]:
-                parent[root(i)] = root(j)
-    groups: dict[int, list[tuple[Memory, float]]] = {}
-    for i, pair in enumerate(answers):
-        groups.setdefault(root(i), []).append(pair)
-    return list(groups.values())
 
 
 def _outdated(memory: Memory) -> float:
@@ -811,8 +782,8 @@ class RecallEngine:
         if windows:
             scored = [(m, s * DATE_WEIGHT if _in_windows(m, windows) else s) for m, s in scored]
         if floor < 1.0:
-            scored = _answers_newest_first(_newest_first_weighting(scored, floor))
-        ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
+            scored = _newest_first_weighting(scored, floor)
+        ranked = with_lines(sorted(scored, key=lambda pair: (-pair[1], pair[0].id)))
         return with_history(ranked, self._versions, self.store.get_active, _passage_ids)
 
     def _versions(self, ids: Sequence[str]) -> list[Memory]:
