@@ -192,6 +192,8 @@ def memory_quality(results: Results) -> str:
         "supersession_accuracy": "supersession accuracy (an update replaces what it updates)",
         "current_first": "current value ranked first for “… now?” questions",
         "superseded_in_blocks": "superseded memories in blocks",
+        "current_top1": "current value is the block's first memory",
+        "memories_per_100_turns": "memories written per 100 turns",
     }
     rows: list[list[object]] = []
     for key, name in names.items():
@@ -204,6 +206,35 @@ def memory_quality(results: Results) -> str:
         f"{counts['labels']} labelled memories of which {counts['updates']} updates"
     )
     return table(["metric", "all", "dev", "test", "target"], rows, source)
+
+
+def probes(results: Results) -> str:
+    data = results("probes")
+    keep, change, link = data["keep"], data["change"], data["link"]
+    rows: list[list[object]] = [
+        [
+            "keep (is a tentative statement worth a memory?)",
+            f"{keep['examples']} statements, {keep['positive']} worth one",
+            f"{keep['cv_auc']:.2f}",
+            f"{keep['threshold']:.2f}: {keep['tentative']['kept_right']} of {keep['tentative']['kept']} "
+            f"kept right (of {keep['tentative']['tentative']} tentative)",
+        ],
+        [
+            "change (does a statement report a change?)",
+            f"{change['examples']} statements, {change['positive']} updates",
+            f"{change['cv_auc']:.2f}",
+            f"{change['threshold']:.2f} (best F1)",
+        ],
+        [
+            "link (does the newer statement update the older?)",
+            f"{link['pairs']} pairs, {link['positive']} updates",
+            f"{link['cv_auc']:.2f}",
+            f"{link['threshold']:.2f}: {link['chosen']['linked_right']} of {link['chosen']['linked']} right; "
+            f"one line from {link['topic_threshold']:.2f}",
+        ],
+    ]
+    source = f"`probes.json`: trained on {data['conversations']} dev conversations, cross-validated by conversation"
+    return table(["probe", "trained on", "AUC", "threshold"], rows, source)
 
 
 # --- the proxy under load ---------------------------------------------------------------------
@@ -364,6 +395,7 @@ def background(results: Results) -> str:
 FIGURES: dict[str, Callable[[Results], tuple[Figure, str]]] = {"latency": latency, "quality": quality, "load": load}
 TABLES: dict[str, Callable[[Results], str]] = {
     "memory-quality": memory_quality,
+    "probes": probes,
     "proxy": proxy,
     "mitm": mitm,
     "throughput": throughput,

@@ -41,7 +41,7 @@ Metrics (non-episode memories, active and superseded, unless said otherwise):
 - informational: kind agreement with the matched label, and form issues (a role prefix such as
   "User:", first-person words, a question mark at the end).
 ``--oracle`` scores the labels' own statements as the store (a check of the labels and the metric
-code: every value must be perfect). Targets (issue #12) are printed next to the values.
+code: every value must be perfect). Targets (issue #44, for the test split) are printed next to the values.
 """
 
 from __future__ import annotations
@@ -71,12 +71,14 @@ DATA_DIR = Path(__file__).resolve().parent / "quality" / "conversations"
 QUICK = ("q01", "q21", "q43")  # one personal, one work, one group chat
 TURN_SPACING_S = 120.0
 RETRY_WAIT_S = 120.0
-TARGETS: dict[str, tuple[str, float]] = {
-    "precision": (">=", 0.90),
+TARGETS: dict[str, tuple[str, float]] = {  # issue #44, for the held-out test split
+    "precision": (">=", 0.85),
     "junk_rate": ("<=", 0.05),
-    "supersession_accuracy": (">=", 0.90),
+    "supersession_accuracy": (">=", 0.70),
     "superseded_in_blocks": ("<=", 0),
     "current_first": (">=", 0.90),
+    "current_top1": (">=", 0.70),
+    "memories_per_100_turns": ("<=", 40.0),
 }
 _ID = re.compile(r"q\d{2,3}")
 _TURN_ID = re.compile(r"(q\d{2,3})s(\d+)t(\d+)")
@@ -723,7 +725,8 @@ def print_report(result: dict[str, Any]) -> None:
             row.append("-" if value is None else value)
         op_target = TARGETS.get(key)
         row.append(f"{op_target[0]} {op_target[1]}" if op_target else "")
-        row.append(_meets(key, splits["all"]["rates"][key]))
+        judged = "test" if splits["test"]["rates"][key] is not None else "all"  # the targets are the test split's
+        row.append(_meets(key, splits[judged]["rates"][key]))
         rows.append(row)
     counts = {s: splits[s]["counts"] for s in splits}
     print(

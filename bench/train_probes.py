@@ -6,7 +6,7 @@ Run: ``./dev bench train_probes [--data DIR ...] [--out PATH] [--check]``. Write
 
 Data: every dev conversation of the quality set (``bench/quality/conversations``, ``"split": "dev"``;
 more folders with ``--data``); the test split is never read. Each conversation goes through tap as
-in bench/quality.py, with every tentative statement kept (``Extraction.keep_threshold = 0``); each
+in bench/quality.py, with every tentative statement kept (``Extraction.keep_all_tentative``); each
 statement written is labelled by the quality matcher:
 
 - keep: the statement states one of the conversation's labels (positive) or none (negative);
@@ -42,7 +42,7 @@ import numpy.typing as npt
 import quality
 
 from tap.config import LoadedConfig, parse_config
-from tap.extract.reconcile import holder_family
+from tap.extract.reconcile import same_holder
 from tap.language.probes import LINK_FEATURES, PROBES_FILE, link_features
 from tap.language.rules.extractor import TENTATIVE
 from tap.records import Memory
@@ -75,7 +75,7 @@ def statements(conv: quality.Conversation) -> tuple[list[Memory], dict[str, list
     with tempfile.TemporaryDirectory(prefix="tap-probes-") as home:
         rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=Path(home)))
         try:
-            rt.worker.extraction.keep_threshold = 0.0
+            rt.worker.extraction.keep_all_tentative = True
             quality.feed(rt, conv, 0.0)
             memories = [m for m in rt.store.iter_memories(scope=conv.scope) if m.kind != "episode"]
             vectors = rt.store.get_vectors([m.id for m in memories])
@@ -123,7 +123,6 @@ def link_data(linked: Sequence[Pair], change_scores: dict[str, float]) -> tuple[
                 older=p.older_text,
                 cosine=p.cosine,
                 days_apart=p.days_apart,
-                older_is_event=p.older_is_event,
                 change=change_scores[p.newer],
             )
             for p in linked
@@ -163,30 +162,28 @@ class Pair:
     older_text: str
     cosine: float
     days_apart: float
-    older_is_event: bool
     answer: bool
     group: str
 
 
 def pairs(conv: quality.Conversation, memories: Sequence[Memory], vectors: dict[str, list[float]]) -> list[Pair]:
     """Every (newer, older) pair of the conversation's statements that the link probe may be asked
-    about (tap.extract.reconcile._linked_plan: same person, other turns, the older one no
-    instruction), answered by the labels: the newer states a label that replaces one the older states."""
+    about (tap.extract.reconcile._linked: the same holder, other turns, the older one no
+    instruction and no event), answered by the labels: the newer states a label that replaces one the older states."""
     matchers = [quality.Matcher(label) for label in conv.labels]
     states = {m.id: [x.label for x in matchers if x.matches(m)] for m in memories}
     replaces = _replaced(conv)
     ordered = sorted((m for m in memories if m.id in vectors), key=lambda m: m.valid_from)
     out: list[Pair] = []
     for index, newer in enumerate(ordered):
-        family = holder_family(newer.holder, newer.content)
         replaced = {old for label in states[newer.id] for old in replaces[label.id]}
         stated = {label.id for label in states[newer.id]}
         for older in ordered[:index]:
-            if older.kind == "instruction" or set(older.sources) & set(newer.sources):
+            if older.kind in ("instruction", "event") or set(older.sources) & set(newer.sources):
                 continue
             if stated & {label.id for label in states[older.id]}:
                 continue  # the same fact said again: neither an update nor unrelated
-            if holder_family(older.holder, older.content) != family:
+            if not same_holder(newer.holder, newer.content, older):
                 continue
             out.append(
                 Pair(
@@ -196,7 +193,6 @@ def pairs(conv: quality.Conversation, memories: Sequence[Memory], vectors: dict[
                     older_text=older.content,
                     cosine=float(np.dot(vectors[newer.id], vectors[older.id])),
                     days_apart=(newer.valid_from - older.valid_from) / 86400,
-                    older_is_event=older.kind == "event",
                     answer=any(label.id in replaced for label in states[older.id]),
                     group=conv.id,
                 )

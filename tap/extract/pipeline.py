@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import re
 import time
 from collections import Counter
@@ -61,8 +60,10 @@ from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
 NEIGHBOURS_K = 12  # nearest statements a candidate may update (the link probe reads them)
-LEXICAL_NEIGHBOURS = 20
-LINKED_KEEP = float(os.environ.get("TAP_LINKED_KEEP", "0.45"))  # statements sharing its distinctive words, likewise
+LEXICAL_NEIGHBOURS = 20  # statements sharing its distinctive words, likewise
+TENTATIVE_FLOOR = 0.45
+"""The keep probe's score from which a tentative statement is written if it continues a line of
+stored statements (about half of them are right at this score alone, in cross-validation on dev)."""
 RETRACT_LOOKUP_K = 100  # excerpts hold the same words and are most of a scope: look past them
 NEAREST_FETCH = 4 * NEIGHBOURS_K
 
@@ -135,8 +136,10 @@ class Extraction:
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
         self._outdated: list[tuple[Memory, frozenset[str]]] = []  # replaced statements, the turns that replaced them
-        self.keep_threshold: float | None = float(os.environ["TAP_KEEP_T"]) if "TAP_KEEP_T" in os.environ else None
-        """The keep probe's threshold for tentative statements; None: the one trained with it."""
+        self.probes: Probes | None = load_probes(embedder.model_id, embedder.dimensions)
+        """The probes for this embedder's vectors (tap.language.probes); None: the rules alone."""
+        self.keep_all_tentative = False
+        """Write every tentative statement, whatever the probes say (bench/train_probes.py learns from them)."""
 
     def plan(self, chunks: Sequence[Chunk]) -> list[list[str]]:
         """Offline pipeline: extract the candidates of these chunks now (`process` takes them from
@@ -302,21 +305,9 @@ class Extraction:
             # one at a time: a statement sees what the chunk's earlier statements wrote ("I'm
             # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too;
             # a model's candidates the same way, through the same rules (tap.extract.model_candidates)
-            probes = load_probes(self.embedder.model_id, self.embedder.dimensions)
             for candidate, vector in zip(fresh, vectors, strict=True):
-                near = self._nearest(chunk.scope, [vector])[0]
-                known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
-                if probes is not None:
-                    known.change = probes.change.score(vector)
-                    known.reports_change = known.change >= probes.change.threshold
-                    known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
-                links = Links(probes.link, probes.topic_threshold) if probes is not None else None
-                plan = decide(candidate, known, self.config, links)
-                if (
-                    candidate.tentative
-                    and probes is not None
-                    and not self._firm_enough(candidate, vector, plan, probes)
-                ):
+                plan = self._rules_plan(chunk, candidate, vector)
+                if plan is None:
                     actions["tentative-dropped"] += 1
                     continue
                 if self.extract_provider is not None:
@@ -334,30 +325,45 @@ class Extraction:
             self._apply(chunk, candidate, vector, plan)
         return actions
 
+    def _rules_plan(self, chunk: Chunk, candidate: CandidateMemory, vector: list[float]) -> Plan | None:
+        """The rules' decision for one candidate against what the store holds (with the probes'
+        readings where there are probes); None for a tentative statement not kept after all."""
+        near = self._nearest(chunk.scope, [vector])[0]
+        known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+        probes = self.probes
+        links = None
+        if probes is not None:
+            known.change = probes.change.score(vector)
+            known.reports_change = known.change >= probes.change.threshold
+            known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
+            links = Links(probes.link, probes.topic_threshold)
+        plan = decide(candidate, known, self.config, links)
+        if candidate.tentative and not self._kept_after_all(vector, plan):
+            return None
+        return plan
+
     def _worth_keeping(
         self, candidates: list[CandidateMemory], vectors: list[list[float]]
     ) -> tuple[list[CandidateMemory], list[list[float]]]:
         """The candidates to reconcile: every firm one, and the tentative ones (what the rules would
-        leave out for their wording) that the keep probe says are worth a memory (none without
-        probes for this embedder)."""
-        probes = load_probes(self.embedder.model_id, self.embedder.dimensions)
-        threshold = self.keep_threshold if self.keep_threshold is not None else probes.keep.threshold if probes else 1.0
+        leave out for their wording) that the keep probe rates at least TENTATIVE_FLOOR (none
+        without probes for this embedder); reconcile then decides which of those are kept."""
 
-        def keeps(candidate: CandidateMemory, vector: list[float]) -> bool:
-            if not candidate.tentative or threshold <= 0.0:
+        def offered(candidate: CandidateMemory, vector: list[float]) -> bool:
+            if not candidate.tentative or self.keep_all_tentative:
                 return True
-            return probes is not None and probes.keep.score(vector) >= min(threshold, LINKED_KEEP)
+            return self.probes is not None and self.probes.keep.score(vector) >= TENTATIVE_FLOOR
 
-        kept = [(c, v) for c, v in zip(candidates, vectors, strict=True) if keeps(c, v)]
+        kept = [(c, v) for c, v in zip(candidates, vectors, strict=True) if offered(c, v)]
         return [c for c, _ in kept], [v for _, v in kept]
 
-    def _firm_enough(self, candidate: CandidateMemory, vector: list[float], plan: Plan, probes: Probes) -> bool:
-        """Whether a tentative statement that passed the lower keep bar is kept: when the keep probe
-        is sure of it, or when it continues a line of stored statements (it replaces one, or the link
-        probe ties it to one): an update said in a few words is worth more than a lone fragment."""
-        if self.keep_threshold is not None and self.keep_threshold <= 0.0:
+    def _kept_after_all(self, vector: list[float], plan: Plan) -> bool:
+        """Whether a tentative statement is written: when the keep probe is sure of it alone, or
+        when it continues a line of stored statements (it replaces one, or the link probe ties it
+        to one): an update said in a few words is worth more than a lone fragment."""
+        if self.keep_all_tentative:
             return True
-        if probes.keep.score(vector) >= (self.keep_threshold or probes.keep.threshold):
+        if self.probes is not None and self.probes.keep.says_yes(vector):
             return True
         return plan.action in ("supersede", "update", "history") or bool(plan.topic)
 

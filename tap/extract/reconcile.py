@@ -188,6 +188,15 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, l
     return plan
 
 
+def same_holder(holder: str, content: str, old: Memory) -> bool:
+    """Whether a statement (its holder and content) and a stored one are about the very same one:
+    the same holder ("user" and "user:sister" are two people, unlike `holder_family`), or, where a
+    holder is unknown, the same opening words (`subject_key`)."""
+    if holder and old.holder:
+        return holder == old.holder
+    return subject_key(content) == subject_key(old.content)
+
+
 class Links(msgspec.Struct, frozen=True):
     """The link probe (tap.language.probes) and the score from which it links two statements into
     one line; from its own threshold the newer one replaces the older."""
@@ -199,22 +208,22 @@ class Links(msgspec.Struct, frozen=True):
 def _linked(candidate: CandidateMemory, evidence: Evidence, link: Links) -> tuple[Memory | None, float]:
     """The older statement of the same person that the link probe most surely says the candidate
     updates, whatever the wording, and its score; (None, 0) when none reaches the line threshold."""
-    family = holder_family(candidate.holder, candidate.content)
     own = set(candidate.turn_ids)
     best: Memory | None = None
     best_score = link.topic_threshold
     for hit in evidence.neighbours:
         old = hit.memory
-        if old.kind in ("episode", "instruction") or old.valid_from > candidate.valid_from or own & set(old.sources):
+        if old.kind in (*NON_SUPERSEDING, "instruction") or old.valid_from > candidate.valid_from:
+            continue  # an event is history: a newer value never replaces what happened
+        if own & set(old.sources):
             continue
-        if holder_family(old.holder, old.content) != family:
+        if not same_holder(candidate.holder, candidate.content, old):
             continue  # another person's, team's or project's value never replaces this one
         features = link_features(
             newer=candidate.content,
             older=old.content,
             cosine=hit.score,
             days_apart=(candidate.valid_from - old.valid_from) / 86400,
-            older_is_event=old.kind == "event",
             change=evidence.change,
         )
         score = link.probe.score(features)

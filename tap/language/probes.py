@@ -28,10 +28,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from tap.language.rules.text import content_words
 
-__all__ = ["LINK_FEATURES", "Probe", "Probes", "distinctive_words", "link_features", "load_probes"]
+__all__ = [
+    "LINK_FEATURES",
+    "Probe",
+    "Probes",
+    "distinctive_words",
+    "link_features",
+    "load_probes",
+    "numbers",
+    "parse_probes",
+]
 
 PROBES_FILE = "probes.json"
 
@@ -68,11 +78,11 @@ class Probes:
     from which the newer replaces the older)."""
 
 
-def _probe(raw: dict[str, object], width: int) -> Probe:
+def _probe(raw: dict[str, Any], width: int) -> Probe:
     weights = raw["weights"]
     if not isinstance(weights, list) or len(weights) != width:
         raise ValueError(f"a probe needs {width} weights")
-    return Probe(tuple(float(w) for w in weights), float(raw["bias"]), float(raw["threshold"]))  # type: ignore[arg-type]
+    return Probe(tuple(float(w) for w in weights), float(raw["bias"]), float(raw["threshold"]))
 
 
 @cache
@@ -83,7 +93,12 @@ def load_probes(embedder: str, width: int) -> Probes | None:
         text = resources.files("tap.language").joinpath(PROBES_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-    raw = json.loads(text)
+    return parse_probes(json.loads(text), embedder, width)
+
+
+def parse_probes(raw: dict[str, Any], embedder: str, width: int) -> Probes | None:
+    """The probes of a probes file's content for this embedder; None when they are for another
+    embedder, width or feature set (none of them would apply)."""
     if raw.get("embedder") != embedder:
         return None
     try:
@@ -94,7 +109,7 @@ def load_probes(embedder: str, width: int) -> Probes | None:
             link=_probe(raw["link"], len(LINK_FEATURES)),
             topic_threshold=float(raw["link"]["topic_threshold"]),
         )
-    except (KeyError, TypeError, ValueError):  # weights of another width or feature set: none apply
+    except (KeyError, TypeError, ValueError):
         return None
 
 
@@ -106,7 +121,7 @@ def distinctive_words(content: str) -> frozenset[str]:
     return frozenset(content_words(content)) - _NOT_DISTINCTIVE
 
 
-LINK_FEATURES = ("cosine", "shared_words", "days_apart", "older_is_event", "change", "other_number")
+LINK_FEATURES = ("cosine", "shared_words", "days_apart", "change", "other_number")
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
 _ADDED_DATES = re.compile(r"\s*\([^()]*\)\s*$")
 
@@ -116,14 +131,12 @@ def numbers(content: str) -> frozenset[str]:
     return frozenset(_NUMBER.findall(_ADDED_DATES.sub("", content)))
 
 
-def link_features(
-    *, newer: str, older: str, cosine: float, days_apart: float, older_is_event: bool, change: float
-) -> tuple[float, ...]:
+def link_features(*, newer: str, older: str, cosine: float, days_apart: float, change: float) -> tuple[float, ...]:
     """The features the link probe reads for a newer statement and an older one of the same person:
     how alike they are (cosine of their vectors, distinctive words in common, at most 3), how far
-    apart in time (log of days), whether the older one is an event, how surely the newer one
-    reports a change (the change probe's score), and whether, with a word in common, the two give
-    other numbers (a rating, a dose, a price that moved)."""
+    apart in time (log of days), how surely the newer one reports a change (the change probe's
+    score), and whether, with a word in common, the two give other numbers (a rating, a dose, a
+    price that moved). The older one is never an event: what happened stays history."""
     shared = distinctive_words(newer) & distinctive_words(older)
     now, before = numbers(newer), numbers(older)
     other_number = bool(shared and now and before and not now & before)
@@ -131,7 +144,6 @@ def link_features(
         cosine,
         float(min(len(shared), 3)),
         math.log1p(max(0.0, days_apart)),
-        float(older_is_event),
         change,
         float(other_number),
     )

@@ -783,7 +783,9 @@ class RecallEngine:
             scored = [(m, s * DATE_WEIGHT if _in_windows(m, windows) else s) for m, s in scored]
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
-        ranked = with_lines(sorted(scored, key=lambda pair: (-pair[1], pair[0].id)))
+        ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
+        if floor < 1.0 and os.environ.get("TAP_NO_LINES") != "1":  # a question about the present
+            ranked = with_lines(ranked)
         return with_history(ranked, self._versions, self.store.get_active, _passage_ids)
 
     def _versions(self, ids: Sequence[str]) -> list[Memory]:

@@ -1,15 +1,16 @@
-"""A line of statements is shown together, newest first: its older values follow as "earlier".
+"""A line of statements is ranked newest first, and shown with its older values as "earlier".
 
 Extraction ties a statement to the older ones that say the same kind of thing about the same
 subject (`Memory.topic`: "rating 1840" → "rating went up to 1912"), also when it cannot tell
-that the newer one replaces them. Recall shows such a line where its best-ranked statement would
-stand, the newest first and at most MAX_EARLIER older ones after it, so the model reading the
-block sees the current value first and what it was before, with dates, even when supersession
+that the newer one replaces them. For a question about the present, recall moves the newest
+member of a line it found up to the line's first place, and the block shows a line's older
+values under its newest, dated and marked earlier (tap.recall.engine's packer), so the model
+reading the block sees the current value first and what it was before, even when supersession
 missed the update.
 
-Invariants: pure; only statements form lines (an excerpt stands alone); no memory is added, and
-of a line only the older members past MAX_EARLIER are left out; each older member scores just
-below the member before it.
+Invariants: pure; only statements form lines (an excerpt stands alone); the ranking keeps the same
+memories and the same scores by place: a line's newest member moves up, and only the memories it
+passes move down, one place each.
 """
 
 from __future__ import annotations
@@ -18,11 +19,7 @@ from collections.abc import Sequence
 
 from tap.records import Memory
 
-__all__ = ["MAX_EARLIER", "line_of", "with_lines"]
-
-MAX_EARLIER = 2
-"""Older values of a line shown after its newest (more would crowd out other memories)."""
-_BELOW = 0.999
+__all__ = ["line_of", "with_lines"]
 
 
 def line_of(memory: Memory) -> str:
@@ -35,26 +32,19 @@ def _stamp(memory: Memory) -> float:
 
 
 def with_lines(ranked: Sequence[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
-    """The ranking with each line gathered at its best-ranked member's place, newest first."""
-    members: dict[str, list[tuple[Memory, float]]] = {}
-    for memory, score in ranked:
+    """The ranking with the newest member of each line moved up to the line's first place (the
+    memories in between move down one place each); the scores stay with the places."""
+    members: dict[str, list[Memory]] = {}
+    for memory, _ in ranked:
         key = line_of(memory)
         if key:
-            members.setdefault(key, []).append((memory, score))
-    if all(len(group) < 2 for group in members.values()):
-        return list(ranked)
-    out: list[tuple[Memory, float]] = []
-    placed: set[str] = set()
-    for memory, score in ranked:
-        key = line_of(memory)
-        group = members.get(key, [])
+            members.setdefault(key, []).append(memory)
+    order = [memory for memory, _ in ranked]
+    for group in members.values():
         if len(group) < 2:
-            out.append((memory, score))
             continue
-        if key in placed:
-            continue
-        placed.add(key)
-        newest_first = sorted(group, key=lambda pair: (-_stamp(pair[0]), pair[0].id))[: 1 + MAX_EARLIER]
-        for index, (member, _) in enumerate(newest_first):
-            out.append((member, score * _BELOW**index))
-    return out
+        newest = max(group, key=lambda m: (_stamp(m), m.id))
+        first = min(order.index(m) for m in group)
+        order.remove(newest)
+        order.insert(first, newest)
+    return [(memory, score) for memory, (_, score) in zip(order, ranked, strict=True)]

@@ -3,8 +3,8 @@
 The count a block reports is what the packer added up line by line and heading by heading, not a
 second count of the rendered block: these tests hold the two equal for every kind of line (
 statements and excerpts, cut to the question or whole, lists, speaker labels, digits, non-ASCII
-text, conflict and outdated marks, days across years, undated memories), and the block within
-its budget.
+text, conflict and outdated marks, days across years, undated memories, the earlier values of a
+line of statements), and the block within its budget.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ def _memory(rng: random.Random, others: list[Memory]) -> Memory:
     )
     if others and rng.random() < 0.1:
         memory.conflicts_with = [rng.choice(others).id]
+    lines = [m for m in others if m.kind != "episode"]
+    if not excerpt and lines and rng.random() < 0.3:  # a line of statements: its earlier values go under it
+        memory.topic = rng.choice(lines).topic or rng.choice(lines).id
     return memory
 
 
