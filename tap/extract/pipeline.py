@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -337,6 +338,11 @@ class Extraction:
             known.reports_change = known.change >= probes.change.threshold
             known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
             links = Links(probes.link, probes.topic_threshold)
+            if "TAP_LINK_T" in os.environ or "TAP_TOPIC_T" in os.environ:  # experiment
+                link_t = float(os.environ.get("TAP_LINK_T", probes.link.threshold))
+                links = Links(msgspec.structs.replace(probes.link, threshold=link_t) if False else type(probes.link)(probes.link.weights, probes.link.bias, link_t), float(os.environ.get("TAP_TOPIC_T", probes.topic_threshold)))
+            if "TAP_CHANGE_T" in os.environ:
+                known.reports_change = known.change >= float(os.environ["TAP_CHANGE_T"])
         plan = decide(candidate, known, self.config, links)
         if candidate.tentative and not self._kept_after_all(vector, plan):
             return None
@@ -365,6 +371,8 @@ class Extraction:
             return True
         if self.probes is not None and self.probes.keep.says_yes(vector):
             return True
+        if "TAP_CHANGE_KEEP" in os.environ and self.probes is not None:
+            return self.probes.change.score(vector) >= float(os.environ["TAP_CHANGE_KEEP"])
         return plan.action in ("supersede", "update", "history") or bool(plan.topic)
 
     def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
