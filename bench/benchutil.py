@@ -1,8 +1,10 @@
 """Helpers shared by the benchmarks in bench/: machine description, percentiles, results, tables.
 
 Benchmarks are scripts (``./dev bench NAME`` runs ``bench/NAME.py``); this module sits beside them
-and is imported as ``benchutil`` (the script's directory is on ``sys.path``). It also puts the repo
-root on ``sys.path`` so a benchmark can reuse ``tests/`` helpers such as ``tests.serve_process``.
+and is imported as ``benchutil`` (the script's directory is on ``sys.path``; importing it moves that
+directory after the installed packages). It also puts the repo root on ``sys.path``, so a benchmark
+can use what it shares with the tests: ``testkit`` (a real ``tap serve`` process, a Chroma server,
+fake upstreams). Nothing here imports from tests/.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# Python puts a script's own folder first on sys.path, so a benchmark named like a package would
+# stand in for it in every benchmark (bench/mcp.py for the MCP SDK, `mcp`, which `tap serve`
+# imports): the folder goes last, after the installed packages; the benchmarks' own modules
+# (corpus, tapserve, …) import from it as before.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE] + [str(_HERE)]
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")

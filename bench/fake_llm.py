@@ -10,7 +10,7 @@ free port, written to PORT_FILE) and answers tap's three requests from FIXTURE (
 It reads which of the three is asked from the request (``response_format``'s schema name, the forced
 function's name, or the system prompt) and answers the way it was asked: a function call for
 ``tools``, the JSON object as the message content otherwise, in the real wire format
-(tests/wire.py). It is no model: a benchmark run against it measures tap's side of the LLM path
+(testkit/wire.py). It is no model: a benchmark run against it measures tap's side of the LLM path
 (annotations through reconcile, recall), never a model's extraction.
 
     ./dev bench quality --quick --config my-fake.toml   # [extract] provider = "openai",
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/fake_llm.py`: tests/ sits beside bench/
     sys.path.insert(0, str(ROOT))
 
-from tests.wire import openai_completion, openai_error  # noqa: E402
+from testkit.wire import openai_completion, openai_error  # noqa: E402
 
 NAMES = ("gate_verdict", "record_memories", "reconcile_memories")
 _TURN = re.compile(r"^\[([^\]\s]+)\] ", re.MULTILINE)

@@ -17,10 +17,10 @@ from pathlib import Path
 from aiohttp import web
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as `python bench/fake_upstream.py`: tests/ sits beside bench/
+if str(ROOT) not in sys.path:  # run as `python bench/fake_upstream.py`: testkit/ sits beside bench/
     sys.path.insert(0, str(ROOT))
 
-from tests.wire import anthropic_message, anthropic_stream, compact  # noqa: E402
+from testkit.wire import anthropic_message, anthropic_stream, compact  # noqa: E402
 
 WORDS = "Here is a plan for the week that keeps Thursday's release safe and leaves Friday free ".split()
 

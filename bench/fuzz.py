@@ -1,9 +1,9 @@
 """Fuzz every route of tap with seeded malformed requests: cases tried and 5xx answered (must be 0).
 
 Run: ``./dev bench fuzz [--cases 20000] [--seed 1] [--concurrency 4]`` (``--quick``: 300 cases).
-It builds the whole `tap serve` app in this process (tests/fuzz_target.py: real store, embedder,
+It builds the whole `tap serve` app in this process (testkit/fuzz_target.py: real store, embedder,
 queue, turn log, hooks and Telegram routes) in front of fake upstreams, sends the cases of
-tests/fuzzer.py (deep nesting, invalid UTF-8, wrong Content-Encoding, nulls and wrong types, empty
+testkit/fuzzer.py (deep nesting, invalid UTF-8, wrong Content-Encoding, nulls and wrong types, empty
 and huge ids, out-of-range timestamps, truncated and random bytes, odd methods, queries and
 headers), then extracts everything the fuzz queued and reads every scope back (recall, search,
 list, export, stats, status, health). Writes ``bench/results/fuzz.json``; exits 1 when tap
@@ -22,8 +22,8 @@ from typing import Any
 
 import benchutil
 
-from tests.fuzz_target import FuzzTarget
-from tests.fuzzer import FuzzReport, fuzz
+from testkit.fuzz_target import FuzzTarget
+from testkit.fuzzer import FuzzReport, fuzz
 
 
 async def run(cases: int, seed: int, concurrency: int) -> tuple[FuzzReport, dict[str, Any]]:

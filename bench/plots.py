@@ -210,31 +210,19 @@ def memory_quality(results: Results) -> str:
 
 def probes(results: Results) -> str:
     data = results("probes")
-    keep, change, link = data["keep"], data["change"], data["link"]
+    keep = data["keep"]
+    tentative = keep["tentative"]
     rows: list[list[object]] = [
+        ["statements written with every tentative one kept", f"{keep['examples']} ({keep['positive']} worth a memory)"],
+        ["AUC in cross-validation by conversation", f"{keep['cv_auc']:.2f}"],
+        ["tentative statements", f"{tentative['tentative']} ({tentative['tentative_right']} worth a memory)"],
         [
-            "keep (is a tentative statement worth a memory?)",
-            f"{keep['examples']} statements, {keep['positive']} worth one",
-            f"{keep['cv_auc']:.2f}",
-            f"{keep['threshold']:.2f}: {keep['tentative']['kept_right']} of {keep['tentative']['kept']} "
-            f"kept right (of {keep['tentative']['tentative']} tentative)",
-        ],
-        [
-            "change (does a statement report a change?)",
-            f"{change['examples']} statements, {change['positive']} updates",
-            f"{change['cv_auc']:.2f}",
-            f"{change['threshold']:.2f} (best F1)",
-        ],
-        [
-            "link (does the newer statement update the older?)",
-            f"{link['pairs']} pairs, {link['positive']} updates",
-            f"{link['cv_auc']:.2f}",
-            f"{link['threshold']:.2f}: {link['chosen']['linked_right']} of {link['chosen']['linked']} right; "
-            f"one line from {link['topic_threshold']:.2f}",
+            f"kept from a score of {keep['threshold']:.2f}",
+            f"{tentative['kept']}, of which {tentative['kept_right']} worth a memory",
         ],
     ]
-    source = f"`probes.json`: trained on {data['conversations']} dev conversations, cross-validated by conversation"
-    return table(["probe", "trained on", "AUC", "threshold"], rows, source)
+    source = f"`probes.json`: the keep probe trained on {data['conversations']} dev conversations"
+    return table(["keep probe", "value"], rows, source)
 
 
 # --- the proxy under load ---------------------------------------------------------------------
@@ -351,6 +339,33 @@ def everyday(results: Results) -> str:
     return table(["command (median / p50)", "with `tap serve` running", "without"], rows, "`cli.json` and `hooks.json`")
 
 
+def mcp(results: Results) -> str:
+    data = results("mcp")
+    local, http, floor = data["in_process"], data["http"], data["python_floor"]["wall_ms"]
+    rows: list[list[object]] = [
+        ["`search_memories` over `/mcp` of `tap serve`", ms(http["search_ms"]["p50"]), ms(http["search_ms"]["p95"])],
+        [
+            "`tools/list` over `/mcp` (the protocol's own cost)",
+            ms(http["list_tools_ms"]["p50"]),
+            ms(http["list_tools_ms"]["p95"]),
+        ],
+        ["`search_memories` server-side: the tool's work", ms(local["tool_ms"]["p50"]), ms(local["tool_ms"]["p95"])],
+        ["the search alone, in process", ms(local["search_ms"]["p50"]), ms(local["search_ms"]["p95"])],
+        [
+            "`tap mcp` start-up, `tap serve` running",
+            ms(data["stdio_with_server"]["start_ms"]["p50"]),
+            ms(data["stdio_with_server"]["start_ms"]["p95"]),
+        ],
+        [
+            "`tap mcp` start-up, no server",
+            ms(data["stdio_without_server"]["start_ms"]["p50"]),
+            ms(data["stdio_without_server"]["start_ms"]["p95"]),
+        ],
+        ["`python -c pass` (the floor)", ms(floor["p50"]), ms(floor["p95"])],
+    ]
+    return table(["what (10,000 memories in the scope)", "p50", "p95"], rows, "`mcp.json`")
+
+
 def background(results: Results) -> str:
     stall, contention, lexical = results("write_stall"), results("recall-contention"), results("lexical-only-recall")
     consolidate, fuzz = results("consolidate"), results("fuzz")
@@ -400,6 +415,7 @@ TABLES: dict[str, Callable[[Results], str]] = {
     "mitm": mitm,
     "throughput": throughput,
     "everyday": everyday,
+    "mcp": mcp,
     "background": background,
 }
 

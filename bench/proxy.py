@@ -9,7 +9,7 @@ Method (three processes, so no side measures itself):
   realistic SSE stream (message_start, content_block_start, ping, N text deltas,
   content_block_stop, message_delta, message_stop), one event per write, ``--gap-ms`` between
   events, as the API flushes per event;
-- tap: a real ``tap serve`` subprocess (tests/serve_process.py) on a data dir holding
+- tap: a real ``tap serve`` subprocess (testkit/serve_process.py) on a data dir holding
   ``--memories`` memories in the requests' scope (bench/corpus.py, written in batches), default
   config (recall deadline 150 ms, capture and the extraction worker on), upstream = the fake;
 - the load generator: this process (aiohttp client). Every measurement is an A/B pair: the same
@@ -47,7 +47,7 @@ from fake_upstream import stream_events
 
 from tap.config import LoadedConfig, parse_config
 from tap.wiring.runtime import open_runtime
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 SCOPE = "bench"
 LITELLM_MS = 3.25

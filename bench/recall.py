@@ -35,8 +35,8 @@ from chromadb.api.shared_system_client import SharedSystemClient
 
 from tap.config import LoadedConfig, parse_config
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.chroma_server import ChromaServer
-from tests.serve_process import ServeProcess
+from testkit.chroma_server import ChromaServer
+from testkit.serve_process import ServeProcess
 
 SCOPE = "bench"
 CONFIG = '[server]\nhost = "127.0.0.1"\n'
@@ -69,10 +69,10 @@ def measure(rt: Runtime, queries: Sequence[str]) -> dict[str, Any]:
         vec = rt.embedder.embed_query(query)
         embed.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        rt.store.vector_search(vec, scope=SCOPE, k=k)
+        rt.store.search_vectors([vec], scope=SCOPE, k=k)
         vector.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        rt.store.text_search(query, scope=SCOPE, k=k)
+        rt.store.search_text([query], scope=SCOPE, k=k)
         lexical.append((time.perf_counter() - started) * 1000)
     rt.recall.flush_access()
     return {
@@ -248,7 +248,7 @@ def shared_lag(rt: Runtime, toml: str, other_home: Path, pool: corpus.Corpus, wr
             memories[0].content += f" ({word})"
             started = time.perf_counter()
             rt.store.add(memories, vectors)
-            while not other.store.text_search(word, scope=SCOPE, k=1):
+            while not other.store.search_text([word], scope=SCOPE, k=1)[0]:
                 if time.perf_counter() - started > 30:
                     break
                 time.sleep(0.01)

@@ -1,28 +1,20 @@
-"""Train the linear probes tap ships (tap/language/probes.py) on the quality set's dev split.
+"""Train the keep probe tap ships (tap/language/probes.py) on the quality set's dev split.
 
 Run: ``./dev bench train_probes [--data DIR ...] [--out PATH] [--check]``. Writes
 ``tap/language/probes.json`` (the weights, for the embedder they were trained with) and
-``bench/results/probes.json`` (what they were trained on and how well they did in cross-validation).
+``bench/results/probes.json`` (what it was trained on and how well it did in cross-validation).
 
 Data: every dev conversation of the quality set (``bench/quality/conversations``, ``"split": "dev"``;
 more folders with ``--data``); the test split is never read. Each conversation goes through tap as
-in bench/quality.py, with every tentative statement kept (``Extraction.keep_all_tentative``); each
-statement written is labelled by the quality matcher:
+in bench/quality.py, with every tentative statement written (``Extraction.keep_all_tentative``);
+each statement written is labelled by the quality matcher: it states one of the conversation's
+labels (worth a memory) or none.
 
-- keep: the statement states one of the conversation's labels (positive) or none (negative);
-- change: the statement states an update label, one that replaces an older one (positive), or a
-  label that replaces nothing (negative); the labels' own statements are added as examples too;
-- link: every (newer, older) pair of one person's statements: the newer states a label that
-  replaces (down a chain) a label the older states. A newer statement replaces its best-scoring
-  older one when the change probe says it reports a change and the link score reaches the
-  threshold chosen for ``LINK_PRECISION``; it joins the older one's line from the score chosen for
-  ``TOPIC_PRECISION``.
-
-Each probe is an L2-regularised logistic regression over the statement's vector (Newton's method,
+The probe is an L2-regularised logistic regression over the statement's vector (Newton's method,
 numpy). Its threshold is chosen by cross-validation grouped by conversation (a conversation's
-statements never score themselves): for keep, the lowest score at which the tentative statements
-kept are at least ``KEEP_PRECISION`` right; for change, the best F1. ``--check`` retrains and fails
-when the shipped file differs (the same data and code give the same weights).
+statements are never scored by a model that saw them): the lowest score at which the tentative
+statements kept are at least ``KEEP_PRECISION`` right. ``--check`` retrains and fails when the
+shipped file differs (the same data and code give the same weights).
 """
 
 from __future__ import annotations
@@ -42,10 +34,8 @@ import numpy.typing as npt
 import quality
 
 from tap.config import LoadedConfig, parse_config
-from tap.extract.reconcile import same_holder
-from tap.language.probes import LINK_FEATURES, PROBES_FILE, link_features
+from tap.language.probes import PROBES_FILE
 from tap.language.rules.extractor import TENTATIVE
-from tap.records import Memory
 from tap.wiring.runtime import open_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,8 +43,6 @@ SHIPPED = ROOT / "tap" / "language" / PROBES_FILE
 L2 = 1.0
 FOLDS = 5
 KEEP_PRECISION = 0.75
-LINK_PRECISION = 0.7
-TOPIC_PRECISION = 0.5
 SEED = 2026
 Vector = npt.NDArray[np.float64]
 
@@ -66,155 +54,33 @@ class Example:
     vector: list[float]
     answer: bool
     group: str
-    tentative: bool = False
+    tentative: bool
 
 
-def statements(conv: quality.Conversation) -> tuple[list[Memory], dict[str, list[float]], list[list[float]]]:
-    """Every statement tap writes for the conversation with all tentative ones kept, their vectors,
-    and the vectors of the labels' own statements."""
-    with tempfile.TemporaryDirectory(prefix="tap-probes-") as home:
-        rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=Path(home)))
-        try:
-            rt.worker.extraction.keep_all_tentative = True
-            quality.feed(rt, conv, 0.0)
-            memories = [m for m in rt.store.iter_memories(scope=conv.scope) if m.kind != "episode"]
-            vectors = rt.store.get_vectors([m.id for m in memories])
-            labels = rt.embedder.embed_documents([label.statement for label in conv.labels])
-        finally:
-            rt.close()
-    return memories, vectors, labels
-
-
-def examples(
-    conversations: Sequence[quality.Conversation],
-) -> tuple[list[Example], list[Example], list[Pair], dict[str, list[float]]]:
-    """The keep examples, the change examples and the pairs of these conversations, and the
-    statements' vectors by id."""
-    keep: list[Example] = []
-    change: list[Example] = []
-    linked: list[Pair] = []
-    by_id: dict[str, list[float]] = {}
+def examples(conversations: Sequence[quality.Conversation]) -> tuple[list[Example], str, int]:
+    """Every statement tap writes for these conversations (tentative ones included), answered by
+    the labels; and the embedder's model id and width."""
+    found: list[Example] = []
+    embedder, width = "", 0
     with benchutil.Bar("conversations", total=len(conversations)) as bar:
         for conv in conversations:
-            memories, vectors, label_vectors = statements(conv)
+            with tempfile.TemporaryDirectory(prefix="tap-probes-") as home:
+                rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=Path(home)))
+                try:
+                    embedder, width = rt.embedder.model_id, rt.embedder.dimensions
+                    rt.worker.extraction.keep_all_tentative = True
+                    quality.feed(rt, conv, 0.0)
+                    memories = [m for m in rt.store.iter_memories(scope=conv.scope) if m.kind != "episode"]
+                    vectors = rt.store.get_vectors([m.id for m in memories])
+                finally:
+                    rt.close()
             matchers = [quality.Matcher(label) for label in conv.labels]
             for memory in memories:
-                vector = vectors.get(memory.id)
-                if vector is None:
-                    continue
-                matched = [m.label for m in matchers if m.matches(memory)]
-                tentative = TENTATIVE in memory.tags
-                keep.append(Example(vector, bool(matched), conv.id, tentative))
-                if matched:
-                    change.append(Example(vector, any(label.supersedes for label in matched), conv.id))
-            for label, vector in zip(conv.labels, label_vectors, strict=True):
-                change.append(Example(vector, bool(label.supersedes), conv.id))
-            linked += pairs(conv, memories, vectors)
-            by_id.update(vectors)
+                if memory.id in vectors:
+                    right = any(m.matches(memory) for m in matchers)
+                    found.append(Example(vectors[memory.id], right, conv.id, TENTATIVE in memory.tags))
             bar.advance()
-    return keep, change, linked, by_id
-
-
-def link_data(linked: Sequence[Pair], change_scores: dict[str, float]) -> tuple[Vector, Vector]:
-    x = np.array(
-        [
-            link_features(
-                newer=p.newer_text,
-                older=p.older_text,
-                cosine=p.cosine,
-                days_apart=p.days_apart,
-                change=change_scores[p.newer],
-            )
-            for p in linked
-        ]
-    )
-    return x, np.array([p.answer for p in linked], dtype=float)
-
-
-def link_threshold(
-    linked: Sequence[Pair], cv: Vector, precision: float, reports_change: set[str] | None = None
-) -> tuple[float, dict[str, int]]:
-    """The lowest score at which the best-scoring older statement of each newer one, taken as what
-    it updates, is right `precision` of the time (of the newer ones in `reports_change`, if given)."""
-    best: dict[str, tuple[float, bool]] = {}
-    for pair, score in zip(linked, cv, strict=True):
-        if pair.newer not in best or score > best[pair.newer][0]:
-            best[pair.newer] = (float(score), pair.answer)
-    chosen = sorted(
-        (v for k, v in best.items() if reports_change is None or k in reports_change), key=lambda item: -item[0]
-    )
-    threshold, right = 1.0, 0
-    for taken, (score, answer) in enumerate(chosen, 1):
-        right += answer
-        if right / taken >= precision:
-            threshold = score
-    found = [a for s, a in chosen if s >= threshold]
-    return threshold, {"updates": int(sum(p.answer for p in linked)), "linked": len(found), "linked_right": sum(found)}
-
-
-@dataclass
-class Pair:
-    """A newer statement and an older one of the same person, and whether the newer updates it."""
-
-    newer: str
-    older: str
-    newer_text: str
-    older_text: str
-    cosine: float
-    days_apart: float
-    answer: bool
-    group: str
-
-
-def pairs(conv: quality.Conversation, memories: Sequence[Memory], vectors: dict[str, list[float]]) -> list[Pair]:
-    """Every (newer, older) pair of the conversation's statements that the link probe may be asked
-    about (tap.extract.reconcile._linked: the same holder, other turns, the older one no
-    instruction and no event), answered by the labels: the newer states a label that replaces one the older states."""
-    matchers = [quality.Matcher(label) for label in conv.labels]
-    states = {m.id: [x.label for x in matchers if x.matches(m)] for m in memories}
-    replaces = _replaced(conv)
-    ordered = sorted((m for m in memories if m.id in vectors), key=lambda m: m.valid_from)
-    out: list[Pair] = []
-    for index, newer in enumerate(ordered):
-        replaced = {old for label in states[newer.id] for old in replaces[label.id]}
-        stated = {label.id for label in states[newer.id]}
-        for older in ordered[:index]:
-            if older.kind in ("instruction", "event") or set(older.sources) & set(newer.sources):
-                continue
-            if stated & {label.id for label in states[older.id]}:
-                continue  # the same fact said again: neither an update nor unrelated
-            if not same_holder(newer.holder, newer.content, older):
-                continue
-            out.append(
-                Pair(
-                    newer=newer.id,
-                    older=older.id,
-                    newer_text=newer.content,
-                    older_text=older.content,
-                    cosine=float(np.dot(vectors[newer.id], vectors[older.id])),
-                    days_apart=(newer.valid_from - older.valid_from) / 86400,
-                    answer=any(label.id in replaced for label in states[older.id]),
-                    group=conv.id,
-                )
-            )
-    return out
-
-
-def _replaced(conv: quality.Conversation) -> dict[str, set[str]]:
-    """Every label a label replaces, directly or down a chain (Jekyll → Hugo → Astro: Astro
-    replaces both)."""
-    direct = {label.id: set(label.supersedes) for label in conv.labels}
-    closed: dict[str, set[str]] = {}
-    for label in conv.labels:
-        seen: set[str] = set()
-        todo = list(direct[label.id])
-        while todo:
-            old = todo.pop()
-            if old not in seen:
-                seen.add(old)
-                todo += direct.get(old, set())
-        closed[label.id] = seen
-    return closed
+    return found, embedder, width
 
 
 def fit(x: Vector, y: Vector, l2: float = L2) -> Vector:
@@ -261,12 +127,12 @@ def auc(y: Vector, s: Vector) -> float:
     return float((ranks[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)) if n1 and n0 else float("nan")
 
 
-def keep_threshold(data: Sequence[Example], cv: Vector) -> tuple[float, dict[str, float]]:
+def keep_threshold(data: Sequence[Example], cv: Vector) -> tuple[float, dict[str, int]]:
     """The lowest score at which the tentative statements kept are KEEP_PRECISION right."""
-    tentative = [(s, e.answer) for s, e in zip(cv, data, strict=True) if e.tentative]
-    tentative.sort(key=lambda pair: -pair[0])
-    best = 1.0
-    right = 0
+    tentative = sorted(
+        ((float(s), e.answer) for s, e in zip(cv, data, strict=True) if e.tentative), key=lambda pair: -pair[0]
+    )
+    best, right = 1.0, 0
     for kept, (score, answer) in enumerate(tentative, 1):
         right += answer
         if right / kept >= KEEP_PRECISION:
@@ -280,24 +146,6 @@ def keep_threshold(data: Sequence[Example], cv: Vector) -> tuple[float, dict[str
     }
 
 
-def f1_threshold(data: Sequence[Example], cv: Vector) -> float:
-    """The score with the best F1 in cross-validation."""
-    y = np.array([e.answer for e in data])
-    best, best_f1 = 0.5, -1.0
-    for t in np.unique(np.round(cv, 3)):
-        chosen = cv >= t
-        tp = int((chosen & y).sum())
-        f1 = 2 * tp / (int(chosen.sum()) + int(y.sum())) if tp else 0.0
-        if f1 > best_f1:
-            best, best_f1 = float(t), f1
-    return best
-
-
-def probe(data: Sequence[Example], threshold: float) -> dict[str, Any]:
-    w = fit(np.array([e.vector for e in data]), np.array([e.answer for e in data], dtype=float))
-    return {"weights": [round(float(v), 6) for v in w[:-1]], "bias": round(float(w[-1]), 6), "threshold": threshold}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", type=Path, action="append", default=[], help="more folders of dev conversations")
@@ -305,75 +153,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail when the shipped weights differ from a retrain")
     args = parser.parse_args(argv)
     conversations = [c for folder in [quality.DATA_DIR, *args.data] for c in quality.load(folder) if c.split == "dev"]
-    keep, change, linked, vectors = examples(conversations)
-    keep_cv, change_cv = cross_validated(keep), cross_validated(change)
-    threshold, tentative = keep_threshold(keep, keep_cv)
-    change_threshold = round(f1_threshold(change, change_cv), 3)
-    change_probe = probe(change, change_threshold)
-    change_w = np.array([*change_probe["weights"], change_probe["bias"]])
-    # the link probe learns from the change probe's scores as the runtime will see them: of the
-    # shipped change probe for the fit, cross-validated (by conversation) for the threshold
-    newer = sorted({p.newer for p in linked})
-    shipped_change = dict(zip(newer, scores(change_w, np.array([vectors[i] for i in newer])), strict=True))
-    link_x, link_y = link_data(linked, {k: float(v) for k, v in shipped_change.items()})
-    link_cv = cross_validated(
-        [Example(list(x), bool(y), p.group) for x, y, p in zip(link_x, link_y, linked, strict=True)]
-    )
-    changed = {k for k, v in shipped_change.items() if v >= change_threshold}
-    link_t, link_found = link_threshold(linked, link_cv, LINK_PRECISION, changed)
-    topic_t, topic_found = link_threshold(linked, link_cv, TOPIC_PRECISION)
-    link_w = fit(link_x, link_y)
-    with tempfile.TemporaryDirectory() as home:
-        rt = open_runtime(LoadedConfig(config=parse_config(""), path=None, data_dir=Path(home)))
-        embedder, width = rt.embedder.model_id, rt.embedder.dimensions
-        rt.close()
+    data, embedder, width = examples(conversations)
+    cv = cross_validated(data)
+    threshold, tentative = keep_threshold(data, cv)
+    w = fit(np.array([e.vector for e in data]), np.array([e.answer for e in data], dtype=float))
+    keep: dict[str, Any] = {
+        "weights": [round(float(v), 6) for v in w[:-1]],
+        "bias": round(float(w[-1]), 6),
+        "threshold": round(threshold, 3),
+    }
+    assert len(keep["weights"]) == width
     shipped = {
         "embedder": embedder,
         "trained_on": f"{len(conversations)} dev conversations of the quality set (bench/train_probes.py)",
-        "keep": probe(keep, round(threshold, 3)),
-        "change": change_probe,
-        "link": {
-            "features": list(LINK_FEATURES),
-            "weights": [round(float(v), 6) for v in link_w[:-1]],
-            "bias": round(float(link_w[-1]), 6),
-            "threshold": round(link_t, 3),
-            "topic_threshold": round(min(topic_t, link_t), 3),
-        },
+        "keep": keep,
     }
-    assert all(len(shipped[p]["weights"]) == width for p in ("keep", "change"))
     text = json.dumps(shipped, indent=1) + "\n"
     if args.check:
-        same = args.out.read_text(encoding="utf-8") == text if args.out.exists() else False
+        same = args.out.exists() and args.out.read_text(encoding="utf-8") == text
         print("probes are current" if same else f"{args.out} differs from a retrain: run ./dev bench train_probes")
         return 0 if same else 1
     args.out.write_text(text, encoding="utf-8")
-    y_keep = np.array([e.answer for e in keep], dtype=float)
-    y_change = np.array([e.answer for e in change], dtype=float)
+    y = np.array([e.answer for e in data], dtype=float)
     result = {
         "benchmark": "probes",
         "machine": benchutil.machine(),
         "conversations": len(conversations),
         "keep": {
-            "examples": len(keep),
-            "positive": int(y_keep.sum()),
-            "cv_auc": round(auc(y_keep, keep_cv), 3),
+            "examples": len(data),
+            "positive": int(y.sum()),
+            "cv_auc": round(auc(y, cv), 3),
             "threshold": round(threshold, 3),
             "tentative": tentative,
-        },
-        "change": {
-            "examples": len(change),
-            "positive": int(y_change.sum()),
-            "cv_auc": round(auc(y_change, change_cv), 3),
-            "threshold": change_threshold,
-        },
-        "link": {
-            "pairs": len(linked),
-            "positive": int(link_y.sum()),
-            "cv_auc": round(auc(link_y, link_cv), 3),
-            "threshold": round(link_t, 3),
-            "chosen": link_found,
-            "topic_threshold": round(min(topic_t, link_t), 3),
-            "lines": topic_found,
         },
     }
     path = benchutil.write_result("probes", result)

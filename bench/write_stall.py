@@ -116,7 +116,7 @@ class NoEmbedder:
 
 
 def flush(store: ChromaStore, ids: list[str], *, paced: bool) -> Callable[[], int]:
-    engine = RecallEngine(store, NoEmbedder(), parse_config("").recall, now=lambda: NOW)  # type: ignore[arg-type]
+    engine = RecallEngine(store, NoEmbedder(), parse_config("").recall, now=lambda: NOW, access_counts=store)  # type: ignore[arg-type]
     engine._note_access(ids)
 
     def write() -> int:

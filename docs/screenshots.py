@@ -1,7 +1,7 @@
 """Screenshots of the /ui page for the README: a real `tap serve` on a throw-away data dir with made-up
 memories, driven by Playwright on the system's Chromium (tests/browser.py). The server also extracts
 a few made-up conversation turns (POST /tap/ingest: a move, and two employers that become a
-conflict) and proxies one chat request to a fake Anthropic upstream on 127.0.0.1 (tests/upstreams/)
+conflict) and proxies one chat request to a fake Anthropic upstream on 127.0.0.1 (testkit/upstreams/)
 for the why-injected view: nothing leaves the machine.
 
     .venv/bin/python docs/screenshots.py        # writes docs/screenshots/*.png
@@ -21,10 +21,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from testkit.serve_process import ServeProcess  # noqa: E402
+from testkit.upstreams import FakeAnthropic  # noqa: E402
 from tests.browser import launch  # noqa: E402
-from tests.serve_process import ServeProcess  # noqa: E402
 from tests.threaded import InThread  # noqa: E402
-from tests.upstreams import FakeAnthropic  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 DAY = 86400.0

@@ -41,8 +41,8 @@ def error(status: int, message: str) -> web.Response:
 
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Reject admin requests without the right bearer token (health is open)."""
-    if request.path.startswith("/tap/") and request.path != "/tap/health":
+    """Reject admin requests (and the MCP endpoint's) without the right bearer token (health is open)."""
+    if (request.path.startswith("/tap/") and request.path != "/tap/health") or request.path == "/mcp":
         ctx = request.app[context_key]
         scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
         # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
@@ -68,6 +68,18 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 async def _run(fn: Callable[[], Any]) -> Any:
     return await asyncio.to_thread(fn)
+
+
+async def changed_memory(memory_id: str, change: Callable[[], Memory]) -> web.Response:
+    """Run a change of one memory in a worker thread → its new record; 404 for an unknown id, 400
+    when the change is refused."""
+    try:
+        memory = await _run(change)
+    except KeyError:
+        return error(404, f"no memory with id {memory_id}")
+    except ValueError as exc:
+        return error(400, str(exc))
+    return json_response(memory_view(memory))
 
 
 async def health(request: web.Request) -> web.Response:
@@ -226,13 +238,7 @@ async def edit_memory(request: web.Request) -> web.Response:
     if problem:
         return error(400, problem)
     fields = {k: body.get(k) for k in ("content", "kind", "importance", "tags")}
-    try:
-        memory = await _run(lambda: ctx.memories.edit(memory_id, **fields))
-    except KeyError:
-        return error(404, f"no memory with id {memory_id}")
-    except ValueError as exc:
-        return error(400, str(exc))
-    return json_response(memory_view(memory))
+    return await changed_memory(memory_id, lambda: ctx.memories.edit(memory_id, **fields))
 
 
 async def delete_memory(request: web.Request) -> web.Response:

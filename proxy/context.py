@@ -6,7 +6,7 @@ routes alone."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -38,7 +38,6 @@ class ServerContext:
     embedder_id: str = ""
     capture: Capture | None = None
     ingest: Callable[[IngestEvent], Awaitable[int]] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
     why: WhyLog | None = None
     consolidation: ConsolidationJob | None = None
     inactive_search: Callable[[Sequence[float], str, int], list[Hit]] | None = None

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.admin import _body, _run, _scope_problem, error, json_response
+from proxy.admin import _body, _run, _scope_problem, changed_memory, error, json_response
 from proxy.context import ServerContext, context_key
 from tap.memories.views import memory_view
 from tap.recall.why import WhyRecord, explain
@@ -42,13 +42,7 @@ async def _change(request: web.Request, action: str) -> web.Response:
     ctx: ServerContext = request.app[context_key]
     memory_id = request.match_info["memory_id"]
     change = ctx.memories.archive if action == "archive" else ctx.memories.restore
-    try:
-        memory = await _run(lambda: change(memory_id))
-    except KeyError:
-        return error(404, f"no memory with id {memory_id}")
-    except ValueError as exc:
-        return error(400, str(exc))
-    return json_response(memory_view(memory))
+    return await changed_memory(memory_id, lambda: change(memory_id))
 
 
 async def conflicts(request: web.Request) -> web.Response:

@@ -56,8 +56,14 @@ async def _read_body(request: web.Request, dialect: Dialect) -> bytes | web.Resp
 
 async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResponse:
     """Intercept (recall, inject), forward with a tee, settle and capture."""
+    return await _intercepted(request, dialect, dialect.name, capture=True)
+
+
+async def _intercepted(request: web.Request, dialect: Dialect, metric: str, *, capture: bool) -> web.StreamResponse:
+    """Intercept the request (counted under `metric`), forward it and, with `capture`, tee the reply
+    to settle and capture the exchange."""
     ctx = request.app[context_key]
-    ctx.metrics.request(dialect.name)
+    ctx.metrics.request(metric)
     body = await _read_body(request, dialect)
     if isinstance(body, web.Response):
         return body
@@ -65,7 +71,7 @@ async def memory_route(request: web.Request, dialect: Dialect) -> web.StreamResp
         before = await ctx.interceptor.before(dialect, request.headers, body, method=request.method, path=request.path)
     except BadRequest as exc:
         return error_response(dialect, 400, str(exc), {})
-    intercepted = before.context
+    intercepted = before.context if capture else None
     response, outcome = await forward(
         request,
         session=request.app[session_key],
@@ -98,26 +104,7 @@ def _settler(ctx: ServerContext, intercepted: Interception) -> Callable[[Reply],
 
 async def count_route(request: web.Request, dialect: Dialect) -> web.StreamResponse:
     """Count tokens of the request as its memory route would send it (block injected, no capture)."""
-    ctx = request.app[context_key]
-    ctx.metrics.request(f"{dialect.name}-count")
-    body = await _read_body(request, dialect)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        before = await ctx.interceptor.before(dialect, request.headers, body, method=request.method, path=request.path)
-    except BadRequest as exc:
-        return error_response(dialect, 400, str(exc), {})
-    response, outcome = await forward(
-        request,
-        session=request.app[session_key],
-        url=_url(ctx, dialect, request),
-        body=body if before.body is None else before.body,
-        dialect=dialect,
-        extra_headers=before.headers,
-        tee=False,
-    )
-    ctx.interceptor.finish(before.note, outcome.status)
-    return response
+    return await _intercepted(request, dialect, f"{dialect.name}-count", capture=False)
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:

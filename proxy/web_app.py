@@ -1,5 +1,5 @@
 """make_web_app: the web app, the one aiohttp application on tap's port (LLM API proxy routes,
-admin API, hook endpoints, the web page). Not to be confused with the runtime (tap.wiring.runtime:
+admin API, hook endpoints, the MCP endpoint, the web page). Not to be confused with the runtime (tap.wiring.runtime:
 the core services over the store) or the Telegram bot's application (bridges.telegram: PTB's
 `Application`, called `BotApplication` here)."""
 
@@ -16,6 +16,7 @@ from proxy.error_shapes import error_shape
 from proxy.guard import guard, install_guard
 from proxy.hooks_routes import add_hook_routes
 from proxy.lifecycle_routes import add_lifecycle_routes
+from proxy.mcp_route import add_mcp_routes
 from proxy.routes import add_proxy_routes
 
 
@@ -55,5 +56,6 @@ def make_web_app(ctx: ServerContext) -> web.Application:
     add_admin_routes(app)
     add_lifecycle_routes(app)
     add_hook_routes(app)
+    add_mcp_routes(app)
     add_proxy_routes(app)
     return app

@@ -1,35 +1,24 @@
 """BM25 over the FTS5 index's own postings, scored in memory: the lexical index's hot path.
 
-FTS5 scores a match with its bm25() function at ~2.5 µs per matching row (a question of common
-words matches thousands of memories at 10k: ~8 ms of a ~20 ms recall, the largest cost after the
-query embedding). Here each term's postings (rowid, hits in the row) are read from FTS5 once
-(fts5vocab 'instance') and kept as arrays, beside every row's length and scope (the docsize and
-entries tables, read once); a query then adds up its terms' contributions with numpy, in well
-under a millisecond for the same rows.
+FTS5's bm25() scores every matching row in SQL, the largest cost of a recall after the query
+embedding when a question's common words match thousands of memories. Here each term's postings
+(rowid, hits in the row) are read from FTS5 once (fts5vocab 'instance') and kept as arrays, beside
+every row's length and scope (read once, on a background thread with its own connection; until
+then `best` returns None and FTS5 ranks); a query adds up its terms' contributions with numpy. A
+term missing on the hot path is read there (SQLite and numpy parse it, no Python loop per posting).
 
-The scores are FTS5's own, to the bit: the formula of SQLite's fts5 bm25() (k1 = 1.2, b = 0.75,
-IDF = log((N - n + 0.5) / (n + 0.5)), at least 1e-6), with N and the average row length read from
-the index's averages record (the numbers bm25() reads), a row's length from its docsize record
-(every column's tokens, as bm25() counts them), only the `content` column's hits counted (the
-weights 0, 0, 1 of the SQL ranking), the terms added up in the query's order. A test holds the
-result equal to FTS5's ranking, scores included.
-
-Reading a term's postings costs a tenth of ranking it with FTS5 (100k memories, a common word in
-12k of them: 9 ms against 91), so a term missing on the hot path is read there, with SQLite and
-numpy doing the work (group_concat, one string parsed in C; a Python loop per posting cost as
-much as FTS5). The row table is read once, on a background thread with its own connection (240 ms
-at 100k; `tap serve` starts it at start-up); until it is there, searches are ranked by FTS5 as
-before (`best` returns None).
+The scores are FTS5's own, to the bit: SQLite's fts5 bm25() formula (k1 = 1.2, b = 0.75,
+IDF = log((N - n + 0.5) / (n + 0.5)), at least 1e-6) with N, the average and each row's length
+read from the index's own records, only the `content` column's hits counted, terms added in the
+query's order. A test holds the ranking and the scores equal to FTS5's.
 
 Invariants:
-- Only rows that hold a term are in its postings, and a term's postings are current: every
-  write names the terms of the texts it adds and removes (LexicalIndex tokenizes them with FTS5
-  itself), and their postings are dropped, to be read again. A background read of the row table
-  that any write overlapped is thrown away, never installed.
-- A row never changes: replacing a memory writes a new row. So its length and scope are kept per
-  rowid, set by each write (a deleted row is in no postings once its terms are dropped, and a
-  rowid FTS5 gives out again is set anew).
-- The caller holds the index's lock (the background reader takes it only to install what it read).
+- a term's postings are current: every write names the terms of the texts it adds and removes
+  (tokenized by FTS5 itself) and their postings are dropped, to be read again; a background read
+  of the row table that any write overlapped is thrown away, never installed;
+- a row never changes (replacing a memory writes a new row), so length and scope are kept per
+  rowid, set by each write;
+- the caller holds the index's lock (the background reader takes it only to install what it read).
 """
 
 from __future__ import annotations
@@ -64,8 +53,8 @@ CONTENT_COLUMN = "content"
 TIE_ROWS_MAX = 512
 """Of the rows that tie with the k-th best score, at most this many compete for the last places
 (the newest: highest rowids), then ties are broken by id (`newest_ties`). A question made only of
-words in most memories gives thousands of rows the same score (1M memories: 18k rows, whose ids
-took 170 ms to read and sort)."""
+words in most memories gives thousands of rows the same score, whose ids would all be read and
+sorted."""
 
 _AVERAGES_ROWID = 1  # FTS5 keeps the row count and each column's token total in %_data row 1
 _NO_SCOPE = -1

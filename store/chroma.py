@@ -1,4 +1,4 @@
-"""ChromaStore: tap's MemoryStore on Chroma (embedded PersistentClient or a Chroma server).
+"""ChromaStore: every store port of tap.ports on Chroma (embedded PersistentClient or a Chroma server).
 
 Invariants:
 - vectors are always passed in (`embeddings=`/`query_embeddings=`); the collection has no
@@ -7,16 +7,15 @@ Invariants:
   another embedder raises StoreError instead of mixing vectors;
 - the lexical index (store.lexical) holds exactly the active memories, with their records;
 - embedded mode holds an exclusive lock on the data dir (store.lock), so this process is the only
-  writer and the lexical index is exact: searches then read records from it, and vector search
-  asks Chroma for the nearest ids *without* a metadata filter (Chroma's `where` scans the metadata:
-  ~50 ms at 10k memories vs ~2 ms unfiltered), over-fetching by the scope's share of the collection,
-  keeps the ids that are active in the scope, and falls back to the filtered query when too few
-  survive. A scope that is a share of the collection, of at most 16,384 active memories, is
-  searched exactly in memory instead (store.scope_vectors: a matrix product, no Chroma call),
-  loaded from the float16 vectors the lexical index keeps (milliseconds) and kept in step by this
-  store's writes; `warm_vectors`
-  loads the largest scopes at start. With a Chroma server (possibly shared with other machines)
-  both read from Chroma;
+  writer and the lexical index is exact: searches read records from it; a scope of at most
+  `exact_scope_max` active memories is searched exactly in memory (store.scope_vectors, loaded
+  from the float16 vectors the lexical index keeps, ahead of need when a recall's lexical lookup
+  reaches the scope, and for the largest scopes at start: `warm_vectors`), a larger one by asking
+  Chroma for the nearest ids without a metadata filter (a `where` scans the metadata), over-
+  fetching by the scope's share and falling back to the filtered query when too few survive. With
+  a Chroma server (possibly shared with other machines) both read from Chroma, and other
+  processes' writes are followed through a change feed (store.changes);
+- a delete leaves no trace of the memory in the lexical index file;
 - every chromadb/httpx error is translated into StoreError here.
 """
 
@@ -27,7 +26,6 @@ import functools
 import logging
 import math
 import os
-import sqlite3
 import threading
 import time
 from collections import Counter
@@ -47,7 +45,7 @@ from store.changes import OVERLAP_S, RETAIN_S, ChangeFeed  # noqa: E402
 from store.codec import from_metadata, to_metadata  # noqa: E402
 from store.lexical import Follower, LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
-from store.scope_vectors import ScopeVectors  # noqa: E402
+from store.scope_vectors import Preloader, ScopeVectors  # noqa: E402
 from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
@@ -56,7 +54,7 @@ from tap.runtime.priority import write_parts, yield_after  # noqa: E402
 log = logging.getLogger(__name__)
 
 _PAGE = 1000
-DELETE_BATCH = 100  # deletes per call while requests are relayed (~40 ms with the GIL held: tap.runtime.priority)
+DELETE_BATCH = 100  # deletes per call while requests are relayed (each holds the GIL: tap.runtime.priority)
 FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
 _PRUNE_EVERY_S = 300.0
 _SAVE_CURSOR_EVERY_S = 10.0
@@ -112,7 +110,7 @@ def _dir_size(path: Path) -> int:
 @functools.cache
 def _settings_template() -> Settings:
     """Chroma's client settings, read once per process: building them reads every CHROMA_*
-    variable through pydantic-settings (~10 ms, a third of opening a store)."""
+    variable through pydantic-settings, a large share of opening a store)."""
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
@@ -143,7 +141,8 @@ class ChromaStore:
         self._total: int | None = None  # cached collection size, reset by every write
         # scopes' vectors for exact in-memory search (embedded mode only)
         self._small = ScopeVectors(max_scope=exact_scope_max, max_total=max(1, vector_cache_bytes // (4 * dimensions)))
-        self._vector_load = threading.Lock()  # one scope's vectors loaded at a time (prepare and search)
+        self._vector_load = threading.Lock()  # one scope's vectors loaded at a time (ahead and by a search)
+        self._preloader = Preloader(self._load_when_kept)
         self._revisions: Counter[str] = Counter()  # per scope, bumped by every change seen (recall cache)
         self._epoch = 0  # bumped when the lexical index is rebuilt: every scope may have changed
         self._revision_lock = threading.Lock()
@@ -264,7 +263,7 @@ class ChromaStore:
     def update_metadata(self, memories: Sequence[Memory]) -> None:
         """Rewrite stored records of existing memories (content and vectors unchanged).
 
-        Embedded Chroma holds the GIL for a whole write (~10 ms plus ~0.6-2 ms a record): every
+        Embedded Chroma holds the GIL for a whole write (a fixed cost plus a little a record): every
         other thread of the process waits, the event loop included, so background callers write
         in small batches (tap.runtime.priority.yield_after).
 
@@ -337,23 +336,24 @@ class ChromaStore:
 
     def get_active(self, ids: Sequence[str]) -> list[Memory]:
         """The active memories among these ids, from the lexical index's records (searches read
-        the same ones): well under a millisecond, where a Chroma read costs ~7 ms."""
+        the same ones), far cheaper than a Chroma read."""
         if not ids:
             return []
         records = self._lexical.records(list(dict.fromkeys(ids)))
         return [_decode(records[i]) for i in ids if i in records]
 
-    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """Active memories of the scope nearest to vector (score: cosine similarity)."""
-        return self.vector_search_many([vector], scope=scope, k=k)[0]
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of the scope, from the lexical index (which holds exactly those)."""
+        return self._lexical.ids_in_scope(scope)
 
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:
-        """`vector_search` for several vectors of one scope in one Chroma query. With `at_least`, a
-        query whose over-fetched window held fewer than k but at least that many of the scope's
-        active memories returns those (still the exact nearest, in order) instead of asking Chroma
-        again with a filter."""
+        """The nearest active memories of the scope for each vector (cosine similarity), all in one
+        Chroma query (or from the scope's vectors in memory). With `at_least`, a query whose
+        over-fetched window held fewer than k but at least that many of the scope's active
+        memories returns those (still the exact nearest, in order) instead of asking Chroma again
+        with a filter."""
         if not vectors:
             return []
         if not self._exclusive:
@@ -394,32 +394,24 @@ class ChromaStore:
     def _kept_in_memory(self, in_scope: int) -> bool:
         """Whether a scope of this size is searched from its vectors in memory (store.scope_vectors):
         within the bounds, also when it is the whole collection. Exact and cheaper than Chroma's
-        index there too: 10,000 memories, 0.2 ms against 1.0 ms for an unfiltered Chroma query
-        (plus ~0.7 ms of CPU on Chroma's threads), and no over-fetch to filter."""
+        index there too (no CPU on Chroma's threads, no over-fetch to filter)."""
         return 0 < in_scope <= self._small.max_scope
 
-    def prepare_vector_search(self, scope: str) -> None:
+    def _load_when_kept(self, scope: str) -> None:
         """Load the scope's vectors into memory when its searches read them there and they are not
-        there yet (recall runs this beside the query embedding: ~13 ms for a 2,000-memory scope
-        that would otherwise come after it). A failure is left for the search to meet."""
-        if not self._exclusive:
+        there yet (the Preloader's load: a scope that is loaded already is not loaded again)."""
+        if self._small.cached(scope) or not self._kept_in_memory(self._lexical.count(scope)):
             return
-        try:
-            in_scope = self._lexical.count(scope)
-            if self._small.cached(scope) or not self._kept_in_memory(in_scope):
-                return
-            with self._vector_load:
-                if not self._small.cached(scope):
-                    self._load_scope(scope)
-        except (StoreError, sqlite3.Error) as exc:
-            log.debug("preparing the vector search of %s failed: %s", scope, exc)
+        with self._vector_load:
+            if not self._small.cached(scope):
+                self._load_scope(scope)
 
     def _small_scope_search(self, vectors: Sequence[Sequence[float]], *, scope: str, k: int) -> list[list[Hit]] | None:
         """Exact search over a scope's vectors held in memory (store.scope_vectors); None when
         they could not be cached (a write raced the load, or the scope is over the bounds)."""
         ranked = self._small.search(scope, vectors, k)
         if ranked is None:
-            with self._vector_load:  # a load under way (prepare_vector_search) is waited for, not repeated
+            with self._vector_load:  # a load under way (Preloader) is waited for, not repeated
                 ranked = self._small.search(scope, vectors, k)
                 if ranked is None:
                     if not self._load_scope(scope):
@@ -497,14 +489,14 @@ class ChromaStore:
             )
         return out
 
-    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
-        """Active memories of the scope by BM25 over their content."""
-        return self.text_search_many([query], scope=scope, k=k, prefix=prefix)[0]
-
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
-        """`text_search` for each query: one index lookup and one read of the records for all."""
+    def search_text(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """The scope's active memories by BM25 for each query: one index lookup and one read of the
+        records for all. A recall starts here while its query is embedded, so this is when the
+        scope's vectors, if searched in memory and not loaded yet, start loading (Preloader)."""
         if not queries:
             return []
+        if self._exclusive and not self._small.cached(scope):
+            self._preloader.start(scope)
         ranked = self._lexical.search_many(queries, scope=scope, k=k, prefix=prefix)
         ids = list({i for hits in ranked for i, _ in hits})
         if self._exclusive:
@@ -627,7 +619,8 @@ class ChromaStore:
         yield from sorted(self._all(where), key=lambda m: (m.created_at, m.id))
 
     def delete(self, ids: Sequence[str]) -> int:
-        """Remove memories for good (an id named twice counts once)."""
+        """Remove memories for good (an id named twice counts once), and leave no trace of them in
+        the lexical index file (LexicalIndex.purge: its segments merged, its write-ahead log emptied)."""
         found = self.get(list(dict.fromkeys(ids)))
         existing = [m.id for m in found]
         if existing:
@@ -643,6 +636,7 @@ class ChromaStore:
                     self._small.remove(memory_id)
                 self._announce([(m.id, m.scope) for m in part])  # what is deleted is told, even if a later part fails
                 yield_after(began)
+            self._lexical.purge()
         return len(existing)
 
     # -- several processes on one Chroma server (store.changes) -------------------------------------
@@ -707,10 +701,6 @@ class ChromaStore:
                     log.warning("cannot follow the shared store's changes (will retry): %s", exc)
                 failing = True
 
-    def purge(self) -> None:
-        """Leave no trace of deleted memories in the lexical index file (see LexicalIndex.purge)."""
-        self._lexical.purge()
-
     def stats(self) -> StoreStats:
         """Counts by scope and kind (active memories) and bytes on disk."""
         everything = self._all(None)
@@ -742,6 +732,7 @@ class ChromaStore:
         if self._stop.is_set():
             return
         self._stop.set()
+        self._preloader.close()
         if self._follower is not None:
             self._follower.join(timeout=10)
             with contextlib.suppress(StoreError):

@@ -3,7 +3,7 @@
 Construction is cheap for Ollama (no request until the first embedding) and loads and verifies the
 ONNX model for "onnx", so a missing or corrupted model fails at startup with ``ModelError``. Each
 adapter is imported only when it is the one configured (the Ollama client brings httpx and
-pydantic: ~20 MB the recall process, tap.wiring.recall_child, does not need).
+pydantic, which the recall process, tap.wiring.recall_child, does not need).
 """
 
 from __future__ import annotations

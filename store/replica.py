@@ -27,8 +27,7 @@ import msgspec
 import numpy as np
 
 from store.lexical import Committed, LexicalIndex
-from store.scope_vectors import ScopeVectors
-from tap.errors import StoreError
+from store.scope_vectors import Preloader, ScopeVectors
 from tap.records import Hit, Memory
 
 __all__ = ["NotHere", "ReplicaStore"]
@@ -41,7 +40,7 @@ class NotHere(Exception):
 
 
 class ReplicaStore:
-    """The searches tap.recall.engine makes, answered from the lexical index file (see the module docstring)."""
+    """A RecallStore (tap.ports) answered from the lexical index file (see the module docstring)."""
 
     def __init__(
         self,
@@ -57,6 +56,7 @@ class ReplicaStore:
         self._revisions: Counter[str] = Counter()
         self._epoch = 0
         self._lock = threading.Lock()  # revisions, and one scope's vectors loaded at a time
+        self._preloader = Preloader(self._load_when_kept)
 
     def follow(self, committed: Committed) -> None:
         """Catch up with a write the writer committed (idempotent: see LexicalIndex.follow)."""
@@ -83,7 +83,7 @@ class ReplicaStore:
 
     def warm(self) -> int:
         """Load the largest scopes' vectors that fit in memory and start reading what BM25 from kept
-        postings needs (store.bm25), as `tap serve` does at start (store.chroma.warm_vectors): the
+        postings needs (store.bm25), as `tap serve` does at start (ChromaStore.warm_vectors): the
         first recalls of a scope must not be the slow ones (their time is what admission plans
         with, tap.recall.admission). How many scopes were loaded."""
         self._lexical.warm()
@@ -104,22 +104,25 @@ class ReplicaStore:
         with self._lock:
             return self._epoch + self._revisions[scope]
 
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
-        """BM25 over the scope's active memories, as the writer's store ranks them."""
+    def search_text(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """BM25 over the scope's active memories, as the writer's store ranks them; the scope's
+        vectors, when not here yet, start loading meanwhile (as ChromaStore.search_text)."""
         if not queries:
             return []
+        if not self._vectors.cached(scope):
+            self._preloader.start(scope)
         ranked = self._lexical.search_many(queries, scope=scope, k=k, prefix=prefix)
         records = self._lexical.records(list({i for hits in ranked for i, _ in hits}))
         return [[Hit(memory=_decode(records[i]), score=s) for i, s in hits if i in records] for hits in ranked]
 
-    def prepare_vector_search(self, scope: str) -> None:
-        """Load the scope's vectors now (beside the query embedding), when they are not here yet."""
+    def _load_when_kept(self, scope: str) -> None:
+        """Load the scope's vectors when this view searches them and they are not here yet."""
         if not self._vectors.cached(scope) and 0 < self._lexical.count(scope) <= self._vectors.max_scope:
             with self._lock:
                 if not self._vectors.cached(scope):
                     self._load(scope)
 
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:
         """The exact nearest active memories of the scope for each vector (cosine similarity)."""
@@ -169,11 +172,7 @@ class ReplicaStore:
         older = {m.id: m for m in self._versions(missing)} if missing else {}
         return [found for i in ids if (found := active.get(i) or older.get(i)) is not None]
 
-    def update_metadata(self, memories: Sequence[Memory]) -> None:
-        """A read view writes nothing: access counts are noted and written by `tap serve`."""
-        if memories:
-            raise StoreError("the recall process's view of the store is read-only")
-
     def close(self) -> None:
         """Close the file."""
+        self._preloader.close()
         self._lexical.close()

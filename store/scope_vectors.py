@@ -1,40 +1,38 @@
 """Exact in-memory vectors of the active memories of scopes (embedded store only).
 
-Embedded Chroma has one collection for every scope, and filtering it by scope scans metadata. For
-a scope that is a small share of a large collection the unfiltered search must over-fetch a lot
-(ChromaStore: about 2 x collection/scope results per query: 750 for a 300-memory scope among 14k,
-~17 ms per chunk during a backfill), where a brute-force dot product over the scope's few thousand
-vectors is exact and takes well under a millisecond. ChromaStore therefore keeps the vectors of
-the scopes it searches here, loaded on first use and kept in step by its own writes (it is the
-only writer in embedded mode; with a Chroma server this cache is never used). A scope that is the
-whole collection too: 10,000 vectors take 0.2 ms, against ~1 ms for Chroma's unfiltered query
-and ~0.7 ms more of CPU on its threads.
+Embedded Chroma has one collection for every scope, and filtering it by scope scans metadata; for
+a scope that is a small share of the collection the unfiltered search must over-fetch a lot, where
+a dot product over the scope's vectors is exact and cheap. So ChromaStore keeps the vectors of the
+scopes it searches here, loaded from the float16 copies in its lexical index and kept in step by
+its own writes (it is the only writer in embedded mode; with a Chroma server this is never used).
+A scope that is the whole collection too: a matrix product beats Chroma's index there as well.
 
 Bounds: a scope is cached only while it has at most `max_scope` active memories, and all cached
 scopes together hold at most `max_total` vectors (least recently searched scopes are dropped
-first). The store sizes `max_total` by bytes (store.chroma.VECTOR_CACHE_BYTES, 192 MB: 131k
-vectors of 384 float32) and loads a scope from the float16 copies in its lexical index, so a
-dropped scope comes back in milliseconds.
+first; the store sizes it by bytes: store.chroma.VECTOR_CACHE_BYTES). `Preloader` loads a scope
+ahead of the search that needs it.
 
-Thread-safe: recall threads search while the extraction worker writes; one lock guards it all
-(a search holds it for a sub-millisecond matrix product).
-
+Thread-safe: recall threads search while the extraction worker writes; one lock guards it all.
 Invariants: a cached scope holds exactly the ids and unit vectors of that scope's active memories;
-a write this class cannot apply exactly (a memory that became active again, whose vector it does not
-have) drops the scope instead, so a stale scope is never searched.
+a write this class cannot apply exactly (a memory active again, whose vector it does not have)
+drops the scope instead, so a stale scope is never searched.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ScopeVectors"]
+__all__ = ["Preloader", "ScopeVectors"]
+
+log = logging.getLogger(__name__)
 
 Matrix = npt.NDArray[np.float32]
 
@@ -46,7 +44,7 @@ def _unit(rows: Matrix) -> Matrix:
 
 def _to_unit(rows: Matrix) -> Matrix:
     """Make float32 rows unit length in place (a zero row stays zero); returns them."""
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))  # 2,000 rows: 0.2 ms, linalg.norm 0.5
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))  # faster than linalg.norm
     norms[norms == 0] = 1.0
     rows /= norms[:, None]
     return rows
@@ -63,8 +61,7 @@ class _Scope:
         self.matrix = np.empty((room, vectors.shape[1] if len(vectors) else 0), np.float32)
         if len(self.ids):
             # converted (float16 from the lexical index) into the cache's own rows and made unit
-            # length there, without intermediate copies (a 2,000-memory scope: ~3 ms, of which
-            # the float16 conversion takes 2)
+            # length there, without intermediate copies (the conversion is most of a load)
             self.matrix[: len(self.ids)] = vectors
             _to_unit(self.matrix[: len(self.ids)])
 
@@ -231,3 +228,32 @@ class ScopeVectors:
     def _evict(self) -> None:
         while self._scopes and sum(len(s) for s in self._scopes.values()) > self.max_total:
             self._drop(next(iter(self._scopes)))
+
+
+class Preloader:
+    """Runs a store's loading of a scope's vectors on a thread of its own, ahead of the search that
+    needs them: a recall starts with its lexical lookup while the query is embedded, and the store
+    starts loading the scope's vectors then, so the vector search after the embedding finds them
+    loaded (or waits for that load, under the store's own lock) rather than loading them itself.
+    A failed load is left for the search to meet."""
+
+    def __init__(self, load: Callable[[str], object]) -> None:
+        self._load = load
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tap-vectors-ahead")
+
+    def start(self, scope: str) -> None:
+        """Load the scope's vectors in the background (the load itself skips a scope already here)."""
+        try:
+            self._pool.submit(self._run, scope)
+        except RuntimeError:  # closed: the store is closing
+            pass
+
+    def _run(self, scope: str) -> None:
+        try:
+            self._load(scope)
+        except Exception as exc:  # the search meets the fault itself
+            log.debug("loading the vectors of %s ahead failed: %s", scope, exc)
+
+    def close(self) -> None:
+        """Finish the load under way (milliseconds), drop the queued ones."""
+        self._pool.shutdown(wait=True, cancel_futures=True)

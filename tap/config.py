@@ -4,28 +4,49 @@ Rules (docs/architecture.md, Interfaces): every field has a default, so an empty
 is valid; unknown keys are errors (typos fail loudly); limits live in `Meta`; secrets are never
 values in the file, only the *names* of environment variables (`*_env` fields).
 
-Lookup order for the file (`config_lookup`): `--config PATH`, else `$TAP_CONFIG`, else
-`config.toml` in the user config folder (platformdirs: `~/.config/tap` on Linux, honouring
-`$XDG_CONFIG_HOME`), else `./config.toml` in the current directory, else built-in defaults. The
-user's own file comes before the current directory's, so running tap inside a checkout (whose
-`config.toml` documents the defaults) never hides the user's settings; `tap config check` says
-which file was read, why, and which were passed over. Data dir: `$TAP_HOME`, else `[data] dir`,
-else the user data folder (`~/.local/share/tap` on Linux, honouring `$XDG_DATA_HOME`).
+Where the file and the data dir are found: tap.locations (`config_lookup`: the lookup order, and
+why a file was read or passed over, which `tap config check` says). `read_config` is the one
+validation of a config file: `tap hook` calls it too (bridges.hooks.lightconfig).
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-import platformdirs
 
+from tap import locations
 from tap.config_errors import URL_PATTERN, config_problems
 from tap.errors import ConfigError
+from tap.locations import (
+    ConfigLookup,
+    config_lookup,
+    default_data_dir,
+    find_config_path,
+    read_secret,
+    user_cache_dir,
+    user_config_file,
+)
+
+__all__ = [
+    "Config",
+    "ConfigLookup",
+    "LoadedConfig",
+    "config_lookup",
+    "default_config_text",
+    "default_data_dir",
+    "find_config_path",
+    "load_config",
+    "parse_config",
+    "read_config",
+    "read_secret",
+    "resolve_data_dir",
+    "user_cache_dir",
+    "user_config_file",
+]
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
@@ -262,61 +283,6 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     passed_over: tuple[str, ...] = ()
 
 
-class ConfigLookup(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of the lookup: the file read (None: built-in defaults), why that one, and the
-    files that exist but were passed over, each with why."""
-
-    path: Path | None
-    reason: str
-    passed_over: tuple[str, ...] = ()
-
-
-def config_lookup(explicit: str | Path | None = None) -> ConfigLookup:
-    """Find the config file by the documented order: --config, $TAP_CONFIG, the user config file,
-    ./config.toml, built-in defaults (a file named by --config or $TAP_CONFIG must exist)."""
-    user, env = user_config_file(), os.environ.get("TAP_CONFIG")
-    steps = (  # (the file, if this step has one; what it is; what it says when it has none)
-        (_named(explicit, "config file not found") if explicit else None, "given with --config", "no --config"),
-        (
-            _named(env, "$TAP_CONFIG points to a missing file") if env else None,
-            "named by $TAP_CONFIG",
-            "no $TAP_CONFIG",
-        ),
-        (user if user.is_file() else None, "the user config file", f"no {user}"),
-        (_local(), "config.toml in the current directory", "no ./config.toml"),
-    )
-    chosen: tuple[Path, str] | None = None
-    absent: list[str] = []  # the steps before the chosen one, that had no file
-    passed_over: list[str] = []
-    for path, what, missing in steps:
-        if path is None:
-            if chosen is None:
-                absent.append(missing)
-        elif chosen is None:
-            chosen = (path, what)
-        elif path.resolve() != chosen[0].resolve():  # the same file reached twice is no other file
-            passed_over.append(f"{path} ({what}): {chosen[1]} comes first")
-    if chosen is None:
-        return ConfigLookup(path=None, reason="built-in defaults: " + ", ".join(absent))
-    reason = f"{chosen[1]}: {', '.join(absent)}" if absent else chosen[1]
-    return ConfigLookup(path=chosen[0], reason=reason, passed_over=tuple(passed_over))
-
-
-def _local() -> Path | None:
-    """`config.toml` in the current directory, as an absolute path (so it still names the file
-    from elsewhere, e.g. in the command a hook runs), or None."""
-    local = Path("config.toml")
-    return local.absolute() if local.is_file() else None
-
-
-def _named(name: str | Path, missing: str) -> Path:
-    """A file the user named (--config, $TAP_CONFIG): it must exist."""
-    path = Path(name).expanduser()
-    if not path.is_file():
-        raise ConfigError(f"{missing}: {path}")
-    return path
-
-
 def parse_config(text: str, *, origin: str = "config") -> Config:
     """Decode and validate TOML text; the error names every bad key, what it allows and an example."""
     try:
@@ -333,63 +299,34 @@ def parse_config(text: str, *, origin: str = "config") -> Config:
         raise ConfigError(f"{origin}: {len(problems)} problems\n{listing}") from exc
 
 
-APP = "tap"
-
-
-def user_config_file() -> Path:
-    """`config.toml` in the platform's user config folder (`~/.config/tap` on Linux)."""
-    return platformdirs.user_config_path(APP) / "config.toml"
-
-
 def default_config_text() -> str:
     """The documented default config file that ships with tap (the repository's config.toml)."""
     return (resources.files("tap") / "config.toml").read_text(encoding="utf-8")
 
 
-def default_data_dir() -> Path:
-    """The platform's user data folder for tap (`~/.local/share/tap` on Linux)."""
-    return platformdirs.user_data_path(APP)
-
-
-def user_cache_dir() -> Path:
-    """The platform's user cache folder for tap (`~/.cache/tap` on Linux)."""
-    return platformdirs.user_cache_path(APP)
-
-
 def resolve_data_dir(config: Config) -> Path:
-    """`$TAP_HOME`, else `[data] dir`, else the user data folder (`default_data_dir`)."""
-    env = os.environ.get("TAP_HOME")
-    if env:
-        return Path(env).expanduser()
-    if config.data.dir:
-        return Path(config.data.dir).expanduser()
-    return default_data_dir()
+    """`$TAP_HOME`, else `[data] dir`, else the user data folder (tap.locations.data_dir)."""
+    return locations.data_dir(config.data.dir)
 
 
-def load_config(explicit: str | Path | None = None) -> LoadedConfig:
-    """Find, read and validate the config, and resolve the data dir."""
-    lookup = config_lookup(explicit)
-    path = lookup.path
-    if path is None:
-        config = Config()
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-        config = parse_config(text, origin=str(path))
+def read_config(path: Path) -> Config:
+    """Read and validate one config file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    return parse_config(text, origin=str(path))
+
+
+def load_config(explicit: str | Path | None = None, *, project_file: bool = True) -> LoadedConfig:
+    """Find, read and validate the config, and resolve the data dir. `project_file`: whether
+    `./config.toml` is looked at (tap.locations.config_lookup)."""
+    lookup = config_lookup(explicit, project_file=project_file)
+    config = Config() if lookup.path is None else read_config(lookup.path)
     return LoadedConfig(
         config=config,
-        path=path,
+        path=lookup.path,
         data_dir=resolve_data_dir(config),
         reason=lookup.reason,
         passed_over=lookup.passed_over,
     )
-
-
-def read_secret(env_name: str) -> str | None:
-    """The value of the env var a config field names, or None when unset/empty."""
-    if not env_name:
-        return None
-    value = os.environ.get(env_name, "").strip()
-    return value or None

@@ -3,7 +3,7 @@
 Other local users can then read nothing tap keeps (memories, the turn log, the queue, the admin
 token). `make_private` runs when the runtime opens (and before the admin token is written): it
 sets the process umask to 077, so every file created from then on — SQLite's -wal and -shm files,
-Chroma's segment files — is created private, and it tightens what an earlier version left open:
+Chroma's segment files — is created private, and it tightens what is already there:
 the data dir itself, the files directly in it, and the embedded Chroma folder (`chroma/`) with
 everything under it. Other folders a user may keep in the data dir are left as they are. A file
 another user owns (tap cannot change it) is skipped with a warning.

@@ -1,12 +1,16 @@
 """Small interfaces between the core and its adapters (docs/architecture.md, Layers).
 
-The core only ever sees Protocols; the composition roots (tap.wiring, tap.cli) pick the adapters,
-all of which live outside tap/. Here: `Embedder` (store.onnx_embedder, store.ollama_embedder) and
-`MemoryStore` (store.chroma). The model ports live beside what they return: `LLMProvider` in
-tap.llm.contract (store.llm.anthropic_provider, store.llm.ollama_provider) and `ReplyModel` in tap.intercept.reply_model
-(store.llm.replies, the Telegram bot's model). The store and embedder methods are synchronous: the
-backends (ONNX, Chroma) are blocking libraries, and async callers run them in a worker thread (see
-tap.recall.engine.RecallEngine.recall_async).
+The core sees adapters only through Protocols; the composition roots (tap.wiring, tap.cli) pick
+them. Here: `Embedder` (store.onnx_embedder, store.ollama_embedder) and the store's ports, each
+what one part of the core uses: `RecallStore` (recall: a `MemoryReader` plus a change token),
+`ExtractionStore` (reader, `MemoryWriter`, `SlotLookup`), `MemoryCatalog` and `StoreAdmin` (the
+user's view, upkeep); `MemoryStore` is all of them (store.chroma). How a store makes its searches
+fast (what it loads, warms or batches) is the adapter's business, not a port's. The model ports
+live beside what they return: `LLMProvider` in tap.llm.contract, `ReplyModel` in
+tap.intercept.reply_model.
+
+The store and embedder methods are synchronous: the backends are blocking libraries, and async
+callers run them in a worker thread.
 """
 
 from __future__ import annotations
@@ -47,37 +51,48 @@ class StoreStats(msgspec.Struct, kw_only=True):
     archived: int = 0
 
 
-class RecallStore(Protocol):
-    """What recall (tap.recall.engine) reads of a store, and writes (access counts): a MemoryStore, or the
-    read view of the recall process (store.replica), which writes nothing."""
+class MemoryReader(Protocol):
+    """What recall and reconcile read: records by id, and the two searches over the active memories
+    (current, not archived) of a scope. Each search takes several queries at once and answers each
+    in its order: a store may do them in one round trip (one Chroma query, one index lookup)."""
 
-    def revision(self, scope: str) -> int: ...
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids that exist (superseded ones too), in the order asked."""
+        ...
 
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]: ...
+    def get_active(self, ids: Sequence[str]) -> list[Memory]:
+        """The active memories among these ids, in the order asked, read the way searches read them."""
+        ...
 
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
-    ) -> list[list[Hit]]: ...
+    ) -> list[list[Hit]]:
+        """For each vector, the scope's k active memories nearest to it (score: cosine similarity),
+        exact and in order. With `at_least` a list may be cut short, but not below that many when
+        the scope has them, where completing it would cost a slower search."""
+        ...
 
-    def prepare_vector_search(self, scope: str) -> None: ...
-
-    def get(self, ids: Sequence[str]) -> list[Memory]: ...
-
-    def get_active(self, ids: Sequence[str]) -> list[Memory]: ...
-
-    def update_metadata(self, memories: Sequence[Memory]) -> None: ...
+    def search_text(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """For each query, the scope's active memories matching its words (score: BM25, higher is
+        better). `prefix`: a query word also matches the words it starts ('vim' finds 'vimrc')."""
+        ...
 
 
-class MemoryStore(Protocol):
-    """Persistent memories with vectors, plus a lexical index kept in step.
+class RecallStore(MemoryReader, Protocol):
+    """What recall reads: a MemoryReader that also says when a scope may have changed.
 
-    Adapters: store.chroma.ChromaStore; the tests' InMemoryStore (tests/fakes.py) passes the same
-    contract tests (tests/store/test_store_contract.py).
-    """
+    `revision` exists for the recall engine's cache of scored candidates (an identical query asked
+    again within seconds: a retry, an agent's next step): a cached answer must never outlive a
+    write, a forget above all. Only the store sees every write, other processes' included (a
+    shared Chroma server, the writer a recall process follows), so only it can tell."""
 
-    embedder_id: str
-    where: str
-    """Where the memories live, for messages ("/home/me/.local/share/tap/chroma", a server URL)."""
+    def revision(self, scope: str) -> int:
+        """A number that changes whenever the scope's memories may have changed."""
+        ...
+
+
+class MemoryWriter(Protocol):
+    """How memories are written: new ones with their vectors, and new records of existing ones."""
 
     def add(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]]) -> None:
         """Insert new memories (or replace same-id ones) with their vectors."""
@@ -87,55 +102,23 @@ class MemoryStore(Protocol):
         """Rewrite the stored records of existing memories; vectors stay as they are."""
         ...
 
-    def get(self, ids: Sequence[str]) -> list[Memory]:
-        """The memories with these ids that exist, in the order asked."""
-        ...
 
-    def get_active(self, ids: Sequence[str]) -> list[Memory]:
-        """The active memories among these ids, in the order asked, read the way searches read them
-        (the recall path: no round trip to the vector store where the store keeps its own copy)."""
-        ...
-
-    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """Active memories (current, not archived) of a scope nearest to the vector; score is cosine
-        similarity."""
-        ...
-
-    def vector_search_many(
-        self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
-    ) -> list[list[Hit]]:
-        """`vector_search` for each vector (one round trip for all of them), in their order. Each list
-        is the exact nearest hits in order; with `at_least` it may be cut short (but not below that
-        many, when the scope has them) where completing it would cost a slower search."""
-        ...
-
-    def prepare_vector_search(self, scope: str) -> None:
-        """Load what the scope's vector searches read, if the store keeps anything in memory for
-        them (recall calls it beside the query embedding, so a scope's first search does not wait
-        for it); may do nothing. Never raises for a store that is down: the search will."""
-        ...
-
-    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
-        """Active memories of a scope matching the query words; score is BM25 (higher = better).
-        `prefix`: a query word also matches the words it starts ('vim' finds 'vimrc')."""
-        ...
-
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
-        """`text_search` for each query of one scope, in their order (one lookup for all of them)."""
-        ...
-
-    def revision(self, scope: str) -> int:
-        """A number that changes whenever the scope's memories may have changed (writes of this
-        process, and of others sharing the store once this one has seen them); for caches."""
-        ...
+class SlotLookup(Protocol):
+    """The offline rules' lookup by slot (the holder and attribute a statement fills, set by
+    tap.language.rules): reconcile's slot mates come from here."""
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
-        """Active memories of a scope that fill the slot ("user|residence"), any part and value."""
+        """Active memories of a scope that fill the slot ("user|residence"); [] for an empty slot."""
         ...
 
-    def in_conflict(self, *, scope: str | None) -> list[Memory]:
-        """Active memories (of a scope, or all) that name another in `conflicts_with`."""
-        ...
+
+class ExtractionStore(MemoryReader, MemoryWriter, SlotLookup, Protocol):
+    """What extraction reads and writes (tap.extract.pipeline, the language rules it calls, and the
+    worker's write buffer, tap.extract.write_batch)."""
+
+
+class MemoryCatalog(Protocol):
+    """The user's view of the store: listings, counts, export, conflicts and older versions."""
 
     def list_memories(
         self,
@@ -152,6 +135,11 @@ class MemoryStore(Protocol):
         memories beside the others, True only them, False none of them."""
         ...
 
+    def active_ids(self, scope: str) -> list[str]:
+        """Every active memory id of a scope (current, not archived), in no order, from the store's
+        own index: with `get_active`, a scope's active memories without a scan of the vector store."""
+        ...
+
     def count_memories(
         self,
         *,
@@ -164,19 +152,15 @@ class MemoryStore(Protocol):
         ...
 
     def scope_counts(self) -> dict[str, tuple[int, int]]:
-        """Active memories per scope as (statements, excerpts)."""
+        """Active memories per scope as (statements, excerpts), scopes sorted by name."""
         ...
 
     def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
-        """Every memory (superseded versions included), in pages, for export."""
+        """Every memory (superseded versions included), oldest first, for export."""
         ...
 
-    def delete(self, ids: Sequence[str]) -> int:
-        """Remove memories for good; returns how many existed."""
-        ...
-
-    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The stored vectors of these memories (those that exist), by id."""
+    def in_conflict(self, *, scope: str | None) -> list[Memory]:
+        """Active memories (of a scope, or all) that name another in `conflicts_with`."""
         ...
 
     def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
@@ -184,13 +168,20 @@ class MemoryStore(Protocol):
         recall afterwards, never on the hot path)."""
         ...
 
-    def purge(self) -> None:
-        """Leave no trace of deleted memories in the store's files (after a forget)."""
+
+class StoreAdmin(Protocol):
+    """Looking after the store: erasing, reading vectors back (consolidation), counting, closing."""
+
+    embedder_id: str
+    where: str
+    """Where the memories live, for messages ("/home/me/.local/share/tap/chroma", a server URL)."""
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove memories for good, leaving no trace of them in the store's files; how many existed."""
         ...
 
-    def warm_vectors(self) -> int:
-        """Load what makes a scope's first search fast, at start in the background; how many
-        scopes were loaded (0 when the store has nothing to warm)."""
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these memories (those that exist), by id."""
         ...
 
     def status(self) -> dict[str, Any]:
@@ -204,3 +195,13 @@ class MemoryStore(Protocol):
     def close(self) -> None:
         """Release files and locks."""
         ...
+
+
+class MemoryStore(RecallStore, ExtractionStore, MemoryCatalog, StoreAdmin, Protocol):
+    """A whole store adapter: every port above. The composition roots open one and hand each part
+    of the core the ports it uses.
+
+    Adapters: store.chroma.ChromaStore; the tests' InMemoryStore (testkit/fakes.py). The recall
+    process's read view (store.replica.ReplicaStore) is a RecallStore only. The contract tests
+    (tests/store/test_store_contract.py) hold each of them to each port it offers.
+    """

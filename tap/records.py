@@ -28,9 +28,11 @@ KINDS: tuple[str, ...] = ("fact", "preference", "decision", "event", "instructio
 OUTDATED_TAG = "outdated"
 """Tag of an excerpt whose statement a newer one superseded: the verbatim line still says the old
 value, so recall lets it yield for questions about the present (it stays searchable as history)."""
-Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "manual", "import"]
-SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "manual", "import")
+Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "mcp", "manual", "import"]
+SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "mcp", "manual", "import")
 Importance = Annotated[int, msgspec.Meta(ge=1, le=5)]
+REMEMBERED = "remembered"
+"""The conversation of every statement an agent asked tap to remember (tap.extract.remember)."""
 
 
 MAX_PASSAGES = 16
@@ -77,10 +79,6 @@ class Memory(msgspec.Struct, kw_only=True, omit_defaults=False, gc=False):
     archived_at: float = 0.0
     conflicts_with: tuple[str, ...] = ()
     merged_from: tuple[str, ...] = ()
-    topic: str = ""
-    """The line of statements this one belongs to: they say the same kind of thing about the same
-    subject (its values over time); the id of the line's first statement, '' for none. Recall
-    shows a line together, newest first."""
 
     @property
     def index_text(self) -> str:

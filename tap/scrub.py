@@ -1,9 +1,11 @@
 """Privacy scrubbing applied to every turn before it is chunked, gated, extracted or stored.
 
-`scrub(text)` does two things, in this order:
-1. removes `<private>…</private>` spans entirely, tags included (case-insensitive, across lines);
+`scrub(text)` does three things, in this order:
+1. removes tap's own memory blocks (`<recalled-memories>…</recalled-memories>`, tap.block_tags): a
+   captured request that already carried one never stores tap's notes as conversation text;
+2. removes `<private>…</private>` spans entirely, tags included (case-insensitive, across lines);
    an unclosed `<private>` drops everything after it, and a stray `</private>` is dropped;
-2. replaces secrets with `[REDACTED]`: API keys and tokens of well-known shapes (Anthropic/OpenAI
+3. replaces secrets with `[REDACTED]`: API keys and tokens of well-known shapes (Anthropic/OpenAI
    `sk-…`, GitHub `ghp_…`/`github_pat_…`, AWS `AKIA…` and `aws_secret_access_key = …`, Slack
    `xox?-…`, Google `AIza…`, JWTs, `Bearer …`, Telegram bot tokens, PEM private key blocks
    (OpenSSH and PuTTY keys included)), passwords in their obvious forms (`password: x`,
@@ -17,11 +19,10 @@ chunks again when the worker claims them (tap.extract.worker), and memories writ
 admin API or by import (tap.memories.service.MemoryService); the turn log is scrubbed before it is written
 (tap.ingest.capture.TurnLog).
 
-Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a private span or a
-secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
+Invariants: pure and idempotent (`scrub(scrub(t)) == scrub(t)`); text without a memory block, a
+private span or a secret comes back unchanged. A text of more than `LARGE_TEXT` characters is scrubbed in a helper
 process (one, started on first need): each regex pass over it is one C call that holds the GIL for
-its whole length (a 10 MB pasted turn took ~9 s), which stalled the proxy's event loop and made
-every recall of the next seconds miss its deadline; in another process it only takes a core.
+its whole length, which would stall the proxy's event loop; in another process it only takes a core.
 Patterns are anchored on key shapes or on an explicit key name, so
 ordinary prose, commit hashes and UUIDs are left alone. Where a secret follows a label (`password:`,
 `Bearer`, `user:`) the label is kept and only the value is replaced, so the sentence stays readable.
@@ -33,6 +34,8 @@ import multiprocessing
 import re
 import threading
 from concurrent.futures import ProcessPoolExecutor
+
+from tap.block_tags import remove_blocks
 
 __all__ = [
     "REDACTED",
@@ -114,9 +117,9 @@ _NOT_A_PASSWORD = frozenset(
 _TRAILING_PUNCTUATION = re.compile(r"[.!?,;:)\]]+$")
 
 # What every pattern above needs somewhere in its text (case ignored), lower-cased: a text that
-# holds none of these cannot match any of them, and most turns hold no secret (the ~17 passes of
-# redact_secrets were ~11 % of `tap serve`'s CPU at 64 streams; one regex of these alternatives
-# still cost half a millisecond per 1,000-character turn, substring searches ~20 µs). Each is a
+# holds none of these cannot match any of them, and most turns hold no secret (running every pass
+# of redact_secrets on every turn was a visible share of `tap serve`'s CPU under load, and even one
+# regex of these alternatives costs far more than substring searches). Each is a
 # literal part of the patterns: the shapes' prefixes, the key names (every _SECRET_KEY, _OPTION and
 # _SPOKEN_PASSWORD name holds one), "bearer"; a PIN needs "pin" at a word's start, a connection
 # string "://" and "@", a door or alarm code its label (_CODE_LABEL).
@@ -196,7 +199,7 @@ _pool_lock = threading.Lock()
 
 
 def scrub(text: str) -> str:
-    """Remove private spans and redact secrets; everything else is returned as it was."""
+    """Remove tap's memory blocks and private spans, redact secrets; everything else is returned as it was."""
     if len(text) > LARGE_TEXT:
         return _helper().submit(scrub_here, text).result()
     return scrub_here(text)
@@ -204,7 +207,7 @@ def scrub(text: str) -> str:
 
 def scrub_here(text: str) -> str:
     """`scrub` in the calling thread, whatever the size."""
-    return redact_secrets(remove_private(text))
+    return redact_secrets(remove_private(remove_blocks(text)))
 
 
 def _helper() -> ProcessPoolExecutor:

@@ -1,21 +1,32 @@
-"""The one way tap opens and writes its SQLite files: WAL, usable from worker threads, created with
-its folder, and one transaction helper.
+"""The one way tap opens, writes and migrates its SQLite files: WAL, usable from worker threads,
+created with their folder, one transaction helper, one schema migration helper.
 
-Every SQLite file of tap goes through here (the queue, the turn log, the cost ledger, the
+Every SQLite file of tap goes through here (the queue and cost ledger, the turn log, the
 consolidation journal, the lexical index, the log-tail offsets, the hook state, the Telegram
 history). Each user of a database still serialises its own access with a lock; WAL lets a reader
 in one process (e.g. `tap status`) look while `tap serve` writes.
+
+Schemas change only by `migrate`: each part of a file (the tables one module owns) has a list of
+numbered steps, the file records the number it has reached per part, and opening it runs the
+missing ones, in order, in one transaction. A part's first step is written so that it also
+brings a file from before migrations (tables made with CREATE ... IF NOT EXISTS, no number
+recorded) to that step without losing a row. Steps are never edited once released: a change
+is a new step at the end. The number is kept per part in a table (`schema_versions`), not in
+PRAGMA user_version, because two modules own tables in one file (queue.db: the queue and the
+cost ledger; hooks.db: the hook state and the hooks' transcript offsets).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+
+from tap.errors import StoreError
 
 _ROWS: msgspec.json.Decoder[list[list[Any]]] = msgspec.json.Decoder(list[list[Any]])
 
@@ -65,6 +76,46 @@ def transaction(
         raise
 
 
+Step = tuple[str, ...] | Callable[[sqlite3.Connection], None]
+"""One migration step: SQL statements, or a function given the connection (inside the transaction)."""
+
+
+def schema_version(db: sqlite3.Connection, part: str) -> int:
+    """The step a part of this file has reached (0: none recorded)."""
+    try:
+        row = db.execute("SELECT version FROM schema_versions WHERE part = ?", (part,)).fetchone()
+    except sqlite3.OperationalError:  # no such table: nothing was ever recorded in this file
+        return 0
+    return int(row[0]) if row else 0
+
+
+def migrate(db: sqlite3.Connection, part: str, steps: Sequence[Step]) -> int:
+    """Bring `part`'s tables in this file up to the last of `steps`: the steps it has not reached
+    run in order, in one write transaction (two processes opening the file migrate it once);
+    returns the step the file was at. StoreError when the file is further than `steps` (written
+    by a newer tap)."""
+    found = schema_version(db, part)
+    if found == len(steps):
+        return found  # nothing to do: no write lock taken
+    with transaction(db):
+        db.execute("CREATE TABLE IF NOT EXISTS schema_versions (part TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        found = schema_version(db, part)
+        if found > len(steps):
+            where = db.execute("PRAGMA database_list").fetchone()[2]
+            raise StoreError(
+                f"{where}: its {part} tables are at schema step {found}, and this tap knows {len(steps)}: "
+                "the file was written by a newer tap (upgrade tap, or move the file away to start it anew)"
+            )
+        for step in steps[found:]:
+            if callable(step):
+                step(db)
+            else:
+                for statement in step:
+                    db.execute(statement)
+        db.execute("INSERT OR REPLACE INTO schema_versions (part, version) VALUES (?, ?)", (part, len(steps)))
+    return found
+
+
 def exact_real(expression: str) -> str:
     """SQL for a REAL as text that float() turns back into the same double. SQLite 3.40's own text
     of a double keeps 15 digits, and its printf with 17 loses the last one at large exponents;
@@ -85,10 +136,8 @@ def rows_at_once(
 
     Python's sqlite3 lets go of the GIL around every step, i.e. every row, and a thread that wants
     it back waits for the holder's switch interval. Under load the event loop holds it most of
-    the time, so a recall reading a few hundred rows one by one spent most of its time waiting
-    (bench/contention.py: with another thread busy in Python, a BM25-only recall of a
-    10,000-memory scope took 194 ms p50 reading row by row, 30 ms this way). Idle, this way costs
-    a little more (80 records: 0.9 ms against 0.6).
+    the time, so a recall reading a few hundred rows one by one would spend most of its time
+    waiting (bench/contention.py measures both ways). Idle, this way costs a little more.
 
     Each column's value must survive JSON: text, integers and NULL do; wrap a REAL in
     `exact_real` and read it back with float(); a BLOB of JSON text in json(CAST(... AS TEXT)),

@@ -33,8 +33,8 @@ def count_tokens(text: str) -> int:
 def count_turn_tokens(text: str) -> int:
     """`count_tokens` for the chunker, with a cache of its own: an open window's turns are counted
     again at each new turn, a few hundred at most, and then never again. Through recall's cache, a
-    backfill's turn lines filled it (~15 MB of 32,768 strings at the end of `./dev bench ingest`)
-    and pushed out the memory lines recall counts request after request."""
+    backfill's turn lines would fill it and push out the memory lines recall counts request after
+    request."""
     return _count(text)
 
 

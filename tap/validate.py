@@ -5,7 +5,7 @@ keeps ints as int64): timestamps are finite POSIX seconds from 0 (unknown) to th
 (the last second `datetime` can show), ids and scopes are non-blank and bounded, counts fit int64.
 The entry points (`POST /tap/ingest`, import, the admin API) refuse a record that fails with a 400
 naming the field; sources that cannot be answered (log lines) get unknown timestamps instead
-(`safe_timestamp`).
+(tap.ingest.entry).
 """
 
 from __future__ import annotations
@@ -50,11 +50,6 @@ def parse_timestamp(value: float | str) -> float:
     if not timestamp_ok(value):
         raise ValueError(f"{value!r} is out of range: from 0 (unknown) to {MAX_TIMESTAMP:.0f} (the end of year 9999)")
     return float(value)
-
-
-def safe_timestamp(value: float) -> float:
-    """The timestamp, or 0 (unknown) when it is out of range."""
-    return float(value) if timestamp_ok(value) else 0.0
 
 
 def safe_day(value: float) -> date | None:

@@ -6,7 +6,7 @@ tests only speak to loopback servers, and an HTTP client (httpx under the Anthro
 Ollama SDKs) otherwise loads the ~150 public roots for each client it builds, ~30 ms each, several
 hundred times a run. Tests of TLS set SSL_CERT_FILE themselves.
 
-Adapters: `hash_embedder` and `memory_store` are the fast fakes (tests/fakes.py); `embedder` is the
+Adapters: `hash_embedder` and `memory_store` are the fast fakes (testkit/fakes.py); `embedder` is the
 real ONNX embedder (loaded once) and `store` a real ChromaStore, embedded and (marked slow: it
 starts a `chroma run` process) on a Chroma server.
 
@@ -110,7 +110,7 @@ def embedder() -> Any:
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real `chroma run` server on loopback for the whole session."""
-    from tests.chroma_server import ChromaServer
+    from testkit.chroma_server import ChromaServer
 
     server = ChromaServer(tmp_path_factory.mktemp("chroma-server"))
     server.start()
@@ -124,7 +124,7 @@ _collections = itertools.count()
 @pytest.fixture
 def hash_embedder() -> Any:
     """The deterministic hashing embedder (no model loaded)."""
-    from tests.fakes import HashEmbedder
+    from testkit.fakes import HashEmbedder
 
     return HashEmbedder()
 
@@ -132,7 +132,7 @@ def hash_embedder() -> Any:
 @pytest.fixture
 def memory_store(hash_embedder: Any) -> Any:
     """An empty InMemoryStore for the hashing embedder."""
-    from tests.fakes import InMemoryStore
+    from testkit.fakes import InMemoryStore
 
     return InMemoryStore(embedder_id=hash_embedder.model_id)
 

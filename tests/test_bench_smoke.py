@@ -157,3 +157,9 @@ def test_contention(tmp_path: Path) -> None:
     for entry in result["results"].values():
         assert entry["idle"]["wall_ms"]["n"] == 5 and entry["busy"]["wall_ms"]["n"] == 5
         assert entry["busy_over_idle_wall"]["p50"] > 0
+
+
+def test_mcp(tmp_path: Path) -> None:
+    result = run_bench("mcp", tmp_path / "mcp.json", "--quick")
+    assert result["http"]["search_ms"]["n"] == 8 and result["in_process"]["tool_ms"]["n"] == 8
+    assert result["stdio_with_server"]["start_ms"]["n"] == 1 and result["verdict"]["server_side_p50_ms"] > 0

@@ -1,7 +1,7 @@
 """The fuzz suite with a short budget: every route of `tap serve`, seeded malformed requests.
 
 A failure prints the offending requests; `./dev bench fuzz --seed N` replays a seed with a long
-budget (bench/fuzz.py). Cases: tests/fuzzer.py; target: tests/fuzz_target.py.
+budget (bench/fuzz.py). Cases: testkit/fuzzer.py; target: testkit/fuzz_target.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz_target import FuzzTarget
-from tests.fuzzer import fuzz
+from testkit.fuzz_target import FuzzTarget
+from testkit.fuzzer import fuzz
 
 CASES = 700
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
+from testkit.upstreams import FakeAnthropic
 from tests.threaded import InThread
-from tests.upstreams import FakeAnthropic
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 Proxy and provider tests rely on these fakes behaving like the real APIs as far as the SDKs can
 tell, on the scripted failure modes (error status, hang, dropped connection, a held answer) actually
-happening, on the Anthropic fake's header checks, and on tests/wire.py's streams reassembling.
+happening, on the Anthropic fake's header checks, and on testkit/wire.py's streams reassembling.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import aiohttp
 import ollama
 import pytest
 
+from testkit.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
+from testkit.waits import until
+from testkit.wire import anthropic_message, anthropic_stream
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
-from tests.waits import until
-from tests.wire import anthropic_message, anthropic_stream
 
 if TYPE_CHECKING:
     import anthropic

@@ -1,4 +1,4 @@
-"""An async context manager (a fake upstream from tests/upstreams/) run on its own event loop in a
+"""An async context manager (a fake upstream from testkit/upstreams/) run on its own event loop in a
 thread, for synchronous code: the browser tests (Playwright's sync API) and docs/screenshots.py.
 
     with InThread(FakeAnthropic()) as up:

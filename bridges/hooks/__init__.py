@@ -14,7 +14,7 @@ Code's `http` hooks (proxy/hooks_routes.py on `tap serve`). `tap hooks install` 
 the agents' settings files (bridges.hooks.install).
 
 Invariant: this package's `__init__` and the modules the command path imports (command, names,
-lightconfig, hooklog, deadline, state) use the standard library, platformdirs (lightconfig: the
+lightconfig, hooklog, deadline, state, and bridges.admin_http) use the standard library, platformdirs (lightconfig: the
 user's config and data folders, as tap.config finds them; a few small pure-Python modules) and
 tap.sqlite (standard library) only, so a hook process that talks to a server starts in a few tens
 of milliseconds (no msgspec, chromadb, onnxruntime; tests/bridges/test_hooks_serve.py checks).

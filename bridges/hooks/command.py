@@ -11,24 +11,26 @@ Where the event goes:
 Fail-open: whatever goes wrong (bad arguments, unreadable config, server down or slow, store busy,
 any exception) the process exits 0 with nothing on stdout, so the agent carries on without
 memories, and leaves one line in `<data dir>/tap.log` (bridges.hooks.hooklog) and in the hook's
-status (bridges.hooks.hook_db). A `Deadline` bounds the whole process: `[hooks] timeout_s` (1 s)
-when a server runs, `[hooks] embedded_timeout_s` (10 s) when this process must open the store.
+status (bridges.hooks.hook_db). A `Deadline` bounds the whole process: `[hooks] timeout_s` when a
+server runs, `[hooks] embedded_timeout_s` when this process must open the store.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from bridges.admin_http import NoAnswer, exchange
 from bridges.hooks import lightconfig
 from bridges.hooks.deadline import Deadline
 from bridges.hooks.hooklog import log_line
 from bridges.hooks.names import AGENTS, EVENTS, cli_event
+from tap import locations
+from tap.errors import ConfigError
 
 USAGE = (
     "usage: tap [--config PATH] hook EVENT [--agent claude|codex] [--config PATH]  (EVENT: " + ", ".join(EVENTS) + ")"
@@ -98,74 +100,16 @@ def parse_args(argv: list[str]) -> Invocation:
     return Invocation(event=event, agent=agent, config=config)
 
 
-def split_url(url: str) -> tuple[str, int, str]:
-    """(host, port, path prefix) of an `http://` URL such as `http://127.0.0.1:8787`."""
-    if not url.startswith("http://"):
-        raise HookFailed(f"unsupported server URL {url!r} (tap serves plain http on loopback)")
-    hostport, _, path = url[len("http://") :].partition("/")
-    host, port = hostport, "80"
-    if hostport.startswith("["):  # [::1]:8787
-        host, _, rest = hostport[1:].partition("]")
-        port = rest.removeprefix(":") or "80"
-    elif ":" in hostport:
-        host, _, port = hostport.rpartition(":")
-    try:
-        return host, int(port), "/" + path.strip("/") if path.strip("/") else ""
-    except ValueError:
-        raise HookFailed(f"bad server URL {url!r}") from None
-
-
 def post_event(url: str, token: str, invocation: Invocation, body: bytes, timeout: float) -> bytes:
-    """POST the hook JSON to the server's hook endpoint; the answer body (HookFailed otherwise).
-
-    A minimal HTTP/1.1 exchange over a socket (`Connection: close`, the body read to the end):
-    http.client would import the email package and ssl, a third of this process's import time.
-    """
-    host, port, prefix = split_url(url)
-    path = f"{prefix}/tap/hooks/{invocation.event}?agent={invocation.agent}"
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host if ':' not in host else f'[{host}]'}:{port}\r\n"
-        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
+    """POST the hook JSON to the server's hook endpoint; the answer body (HookFailed otherwise)."""
+    path = f"/tap/hooks/{invocation.event}?agent={invocation.agent}"
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(head.encode("latin-1") + body)
-            chunks = []
-            while data := sock.recv(65536):
-                chunks.append(data)
-    except OSError as exc:
-        raise HookFailed(f"tap serve at {url} did not answer: {exc or type(exc).__name__}") from exc
-    status, data = parse_response(b"".join(chunks))
+        status, data = exchange(url, "POST", path, token=token, body=body, timeout=timeout)
+    except (NoAnswer, ValueError) as exc:
+        raise HookFailed(str(exc)) from exc
     if status != 200:
         raise HookFailed(f"tap serve at {url} answered {status}: {data[:200].decode(errors='replace')}")
     return data
-
-
-def parse_response(raw: bytes) -> tuple[int, bytes]:
-    """(status, body) of a whole HTTP/1.1 response (Content-Length, chunked, or read to the close)."""
-    head, sep, rest = raw.partition(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    parts = lines[0].split(b" ", 2)
-    if not sep or len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
-        raise HookFailed("tap serve sent a malformed or incomplete answer")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in lines[1:])}
-    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
-        return int(parts[1]), _unchunk(rest)
-    length = headers.get(b"content-length")
-    return int(parts[1]), rest[: int(length)] if length is not None and length.isdigit() else rest
-
-
-def _unchunk(data: bytes) -> bytes:
-    out = bytearray()
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
-        if size == 0:
-            break
-        out += data[:size]
-        data = data[size + 2 :]
-    return bytes(out)
 
 
 def _session_of(body: bytes) -> str:
@@ -216,13 +160,13 @@ def run(
     try:
         invocation = parse_args(argv)
     except ValueError as exc:
-        log_line(lightconfig.data_dir(), f"hook: {exc}; exit 0, no output")
+        log_line(locations.data_dir(), f"hook: {exc}; exit 0, no output")
         print(f"tap: {exc}", file=sys.stderr)
         return 0
     try:
         config = lightconfig.load(invocation.config)
-    except lightconfig.LightConfigError as exc:
-        _Reporter(lightconfig.data_dir(), invocation)(str(exc))
+    except (ConfigError, OSError) as exc:
+        _Reporter(locations.data_dir(), invocation)(str(exc))
         return 0
     report = _Reporter(config.data_dir, invocation)
     url = lightconfig.running_server(config)

@@ -5,6 +5,8 @@ Tables:
 - `given`: per session, the memory ids its context already holds (the ledger: a hook's context
   stays in the transcript, so a memory given once is not given again until compaction or a clear);
 - `sessions`: per session, its agent, scope and when it was last seen (for status and pruning);
+- `started`: the sessions that were given their start digest (at SessionStart, or with the first
+  prompt of a session that had none);
 - `pending`: Codex prompts waiting for their turn's Stop (Codex's transcript is not Claude Code's
   format, so a Codex exchange is captured from the hook payloads: the prompt now, the reply at Stop).
 The `files` table of the same file belongs to the transcript offsets (bridges.logtail.progress_db).
@@ -26,21 +28,28 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from tap.sqlite import connect, transaction
+from tap.sqlite import Step, connect, migrate, transaction
 
 STATE_FILE = "hooks.db"
 PRUNE_AFTER_S = 30 * 86400.0
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS fired (agent TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL,
-    outcome TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (agent, event)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS given (session TEXT NOT NULL, memory_id TEXT NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (session, memory_id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, agent TEXT NOT NULL, scope TEXT NOT NULL,
-    cwd TEXT NOT NULL, seen_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS pending (session TEXT NOT NULL, turn_id TEXT NOT NULL, prompt TEXT NOT NULL,
-    at REAL NOT NULL, PRIMARY KEY (session, turn_id)) WITHOUT ROWID;
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: hooks fired, memories given per session, sessions, prompts waiting for their Stop
+        "CREATE TABLE IF NOT EXISTS fired (agent TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL, "
+        "outcome TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (agent, event)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS given (session TEXT NOT NULL, memory_id TEXT NOT NULL, at REAL NOT NULL, "
+        "PRIMARY KEY (session, memory_id)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, agent TEXT NOT NULL, scope TEXT NOT NULL, "
+        "cwd TEXT NOT NULL, seen_at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS pending (session TEXT NOT NULL, turn_id TEXT NOT NULL, prompt TEXT NOT NULL, "
+        "at REAL NOT NULL, PRIMARY KEY (session, turn_id)) WITHOUT ROWID",
+    ),
+    (  # 2: the sessions given their start digest
+        "CREATE TABLE IF NOT EXISTS started (session TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID",
+    ),
+)
+"""The hook state's tables in hooks.db (tap.sqlite.migrate: steps are appended, never edited)."""
+_SESSION_TABLES = ("given", "pending", "started", "sessions")
 
 
 class Fired(NamedTuple):
@@ -63,7 +72,7 @@ class HookState:
         self._now = now
         self._lock = threading.Lock()
         self._db = connect(path)
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "hooks", _MIGRATIONS)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -117,6 +126,16 @@ class HookState:
                 (session, agent, scope, cwd, self._now()),
             )
 
+    def mark_started(self, session: str) -> None:
+        """Note that `session` was given its start digest."""
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO started VALUES (?, ?)", (session, self._now()))
+
+    def has_started(self, session: str) -> bool:
+        """Whether `session` was given its start digest."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM started WHERE session = ?", (session,)).fetchone() is not None
+
     def pend(self, session: str, turn_id: str, prompt: str) -> None:
         """Keep a prompt until its turn's Stop."""
         with self._lock:
@@ -142,7 +161,7 @@ class HookState:
         cutoff = self._now() - PRUNE_AFTER_S
         with self._tx() as db:
             old = [r[0] for r in db.execute("SELECT session FROM sessions WHERE seen_at < ?", (cutoff,))]
-            for table in ("given", "pending", "sessions"):
+            for table in _SESSION_TABLES:
                 db.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in old])
             db.execute("DELETE FROM pending WHERE at < ?", (cutoff,))
         return len(old)
@@ -151,7 +170,7 @@ class HookState:
         """Delete every row of the sessions in `scope` (what was given, waiting prompts); returns sessions."""
         with self._tx() as db:
             sessions = [r[0] for r in db.execute("SELECT session FROM sessions WHERE scope = ?", (scope,))]
-            for table in ("given", "pending", "sessions"):
+            for table in _SESSION_TABLES:
                 db.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
         return len(sessions)
 

@@ -1,13 +1,20 @@
 """HookService: what each agent hook event does, whatever carried it (a `tap hook` process or `tap serve`).
 
-- SessionStart: the scope's most important current statements (importance, then recency; never
-  superseded ones, never verbatim excerpts), packed in the recall block format into
-  `[hooks] start_budget_tokens`. Sources `startup`, `clear` and `compact` first reset the session's
-  ledger (a new or emptied context), so after a compaction or a clear the essentials come again;
-  `resume` keeps it (the resumed transcript still holds what was given).
+- SessionStart: the scope's most important current statements (tap.recall.digest), packed in the
+  recall block format into `[hooks] start_budget_tokens`. Sources `startup`, `clear` and `compact`
+  first reset the session's ledger (a new or emptied context), so after a compaction or a clear
+  the essentials come again; `resume` keeps it (the resumed transcript still holds what was given).
 - UserPromptSubmit: recall for `prompt` in the scope (the proxy's engine, block and budget), minus
-  the memories this session was already given (bridges.hooks.ledger). For Codex the prompt is also
-  kept until its turn's Stop (see below).
+  the memories this session was already given (bridges.hooks.ledger). A session that had no
+  SessionStart (tap's Claude Code hook fires only after a /clear or a compaction:
+  bridges.hooks.install) gets the start digest with its first prompt, before the recalled block.
+  A memory block of tap's that the prompt quotes is no part of it (tap.block_tags). For Codex the
+  prompt is also kept until its turn's Stop (see below).
+Both go through the interception core like every other way in (the backend calls
+tap.intercept.core.Interceptor.recall_turn): its deadline, its degraded reasons and counts, its
+request log line and `tap why` record (path `/tap/hooks/EVENT`, conversation = the session), and
+its block kept per turn: a prompt event sent again before its answer was committed gets the same
+block (the turn is the prompt and what the session held then).
 - Stop, PreCompact, SessionEnd: the exchange goes to ingestion, then the session's window is closed
   into a chunk at once (no waiting for the idle flush), and extraction is nudged. Claude Code: the
   transcript lines written since the last offset (`backend.read_transcript`, the log-tail's reader:
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,25 +48,25 @@ from bridges.hooks.ledger import HookLedger
 from bridges.hooks.names import EVENTS
 from bridges.hooks.payload import HookInput, context_output
 from bridges.hooks.scope import hook_scope
+from tap.block_tags import remove_blocks
 from tap.config import HooksConfig
+from tap.intercept.core import TurnRecall
 from tap.intercept.repeats import Skip
 from tap.plural import plural
-from tap.recall.engine import is_excerpt, pack_block
-from tap.records import IngestEvent, Memory, Message, RecallResult
-
-START_CANDIDATES = 300
-"""How many of the scope's newest statements the session-start digest chooses from."""
+from tap.records import IngestEvent, Message
 
 
 class HookBackend(Protocol):
-    """What the service needs from the store and the pipeline (see tap.wiring.hook_service)."""
+    """What the service needs from the interception core, the store and the pipeline (see
+    tap.wiring.hook_service). The blocks come from tap.intercept.core.Interceptor.recall_turn;
+    `event` (the CLI spelling) names the `tap why` record's path, `session` its conversation."""
 
-    def recall(self, query: str, *, scope: str, skip: Skip) -> RecallResult:
+    def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
         """The block for a prompt (the proxy's recall)."""
         ...
 
-    def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        """The scope's active statements, newest first."""
+    def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
+        """The scope's essentials for a new context (tap.recall.digest)."""
         ...
 
     def ingest(self, event: IngestEvent) -> int:
@@ -80,12 +88,14 @@ class HookBackend(Protocol):
 
 @dataclass
 class HookReply:
-    """The answer to one event and what committing it records."""
+    """The answer to one event and what committing it records (`started`: the session's start
+    digest was given with it)."""
 
     output: dict[str, Any] | None = None
     session: str = ""
     given: tuple[str, ...] = ()
     outcome: str = "ok"
+    started: bool = False
 
 
 @dataclass
@@ -136,6 +146,8 @@ class HookService:
         if reply.given:
             self.ledger.record(reply.session, reply.given)
             self._counters.memories_given += len(reply.given)
+        if reply.started:
+            self.state.mark_started(reply.session)
         self.state.fired(agent, event, reply.outcome)
 
     # -- context -----------------------------------------------------------------------------------
@@ -147,44 +159,65 @@ class HookService:
             self.ledger.reset(session)
         if payload.source in ("", "startup"):
             self.state.prune()
-        budget = self.config.start_budget_tokens
-        if budget <= 0:
-            return HookReply(session=session, outcome="start digest off")
-        given = self.ledger.given(session)
-        memories = [m for m in self.backend.current_memories(scope, START_CANDIDATES) if m.id not in given]
-        result = pack_block(self._by_importance(memories), budget)
-        return self._context("session-start", session, result)
+        if self.config.start_budget_tokens <= 0:
+            return HookReply(session=session, outcome="start digest off", started=True)
+        reply = self._context("session-start", session, self._digest(scope, session, self.ledger.given(session)))
+        reply.started = True
+        return reply
 
-    @staticmethod
-    def _by_importance(memories: list[Memory]) -> list[tuple[Memory, float]]:
-        """Statements by importance, then recency (a score that orders them so for pack_block)."""
-        statements = [m for m in memories if m.active and not is_excerpt(m)]
-        newest = max((m.valid_from or m.created_at for m in statements), default=0.0) or 1.0
-        return sorted(
-            ((m, m.importance + (m.valid_from or m.created_at) / newest / 2) for m in statements),
-            key=lambda pair: (-pair[1], pair[0].id),
+    def _digest(self, scope: str, session: str, given: frozenset[str]) -> TurnRecall:
+        """The scope's essentials that the session does not hold (`given`)."""
+        turn = "start-" + uuid.uuid4().hex  # every start is a new context: nothing to reuse
+        return self.backend.start_block(
+            event="session-start",
+            scope=scope,
+            session=session,
+            turn=turn,
+            budget=self.config.start_budget_tokens,
+            skip=lambda memory: memory.id in given,
         )
 
     def user_prompt_submit(self, payload: HookInput, agent: str, scope: str) -> HookReply:
         """Recall for the prompt, minus what the session already holds."""
         session = payload.session_id
-        if agent == "codex" and payload.prompt.strip():
-            self.state.pend(session, payload.turn_id, payload.prompt)
-        if not payload.prompt.strip():
+        prompt = remove_blocks(payload.prompt)  # tap's own block, pasted back, is no part of the prompt
+        if agent == "codex" and prompt.strip():
+            self.state.pend(session, payload.turn_id, prompt)
+        if not prompt.strip():
             return HookReply(session=session, outcome="empty prompt")
-        result = self.backend.recall(payload.prompt, scope=scope, skip=self.ledger.skip(session))
-        return self._context("user-prompt-submit", session, result)
+        given = self.ledger.given(session)
+        turn = "prompt-" + hashlib.sha256(f"{payload.turn_id}\x1f{prompt}\x1f{len(given)}".encode()).hexdigest()[:20]
+        result = self.backend.prompt_block(
+            prompt,
+            event="user-prompt-submit",
+            scope=scope,
+            session=session,
+            turn=turn,
+            skip=lambda memory: memory.id in given,
+        )
+        starts = not self.state.has_started(session)  # no SessionStart for this session: its digest comes now
+        digest = None
+        if starts and self.config.start_budget_tokens > 0:
+            digest = self._digest(scope, session, given | frozenset(result.ids))
+        reply = self._context("user-prompt-submit", session, *([digest] if digest is not None else []), result)
+        reply.started = starts
+        return reply
 
     @staticmethod
-    def _context(event: str, session: str, result: RecallResult) -> HookReply:
-        if not result.block:
+    def _context(event: str, session: str, *results: TurnRecall) -> HookReply:
+        given = [r for r in results if not r.degraded and r.text]
+        if not given:
+            degraded = next((r for r in results if r.degraded), None)
+            if degraded is not None:
+                why = f"no memories: {degraded.degraded} (tap why {degraded.request_id})"
+                return HookReply(session=session, outcome=why)
             return HookReply(session=session, outcome="no memories to give")
-        ids = tuple(r.memory.id for r in result.memories)
+        ids = tuple(i for r in given for i in r.ids)
         return HookReply(
-            output=context_output(EVENTS[event], result.block),
+            output=context_output(EVENTS[event], "\n\n".join(r.text for r in given)),
             session=session,
             given=ids,
-            outcome=f"gave {plural(len(ids), 'memory', 'memories')} ({result.tokens} tokens)",
+            outcome=f"gave {plural(len(ids), 'memory', 'memories')} ({sum(r.tokens for r in given)} tokens)",
         )
 
     # -- capture -----------------------------------------------------------------------------------

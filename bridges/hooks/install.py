@@ -7,7 +7,9 @@ Files (docs/protocols.md, Agent hooks; Codex's `codex-rs/config/src/hook_config.
   and an `http` hook is `{"type": "http", "url": "...", "headers": {...}, "allowedEnvVars": [...], "timeout": N}`.
 - Codex: `~/.codex/hooks.json` (`$CODEX_HOME/hooks.json`) or the project's `.codex/hooks.json`, the
   same shape with only the top-level `"hooks"` key (older Codex versions reject any other key) and
-  only `command` hooks (`timeout` in whole seconds). Event names Codex does not know are ignored by it.
+  only `command` hooks (`timeout` in whole seconds; SessionEnd at most 3, which Codex enforces). Event
+  names Codex does not know are ignored by it. Codex runs a hook only once the user has trusted it
+  (bridges.hooks.codex_trust).
 
 Merging never touches anything but tap's own entries: a hook is tap's when its command runs
 `tap … hook EVENT` or its URL is a `/tap/hooks/` endpoint (`is_tap_hook`). Installing replaces
@@ -16,6 +18,12 @@ nothing the second time; uninstalling removes tap's entries and only the groups,
 `hooks` object that it left empty. A file that is not valid JSON (or not an object) is never
 rewritten: `InstallError` names it. Writes keep a timestamped backup of the old file beside it,
 go through a temporary file and `os.replace` (the file is never half-written), and keep the file's mode.
+
+Claude Code's entries are laid out so that a `claude -p` run waits for two hook processes
+(UserPromptSubmit, Stop) instead of four: SessionEnd runs in the background (`"async": true`; it
+outlives the agent and hands the last lines over), and SessionStart fires only after a /clear or
+a compaction (its own group, with matcher `clear|compact`; the start digest of a new session comes
+with its first prompt).
 
 With `--http`, UserPromptSubmit and Stop (the events that fire every turn) become Claude Code
 `http` hooks on `tap serve` — no process start per prompt — authenticated with the admin token
@@ -45,7 +53,17 @@ from bridges.hooks.names import EVENTS
 from bridges.hooks.scope import project_root
 
 COMMAND_TIMEOUTS = {"session-start": 15, "user-prompt-submit": 15, "stop": 30, "pre-compact": 60, "session-end": 5}
+CODEX_TIMEOUTS = {**COMMAND_TIMEOUTS, "session-end": 3}
+"""Codex clamps a SessionEnd hook's timeout to 3 s (and warns about it on every run when it is larger)."""
 HTTP_TIMEOUTS = {"user-prompt-submit": 3, "stop": 5}
+CLAUDE_ASYNC = ("session-end",)
+"""Claude Code runs these in the background (`"async": true`). Not Stop: a one-shot `claude -p`
+cancels a background Stop hook that is still running when the session ends, and its exit then took
+~1.5 s longer than with the hook in the foreground (Claude Code 2.1.337, measured)."""
+CLAUDE_START_SOURCES = "clear|compact"
+"""Claude Code's SessionStart fires tap's hook only after a /clear or a compaction; a new or resumed
+session gets its start digest with its first prompt instead (bridges.hooks.hook_session), one
+process fewer on the way to every first answer."""
 HTTP_EVENTS = tuple(HTTP_TIMEOUTS)
 
 _EVENT_WORD = "|".join(EVENTS)
@@ -149,9 +167,16 @@ def entries(agent: str, call: HookCall) -> dict[str, dict[str, Any]]:
         out[name] = {
             "type": "command",
             "command": f"{call.command} hook {event}{agent_flag}",
-            "timeout": COMMAND_TIMEOUTS[event],
+            "timeout": (CODEX_TIMEOUTS if agent == "codex" else COMMAND_TIMEOUTS)[event],
         }
+        if agent == "claude" and event in CLAUDE_ASYNC:
+            out[name]["async"] = True
     return out
+
+
+def group_matchers(agent: str) -> dict[str, str]:
+    """The matcher of tap's own group, by event name, for the events that need one."""
+    return {EVENTS["session-start"]: CLAUDE_START_SOURCES} if agent == "claude" else {}
 
 
 def is_tap_hook(hook: object) -> bool:
@@ -182,8 +207,17 @@ def _groups_with_tap(groups: list[Any]) -> list[tuple[dict[str, Any], int]]:
     return found
 
 
-def merged(document: dict[str, Any], new: Mapping[str, dict[str, Any]], path: Path) -> dict[str, Any]:
-    """The document with tap's entries set to `new` (in place of the old ones), nothing else changed."""
+def merged(
+    document: dict[str, Any],
+    new: Mapping[str, dict[str, Any]],
+    path: Path,
+    matchers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The document with tap's entries set to `new` (in place of the old ones), nothing else changed.
+
+    An event in `matchers` gets tap's entry in a group of its own with that matcher (moved there
+    from a group with another matcher); the others keep it where it is.
+    """
     out = copy.deepcopy(document)
     hooks = _hooks_table(out, path)
     if hooks is None:
@@ -194,8 +228,13 @@ def merged(document: dict[str, Any], new: Mapping[str, dict[str, Any]], path: Pa
     for name, entry in new.items():
         groups = hooks.setdefault(name, [])
         found = _groups_with_tap(groups)
+        matcher = (matchers or {}).get(name)
+        if matcher is not None and found and (found[0][0].get("matcher") != matcher or len(found[0][0]["hooks"]) > 1):
+            _drop_tap(hooks, name)  # tap's entry needs a group of its own, with its matcher
+            groups = hooks.setdefault(name, [])
+            found = []
         if not found:
-            groups.append({"hooks": [entry]})
+            groups.append({"matcher": matcher, "hooks": [entry]} if matcher is not None else {"hooks": [entry]})
             continue
         first_group, first_index = found[0]
         first_group["hooks"][first_index] = entry
@@ -283,10 +322,10 @@ def render(document: dict[str, Any], indent: int = 2) -> str:
     return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
 
 
-def plan_install(path: Path, new: Mapping[str, dict[str, Any]]) -> FileEdit:
+def plan_install(path: Path, new: Mapping[str, dict[str, Any]], matchers: Mapping[str, str] | None = None) -> FileEdit:
     """What installing `new` into the file would do (nothing when tap's entries are already these)."""
     document, text = read_document(path)
-    after = merged(document, new, path)
+    after = merged(document, new, path, matchers)
     return FileEdit(path, text, text if text and after == document else render(after, indent_of(text)))
 
 

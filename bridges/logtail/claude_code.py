@@ -1,39 +1,27 @@
 """Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`) → IngestEvents.
 
-The conversation is rebuilt the way Claude Code's own reader does it (docs/protocols.md, Claude Code
-transcripts): entries are linked by `uuid`/`parentUuid`; the conversation is the chain from the
-newest leaf that is a non-sidechain, non-meta user or assistant entry back to the root. Of that
-chain only user text and assistant text are kept: tool results, tool use, thinking, images, meta
-lines (`isMeta`), sidechains (`isSidechain`, sub-agents), team messages, synthetic API-error replies
-and command noise (`<command-name>`, `<local-command-stdout>`, `[Request interrupted by user…]`, …)
-are dropped, and the lines of one assistant message (Claude Code writes one content block per line,
-all with the same `message.id`) are merged into one turn whose id is the uuid of its first line.
-Scope: the project of the session's working directory (`cwd` of its first entry; its git root, as
-the agent hooks file it, tap.intercept.projects) unless a scope is configured; conversation: the entry's
-`sessionId`; turn ids: entry uuids; timestamps: the ISO `timestamp`.
+The conversation is rebuilt as Claude Code's own reader does (docs/protocols.md, Claude Code
+transcripts): entries link by `uuid`/`parentUuid`, and the conversation is the chain from the
+newest visible leaf back to the root. Only user and assistant text is kept (tool results and use,
+thinking, images, meta lines, sidechains, team messages, synthetic API errors and command noise
+are dropped); the lines of one assistant message (one content block a line, one `message.id`) are
+one turn, whose id is its first line's uuid. Scope: the project of the session's working
+directory (tap.intercept.projects) unless configured; conversation: `sessionId`.
 
-Streaming, with bounded memory: the file is never loaded whole. Between two checkpoints the parser
-indexes only the entries read since the previous checkpoint (uuid → parent, plus the text of
-visible user/assistant entries). At a checkpoint (end of each pass over the file, or when the index
-grows past `max_nodes` entries or `max_text` bytes of text, then at the next user entry so an
-assistant message is not cut in two) it walks from the newest eligible leaf up the chain until it
-leaves the index, emits the visible turns on that walk, and forgets the index. Because a session is
-append-only and grows at its leaf, this emits each turn of the live conversation once, as it
-arrives, and needs no memory of earlier checkpoints. The rule, which holds across restarts too
-(the offset is committed only after a checkpoint): *an entry is emitted iff it lies on the chain of
-the newest leaf at the first checkpoint after it was written* (for the lines of a held-back
-message, see below: the first checkpoint that does not hold them back). Consequences, by design:
-- a branch abandoned within one checkpoint interval (an edited and re-sent prompt) is dropped, as
-  in Claude Code's reader; one that was already emitted stays (memories are not un-learned);
-- while a file is still being written (a non-final checkpoint: following, and the file not quiet
-  yet), a conversation that ends in an assistant line may be in the middle of writing that
-  message, so its lines are held back: kept in the index, with the resume point before them, and
-  emitted whole at a later checkpoint. Held back means decided later: if the prompt it answers is
-  edited meanwhile, the reply is on an abandoned branch by then and is dropped;
-- compaction: a `compact_boundary` entry starts a new root (`parentUuid: null`); the walk follows its
-  `logicalParentUuid` instead, so the conversation before the compaction is not lost. The compact
-  summary (`isCompactSummary`) is a model-written digest of that earlier part: it is dropped when
-  this file already had visible turns, and kept (as an assistant turn) when it is the only record.
+Streaming, in bounded memory: between checkpoints the parser indexes only the entries read since
+the last one (uuid → parent, the visible text). At a checkpoint (end of a pass, or when the index
+passes `max_nodes` entries or `max_text` bytes, at the next user entry) it walks from the newest
+leaf up the chain until it leaves the index, emits the visible turns on the walk and forgets the
+index. The rule, across restarts too (the offset is committed after a checkpoint): *an entry is
+emitted iff it lies on the chain of the newest leaf at the first checkpoint after it was written*.
+So:
+- a branch abandoned within one interval (an edited prompt) is dropped; one already emitted stays;
+- while a file is being written, a conversation ending in an assistant line is held back (kept in
+  the index, resume point before it) and emitted whole at a later checkpoint, or dropped if its
+  prompt was edited meanwhile;
+- compaction: a `compact_boundary` starts a new root; the walk follows its `logicalParentUuid`, so
+  the conversation before it is kept; the compact summary is dropped when the file already had
+  visible turns, else kept as an assistant turn.
 """
 
 from __future__ import annotations

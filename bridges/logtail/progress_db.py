@@ -23,24 +23,23 @@ from typing import Any
 
 import msgspec
 
-from tap.sqlite import connect
+from tap.sqlite import Step, connect, migrate
 
 __all__ = ["HEAD_MAX", "MARK_BYTES", "FileRecord", "OffsetStore", "head_hash", "head_matches", "head_of", "mark_at"]
 
 HEAD_MAX = 4096
 MARK_BYTES = 64
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
-    dev INTEGER NOT NULL, ino INTEGER NOT NULL, path TEXT NOT NULL,
-    head_len INTEGER NOT NULL, head_hash TEXT NOT NULL,
-    offset INTEGER NOT NULL, lines INTEGER NOT NULL, mark TEXT NOT NULL,
-    seen_size INTEGER NOT NULL, seen_mtime INTEGER NOT NULL,
-    format TEXT NOT NULL, scope TEXT NOT NULL, conversation TEXT NOT NULL,
-    parser_state BLOB NOT NULL, updated_at REAL NOT NULL,
-    PRIMARY KEY (dev, ino)
-);
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: one row per file followed
+        "CREATE TABLE IF NOT EXISTS files (dev INTEGER NOT NULL, ino INTEGER NOT NULL, path TEXT NOT NULL, "
+        "head_len INTEGER NOT NULL, head_hash TEXT NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL, "
+        "mark TEXT NOT NULL, seen_size INTEGER NOT NULL, seen_mtime INTEGER NOT NULL, format TEXT NOT NULL, "
+        "scope TEXT NOT NULL, conversation TEXT NOT NULL, parser_state BLOB NOT NULL, updated_at REAL NOT NULL, "
+        "PRIMARY KEY (dev, ino))",
+    ),
+)
+"""The offsets table, in logtail.db and in hooks.db (tap.sqlite.migrate: steps are appended, never edited)."""
 _COLUMNS = (
     "dev, ino, path, head_len, head_hash, offset, lines, mark, seen_size, seen_mtime, format, scope, "
     "conversation, parser_state, updated_at"
@@ -106,7 +105,7 @@ class OffsetStore:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path, synchronous="FULL")
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "offsets", _MIGRATIONS)
 
     def get(self, dev: int, ino: int) -> FileRecord | None:
         """The record of a file identity, if any."""

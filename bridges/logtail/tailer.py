@@ -17,6 +17,12 @@ there, and the file was not met elsewhere in the pass — so logtail.db does not
 deleted or rotated-away transcript. A file that comes back is a new file, read from the start (the
 queue drops the turns it already has). A file that merely cannot be looked at is kept.
 
+Files that are no chat log (yet): with format `auto`, a file whose first lines say no format
+(bridges.logtail.detect) is recorded as such (`stats.unrecognised`, and one warning per file through
+`on_warning` that says how to read it anyway), never for good: it is looked at again whenever it
+grows, and read at once from its start when a format is given (`fmt`). A file recognised late gets
+the scope and conversation its format gives.
+
 Errors: an unreadable file or directory is recorded in `stats.errors` (and reported once through
 `on_error`); a broken line is counted and reported through `on_warning` with file and line; an
 exception from the sink propagates (nothing of that batch is committed). `stop_requested` is
@@ -104,6 +110,7 @@ class Tailer:
         self.quiet_s = quiet_s
         self.stats = TailStats()
         self._root_errors: set[str] = set()
+        self._reported_unrecognised: set[str] = set()
         self._met: set[tuple[int, int]] = set()  # identities of the files looked at in this pass
         self._now = now
         self.on_warning = on_warning
@@ -161,6 +168,8 @@ class Tailer:
             known = self.store.get(status.st_dev, status.st_ino)
             if known is not None and self._unchanged(known, status, one_shot=one_shot):
                 self._seen(path, known)
+                if known.format == UNKNOWN:
+                    self._unrecognised(path)
                 return
             with open(path, "rb") as handle:
                 self._read(path, handle, one_shot=one_shot)
@@ -177,8 +186,10 @@ class Tailer:
         """Nothing to do: same size and mtime as last time, and nothing waiting to be taken now."""
         if record.seen_size != status.st_size or record.seen_mtime != status.st_mtime_ns:
             return False
+        if record.format == UNKNOWN:
+            return self.fmt == "auto"  # a format given now reads it; auto waits for it to grow
         waiting = record.offset < status.st_size and (one_shot or self._quiet(status))
-        return record.format == UNKNOWN or not waiting
+        return not waiting
 
     def _quiet(self, status: os.stat_result) -> bool:
         return self._now() - status.st_mtime >= self.quiet_s
@@ -192,8 +203,10 @@ class Tailer:
             return
         self._seen(path, record)
         if record.format == UNKNOWN:
+            self._unrecognised(path)
             self._save_seen(record, status)
             return
+        self.stats.unrecognised.discard(str(path))
         quiet = self._quiet(status)
         parser = make_parser(self._format(record), self._context(path, record))
         lineno, end = record.lines, record.offset
@@ -261,7 +274,7 @@ class Tailer:
                     self._notice(f"{known.path} is now {path}; continuing where it was left")
                     known.path = str(path)
                 if known.format == UNKNOWN:
-                    known.format = self.fmt if self.fmt != "auto" else (detect(_first_lines(fd)) or UNKNOWN)
+                    self._redetect(path, fd, known)
                 return known
             change = "truncated" if status.st_size < known.offset else "rewritten"
             self._notice(f"{path} was {change}; reading it again from the start")
@@ -271,8 +284,6 @@ class Tailer:
         digest = head_hash(head)
         fmt: str = self.fmt if self.fmt != "auto" else (detect(_first_lines(fd)) or UNKNOWN)
         same_head = old is not None and old.head_hash == digest
-        if fmt == UNKNOWN:
-            self.stats.unrecognised.add(str(path))
         record = FileRecord(
             dev=status.st_dev,
             ino=status.st_ino,
@@ -286,7 +297,30 @@ class Tailer:
         self.store.save(record)
         return record
 
+    def _redetect(self, path: Path, fd: int, record: FileRecord) -> None:
+        """A file that was no chat log so far: its format now (given, or detected on what it holds
+        now); once known, the scope and conversation that format gives (nothing was read yet)."""
+        fmt = self.fmt if self.fmt != "auto" else (detect(_first_lines(fd)) or UNKNOWN)
+        if fmt == UNKNOWN:
+            return
+        record.format = fmt
+        record.offset, record.lines, record.mark = 0, 0, ""
+        record.scope = _file_scope(path, fmt)
+        record.conversation = _file_conversation(path, fmt, record.head_hash)
+
     # -- reporting ----------------------------------------------------------------------------------
+
+    def _unrecognised(self, path: Path) -> None:
+        """Record (and report once) a file whose lines say no format."""
+        self.stats.unrecognised.add(str(path))
+        if str(path) in self._reported_unrecognised:
+            return
+        self._reported_unrecognised.add(str(path))
+        self._notice(
+            f"{path}: not a chat log tap recognises (first line: {_snippet(path)}); skipped for now and looked at "
+            "again when it grows; to read it anyway, give its format (--format claude-code|jsonl|text, "
+            "or [logtail] format)"
+        )
 
     def _seen(self, path: Path, record: FileRecord) -> None:
         self.stats.files.add(str(path))
@@ -319,6 +353,17 @@ def _gone(path: str, dev: int, ino: int) -> bool:
     except OSError:  # cannot look (permission, I/O error): not known to be gone
         return False
     return (status.st_dev, status.st_ino) != (dev, ino)
+
+
+def _snippet(path: Path, size: int = 80) -> str:
+    """The start of a file's first line, for a message."""
+    try:
+        with open(path, "rb") as handle:
+            line = handle.read(size + 1).split(b"\n", 1)[0]
+    except OSError:
+        return "unreadable"
+    text = line[:size].decode("utf-8", "replace")
+    return repr(text + ("…" if len(line) > size else ""))
 
 
 def _first_lines(fd: int) -> list[bytes]:

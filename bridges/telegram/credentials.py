@@ -34,38 +34,39 @@ class Credentials:
         return "Credentials(token=[redacted], secret=[redacted])"
 
 
+def _secret(key: str, env_name: str, pattern: re.Pattern[str], unset: str, malformed: str) -> str:
+    """The value of the env var `[telegram] key` names, registered for redaction before it is
+    checked; ConfigError naming the key when it is unset (`unset`: what to put there) or does not
+    match `pattern` (`malformed`: what it must look like)."""
+    value = read_secret(env_name)
+    if value is None:
+        raise ConfigError(f"telegram.{key}: environment variable {env_name} is not set ({unset})")
+    register_secret(value)
+    if not pattern.match(value):
+        raise ConfigError(f"telegram.{key}: ${env_name} {malformed}")
+    return value
+
+
 def read_token(cfg: TelegramConfig) -> str:
     """The bot token from `$[telegram] token_env`; ConfigError when unset or not token-shaped."""
-    token = read_secret(cfg.token_env)
-    if token is None:
-        raise ConfigError(
-            f"telegram.token_env: environment variable {cfg.token_env} is not set "
-            "(put the bot token from @BotFather in it)"
-        )
-    register_secret(token)
-    if not _TOKEN.match(token):
-        raise ConfigError(
-            f"telegram.token_env: ${cfg.token_env} does not look like a bot token "
-            "(expected <digits>:<letters, digits, _ or ->, as @BotFather prints it)"
-        )
-    return token
+    return _secret(
+        "token_env",
+        cfg.token_env,
+        _TOKEN,
+        "put the bot token from @BotFather in it",
+        "does not look like a bot token (expected <digits>:<letters, digits, _ or ->, as @BotFather prints it)",
+    )
 
 
 def read_webhook_secret(cfg: TelegramConfig) -> str:
     """The webhook secret from `$[telegram] secret_env`; ConfigError when unset or malformed."""
-    secret = read_secret(cfg.secret_env)
-    if secret is None:
-        raise ConfigError(
-            f"telegram.secret_env: environment variable {cfg.secret_env} is not set "
-            "(choose a random secret, e.g. `openssl rand -hex 32`)"
-        )
-    register_secret(secret)
-    if not _SECRET.match(secret):
-        raise ConfigError(
-            f"telegram.secret_env: ${cfg.secret_env} must be 1-256 characters of A-Z a-z 0-9 _ - "
-            "(Telegram's rule for secret_token)"
-        )
-    return secret
+    return _secret(
+        "secret_env",
+        cfg.secret_env,
+        _SECRET,
+        "choose a random secret, e.g. `openssl rand -hex 32`",
+        "must be 1-256 characters of A-Z a-z 0-9 _ - (Telegram's rule for secret_token)",
+    )
 
 
 def read_credentials(cfg: TelegramConfig) -> Credentials:

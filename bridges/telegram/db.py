@@ -26,30 +26,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tap.scrub import scrub
-from tap.sqlite import connect, transaction
+from tap.sqlite import Step, connect, migrate, transaction
 
 SEEN_TTL_S = 7 * 86400
 _PRUNE_EVERY = 500
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS seen_updates (update_id INTEGER PRIMARY KEY, seen_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS refused (who TEXT PRIMARY KEY, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS private_next (scope TEXT NOT NULL, user_id INTEGER NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (scope, user_id));
-CREATE TABLE IF NOT EXISTS turns (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation TEXT NOT NULL,
-    message_id INTEGER NOT NULL,
-    user_id INTEGER NOT NULL,
-    author TEXT NOT NULL,
-    user_text TEXT NOT NULL,
-    reply_text TEXT,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'answered')),
-    created_at REAL NOT NULL,
-    answered_at REAL,
-    UNIQUE (conversation, message_id));
-CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns (conversation, id);
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: updates seen, refusals, private-next flags, turns
+        "CREATE TABLE IF NOT EXISTS seen_updates (update_id INTEGER PRIMARY KEY, seen_at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS refused (who TEXT PRIMARY KEY, at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS private_next (scope TEXT NOT NULL, user_id INTEGER NOT NULL, at REAL NOT NULL, "
+        "PRIMARY KEY (scope, user_id))",
+        "CREATE TABLE IF NOT EXISTS turns (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL, "
+        "message_id INTEGER NOT NULL, user_id INTEGER NOT NULL, author TEXT NOT NULL, user_text TEXT NOT NULL, "
+        "reply_text TEXT, status TEXT NOT NULL CHECK (status IN ('pending', 'answered')), created_at REAL NOT NULL, "
+        "answered_at REAL, UNIQUE (conversation, message_id))",
+        "CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns (conversation, id)",
+    ),
+)
+"""The bridge's tables in telegram.db (tap.sqlite.migrate: steps are appended, never edited)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ class TelegramDB:
         self._now = now
         self._lock = threading.Lock()
         self._db = connect(path)
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "telegram", _MIGRATIONS)
         self._inserts = 0
         self.prune()
 

@@ -51,12 +51,6 @@ def register_secret(secret: str) -> None:
             _installed = True
 
 
-def forget_secret(secret: str) -> None:
-    """Stop redacting `secret` (the factory stays installed; it is a no-op without secrets)."""
-    with _lock:
-        _secrets.discard(secret)
-
-
 def _install() -> None:
     previous = logging.getLogRecordFactory()
 

@@ -15,8 +15,8 @@ free heuristic gate / rule-based extractor. The same `LLMProvider` object serves
 `reconcile`; a provider built for the gate is only asked to `gate`. `make_reply_model(cfg)` picks
 the Telegram bot's model the same way (`[telegram] provider`).
 
-The SDK modules are imported on first use: the `anthropic` SDK alone takes 1-3 s to import (the
-`openai` SDK about 2 s), which the offline default (and every CLI command) should not pay.
+The SDK modules are imported on first use: the `anthropic` and `openai` SDKs take seconds to
+import, which the offline default (and every CLI command) should not pay.
 """
 
 from __future__ import annotations

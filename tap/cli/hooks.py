@@ -6,22 +6,29 @@ without importing this module, so it starts fast; this click command is the same
 `--help`, `python -m tap` and tests.
 
 `tap hooks install` writes tap's hooks into one settings file (bridges.hooks.install: merged next
-to the user's own hooks, idempotent, backed up, `--dry-run` prints the diff); `uninstall` removes
-them; `status` shows the scope rule and this directory's scope, the server, what is installed
-where, when each hook last fired and the last problems from `<data dir>/tap.log`.
+to the user's own hooks, idempotent, backed up, `--dry-run` prints the diff) and registers tap's
+MCP server in the same agent's MCP settings at the same level (tap.cli.mcp; `--no-mcp` skips it);
+for Codex it says whether Codex trusts the hooks yet (it skips untrusted hooks silently) and
+`--trust` records that trust (bridges.hooks.codex_trust); `uninstall` removes both; `status` shows
+the scope rule and this directory's scope, the server, what is installed where (and Codex's trust
+in it), when each hook last fired and the last problems from `<data dir>/tap.log`.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
+from bridges.hooks.codex_trust import config_path as codex_config_path
+from bridges.hooks.codex_trust import plan_trust, tap_entries, trust_of
 from bridges.hooks.command import Invocation, run
 from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hooklog import last_lines, log_path
@@ -31,6 +38,7 @@ from bridges.hooks.install import (
     InstallError,
     Target,
     entries,
+    group_matchers,
     installed,
     plan_install,
     plan_uninstall,
@@ -42,6 +50,7 @@ from bridges.hooks.install import (
 from bridges.hooks.names import AGENTS, EVENTS
 from bridges.hooks.scope import hook_scope
 from tap.admin_token import ensure_token, read_server_info
+from tap.cli.mcp import register_server, server_status, unregister_server
 from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig
 
@@ -118,24 +127,84 @@ def _apply(change_target: Target, change: Any, dry_run: bool, verb: str) -> bool
 @hooks.command("install")
 @_with_agent_options
 @click.option("--http", is_flag=True, help="Claude Code: UserPromptSubmit and Stop as http hooks on tap serve.")
-def install(agent: str, level: str, dry_run: bool, http: bool) -> None:
+@click.option(
+    "--trust",
+    is_flag=True,
+    help="Codex: record that you trust tap's hooks (as /hooks does), so headless `codex exec` runs them.",
+)
+@click.option("--no-mcp", is_flag=True, help="Do not register tap's MCP server (`tap mcp`).")
+def install(agent: str, level: str, dry_run: bool, http: bool, trust: bool, no_mcp: bool) -> None:
     """Add tap's hooks to Claude Code's or Codex's settings, next to your own hooks."""
     loaded = state().load()
     if http and agent == "codex":
         raise click.UsageError("Codex runs command hooks only; drop --http")
+    if trust and agent != "codex":
+        raise click.UsageError("--trust is for Codex (Claude Code runs the hooks in its settings without it)")
     where = target(agent, level, Path.cwd())
     token_env = loaded.config.admin.token_env or "TAP_ADMIN_TOKEN"
     call = HookCall(tap_command(loaded.path), server_url(loaded) if http else "", token_env)
     if http and not dry_run:
         ensure_token(loaded.data_dir, token_env)  # so the `export` line below works before the first `tap serve`
     try:
-        change = plan_install(where.path, entries(agent, call))
+        change = plan_install(where.path, entries(agent, call), group_matchers(agent))
         _apply(where, change, dry_run, "installed")
+        codex = _codex_trust(change, trust=trust, dry_run=dry_run) if agent == "codex" else ""
     except InstallError as exc:
         raise click.ClickException(str(exc)) from exc
+    if not no_mcp:
+        register_server(agent, level, loaded.path, dry_run=dry_run)
     if not dry_run:
         click.echo(f"\nWhat each hook does:\n{WHAT_EACH_DOES}\n")
         click.echo(_next_steps(agent, level, http, call, loaded))
+    if codex:
+        click.echo(codex)
+
+
+def _codex_trust(change: Any, *, trust: bool, dry_run: bool) -> str:
+    """Record Codex's trust in tap's hooks (`trust`), and say where that trust stands."""
+    document = json.loads(change.after) if change.after.strip() else {}
+    tap_hooks = tap_entries(document, change.path)
+    config = codex_config_path()
+    if trust:
+        edit = plan_trust(tap_hooks, config)
+        if dry_run:
+            return edit.diff() or f"{config}: Codex trusts tap's hooks already"
+        if edit.changed:
+            backup = write(edit)
+            note = f" (backup: {backup.name})" if backup else ""
+            click.echo(f"{config}: recorded that you trust tap's hooks, as Codex's /hooks does{note}")
+    if dry_run:
+        return ""
+    try:
+        return codex_trust_line(trust_of(tap_hooks, config), config)
+    except InstallError as exc:  # the install stands; only Codex's trust cannot be told
+        return f"Whether Codex trusts tap's hooks cannot be told: {exc}"
+
+
+CODEX_STATES = {
+    "untrusted": "not trusted",
+    "changed": "changed since you trusted them",
+    "disabled": "disabled in /hooks",
+}
+
+
+def codex_trust_line(states: Mapping[str, str], config: Path) -> str:
+    """What Codex will do with tap's hooks, and how to trust them when it will not run them."""
+    if not states:
+        return ""
+    if all(state == "trusted" for state in states.values()):
+        return f"Codex trusts tap's hooks ({config}): they run in `codex` and in `codex exec`."
+    lines = ["Codex will NOT run these of tap's hooks (it skips them without a word, in `codex exec` too):"]
+    for kind, why in CODEX_STATES.items():
+        events = [event for event, found in states.items() if found == kind]
+        if events:
+            lines.append(f"  {why}: {', '.join(events)}")
+    lines += [
+        "Trust them: start `codex`, open /hooks and trust them; or run `tap hooks install --codex --trust`,",
+        f"which records the same trust in {config} (for headless use); or, per run,",
+        "`codex exec --dangerously-bypass-hook-trust` (runs every untrusted hook). Enable disabled ones in /hooks.",
+    ]
+    return "\n".join(lines)
 
 
 def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: LoadedConfig) -> str:
@@ -153,11 +222,9 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
                 f'  export {call.token_env}="$(cat {loaded.data_dir / "admin-token"})"',
             ]
     else:
-        lines += [
-            "Codex runs new or changed hooks only once you trust them: start `codex`, open `/hooks`,",
-            "and trust tap's hooks (until then Codex skips them without a word).",
-            "Older Codex versions also need hooks switched on in ~/.codex/config.toml: [features] codex_hooks = true.",
-        ]
+        lines.append(
+            "Older Codex versions also need hooks switched on in ~/.codex/config.toml: [features] codex_hooks = true."
+        )
         if level == "project":
             lines.append("Project hooks load only in a trusted project (Codex asks when you open it).")
     return "\n".join(lines)
@@ -166,12 +233,13 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
 @hooks.command("uninstall")
 @_with_agent_options
 def uninstall(agent: str, level: str, dry_run: bool) -> None:
-    """Remove tap's hooks from Claude Code's or Codex's settings (your own hooks stay)."""
+    """Remove tap's hooks and MCP server from Claude Code's or Codex's settings (your own stay)."""
     where = target(agent, level, Path.cwd())
     try:
         _apply(where, plan_uninstall(where.path), dry_run, "removed")
     except InstallError as exc:
         raise click.ClickException(str(exc)) from exc
+    unregister_server(agent, level, dry_run=dry_run)
 
 
 @hooks.command("status")
@@ -193,11 +261,18 @@ def status_doc(loaded: LoadedConfig, cwd: Path) -> dict[str, Any]:
     for agent in AGENTS:
         for level in ("user", "project"):
             where = target(agent, level, cwd)
+            item: dict[str, Any] = {"agent": agent, "level": level, "path": str(where.path)}
             try:
-                found: dict[str, str] | str = installed(read_document(where.path)[0], where.path)
+                document = read_document(where.path)[0]
+                item["hooks"] = installed(document, where.path)
+                if agent == "codex" and item["hooks"]:
+                    try:
+                        item["codex_trust"] = trust_of(tap_entries(document, where.path), codex_config_path())
+                    except InstallError as exc:
+                        item["codex_trust_error"] = str(exc)
             except InstallError as exc:
-                found = f"error: {exc}"
-            targets.append({"agent": agent, "level": level, "path": str(where.path), "hooks": found})
+                item["hooks"] = f"error: {exc}"
+            targets.append(item)
     return {
         "scope_rule": f"one scope: {config.scope}" if config.scope else "per project (git root of cwd, else cwd)",
         "scope_here": hook_scope(config.scope, str(cwd)),
@@ -205,6 +280,7 @@ def status_doc(loaded: LoadedConfig, cwd: Path) -> dict[str, Any]:
         "timeout_s": config.timeout_s,
         "embedded_timeout_s": config.embedded_timeout_s,
         "installed": targets,
+        "mcp": server_status(cwd),
         "last_fired": _last_fired(loaded.data_dir),
         "token_env": loaded.config.admin.token_env or "TAP_ADMIN_TOKEN",
         "token_env_set": bool(os.environ.get(loaded.config.admin.token_env or "TAP_ADMIN_TOKEN")),
@@ -253,6 +329,14 @@ def render_status(doc: dict[str, Any]) -> str:
         else:
             shown = "-"
         lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {shown}")
+        if item.get("codex_trust"):
+            trust = codex_trust_line(item["codex_trust"], codex_config_path())
+            lines += [f"         {line}" for line in trust.splitlines()]
+        if item.get("codex_trust_error"):
+            lines.append(f"         whether Codex trusts them cannot be told: {item['codex_trust_error']}")
+    lines.append("mcp server:")
+    for item in doc.get("mcp", []):
+        lines.append(f"  {item['agent']:<6} {item['level']:<7} {item['path']}: {item['server'] or '-'}")
     lines.append("last fired:" if doc["last_fired"] else "last fired: never")
     for fired in doc["last_fired"]:
         name = EVENTS.get(fired["event"], fired["event"])

@@ -10,7 +10,8 @@ worker is then drained so the memories exist when the command returns. With `--f
 command keeps polling (`[logtail] poll_s`) until Ctrl-C, extracting periodically when local.
 
 Output: a rich progress bar on stderr when it is a terminal (never with `--json`); warnings for
-broken lines name file and line; a summary at the end (a JSON object with `--json`). Exit code 1
+broken lines name file and line, and a warning for each file that is not a chat log tap recognises
+(with how to read it anyway); a summary at the end (a JSON object with `--json`). Exit code 1
 when a path or file could not be read (the rest is still ingested), else 0.
 
 rich's progress bar, the tailer and the runtime are imported when the command runs, not when the
@@ -240,7 +241,7 @@ def _session(
     """Open the offset store and the sink (server if one runs, else the local runtime)."""
     from bridges.logtail import OffsetStore, Tailer
     from bridges.logtail.follow import STATE_FILE
-    from tap.client import INGEST_TIMEOUT_S, AdminClient
+    from tap.cli.admin_client import INGEST_TIMEOUT_S, AdminClient
     from tap.wiring.runtime import open_runtime
 
     config = loaded.config.logtail
@@ -300,7 +301,7 @@ def render_summary(doc: dict[str, Any]) -> str:
         reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
         lines.append(f"skipped lines: {sum(skipped.values())} ({reasons})")
     for path in doc["not_chat_logs"]:
-        lines.append(f"not a chat log (skipped): {path}")
+        lines.append(f"not a chat log (skipped; looked at again when it grows, or give --format): {path}")
     for path in doc["waiting"]:
         lines.append(f"waiting for the rest of the last line: {path}")
     for error in doc["errors"]:

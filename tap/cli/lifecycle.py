@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tap.admin_token import ensure_token, read_server_info
-from tap.cli.memories import json_option, memories
+from tap.cli.memories import change_memory, json_option, memories
 from tap.cli.progress import Bar
 from tap.cli.render import when
 from tap.cli.shared import backend, emit_json, state
@@ -51,7 +51,7 @@ def consolidate_cmd(scope: str | None, dry_run: bool, as_json: bool) -> None:
 
 def _consolidate(svc: Any, scope: str | None, dry_run: bool, as_json: bool) -> dict[str, Any]:
     """Run consolidation on `svc` (the store here, or the running server) behind a progress line."""
-    from tap.client import AdminClient  # urllib only
+    from tap.cli.admin_client import AdminClient
 
     if isinstance(svc, AdminClient):
         with Bar("consolidating (tap serve)", quiet=as_json, counted=False):
@@ -155,17 +155,12 @@ def restore_cmd(memory_id: str, as_json: bool) -> None:
 
 
 def _change(action: str, memory_id: str, as_json: bool) -> None:
-    with backend() as svc:
-        try:
-            memory = getattr(svc, action)(memory_id)
-        except KeyError:
-            raise click.ClickException(f"no memory with id {memory_id}") from None
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
-    if as_json:
-        emit_json(memory_view(memory))
-    else:
-        click.echo(f"{action}d {memory.id}" if action == "archive" else f"restored {memory.id}")
+    change_memory(
+        lambda svc: getattr(svc, action)(memory_id),
+        memory_id=memory_id,
+        as_json=as_json,
+        done=lambda memory: f"{action}d {memory.id}" if action == "archive" else f"restored {memory.id}",
+    )
 
 
 @click.command("why")
@@ -188,7 +183,7 @@ def why(request_id: str | None, last: bool, list_n: int | None, as_json: bool) -
         raise click.ClickException(
             "no tap serve is running: `tap why` shows what a running server recalled (kept in its memory only)"
         )
-    from tap.client import AdminClient
+    from tap.cli.admin_client import AdminClient
 
     remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
     if list_n is not None:

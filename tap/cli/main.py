@@ -28,8 +28,8 @@ from tap.config import ServerConfig, default_config_text, user_config_file
 from tap.errors import ConfigError, TapError
 
 # Commands whose modules load only when the command runs (or its own --help): their imports
-# (bridges.logtail, bridges.hooks, mitmproxy's helpers) cost ~0.1 s that `tap status`, `tap
-# recall` and `tap memories list` should not pay. name → ("module:attribute", first help paragraph
+# (bridges.logtail, bridges.hooks, mitmproxy's helpers) cost start-up time that `tap status`,
+# `tap recall` and `tap memories list` should not pay. name → ("module:attribute", first help paragraph
 # as `tap --help` lists it; tests/tap/cli/test_cli_startup.py checks it against the command's own).
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("tap.cli.mitm:env", "Shell lines that point clients at tap, for each way in (or just WAY)."),
@@ -41,6 +41,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": (
         "tap.cli.ingest:ingest",
         "Ingest chat logs (Claude Code transcripts, JSONL, plain text) into memories, exactly once.",
+    ),
+    "mcp": (
+        "tap.cli.mcp:mcp",
+        "Run tap's MCP server over stdio (what an agent starts; `tap hooks install` registers it).",
     ),
     "mitm": (
         "tap.cli.mitm:mitm",

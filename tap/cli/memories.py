@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -20,7 +20,7 @@ from tap.cli.shared import backend, emit_json, state
 from tap.config import RecallConfig
 from tap.memories.views import memory_view, search_view
 from tap.plural import plural
-from tap.records import KINDS
+from tap.records import KINDS, Memory
 
 DEFAULT_SCOPE = "default"
 BUDGET = int_range(RecallConfig, "budget_tokens")  # what [recall] budget_tokens allows
@@ -33,6 +33,24 @@ kind_choice = click.Choice(KINDS)
 @click.group()
 def memories() -> None:
     """Inspect, search, edit, delete, export and import stored memories."""
+
+
+def change_memory(
+    change: Callable[[Any], Memory], *, memory_id: str, as_json: bool, done: Callable[[Memory], str]
+) -> None:
+    """Run a change of one memory on the backend and show the new record (JSON, or `done`'s line);
+    a ClickException for an unknown id or a change the service refuses."""
+    with backend() as svc:
+        try:
+            memory = change(svc)
+        except KeyError:
+            raise click.ClickException(f"no memory with id {memory_id}") from None
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(memory_view(memory))
+    else:
+        click.echo(done(memory))
 
 
 @memories.command("list")
@@ -132,15 +150,12 @@ def show_cmd(memory_id: str, as_json: bool) -> None:
 @json_option
 def add_cmd(content: str, scope: str, kind: str, importance: int, tags: tuple[str, ...], as_json: bool) -> None:
     """Add a memory by hand."""
-    with backend() as svc:
-        try:
-            memory = svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags))
-        except ValueError as exc:  # nothing left once private spans are removed
-            raise click.ClickException(str(exc)) from None
-    if as_json:
-        emit_json(memory_view(memory))
-    else:
-        click.echo(f"added {memory.id} to scope {memory.scope!r}")
+    change_memory(  # refused when nothing is left once private spans are removed
+        lambda svc: svc.add(scope=scope, content=content, kind=kind, importance=importance, tags=list(tags)),
+        memory_id="",
+        as_json=as_json,
+        done=lambda memory: f"added {memory.id} to scope {memory.scope!r}",
+    )
 
 
 @memories.command("edit")
@@ -161,17 +176,12 @@ def edit_cmd(
     """Edit a memory: writes a new version, the old one stays in its history."""
     if content is None and kind is None and importance is None and not tags:
         raise click.UsageError("nothing to change: give --content, --kind, --importance or --tag")
-    with backend() as svc:
-        try:
-            memory = svc.edit(memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None)
-        except KeyError:
-            raise click.ClickException(f"no memory with id {memory_id}") from None
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
-    if as_json:
-        emit_json(memory_view(memory))
-    else:
-        click.echo(f"{memory_id} → {memory.id} (old version kept; `tap memories show {memory.id}`)")
+    change_memory(
+        lambda svc: svc.edit(memory_id, content=content, kind=kind, importance=importance, tags=list(tags) or None),
+        memory_id=memory_id,
+        as_json=as_json,
+        done=lambda memory: f"{memory_id} → {memory.id} (old version kept; `tap memories show {memory.id}`)",
+    )
 
 
 @memories.command("forget")

@@ -142,11 +142,14 @@ def env_lines(loaded: LoadedConfig) -> dict[str, list[str]]:
             target = ReverseTarget.parse(spec)
             ways["reverse"].append(reverse_line(target.url, f"http://{mitm_host}:{target.listen_port}"))
     ways["hooks"] = ["# agent hooks (Claude Code, Codex): no environment; run `tap hooks install`"]
+    from tap.cli.mcp import manual_lines  # bridges.hooks.install: only for this command
+
+    ways["mcp"] = manual_lines(loaded.path, url, config.admin.token_env or "TAP_ADMIN_TOKEN")
     return ways
 
 
 @click.command("env")
-@click.argument("way", required=False, type=click.Choice(["proxy", "mitm", "reverse", "hooks"]))
+@click.argument("way", required=False, type=click.Choice(["proxy", "mitm", "reverse", "hooks", "mcp"]))
 @json_option
 def env(way: str | None, as_json: bool) -> None:
     """Shell lines that point clients at tap, for each way in (or just WAY)."""

@@ -14,8 +14,8 @@ from tap.intercept.scopes import scope_rule
 from tap.plural import plural
 
 STALLED_LAG_MS = 50.0
-"""Event loop lag p99 from which `tap status` says the server is overloaded at times (idle: a few ms;
-at the end of 64 concurrent streams on two cores, 70 ms)."""
+"""Event loop lag p99 from which `tap status` says the server is overloaded at times (idle, the
+loop is on time: tap.runtime.loop_lag)."""
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -45,7 +45,7 @@ def status(as_json: bool) -> None:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import AdminClient
+        from tap.cli.admin_client import AdminClient
 
         remote = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         doc = {"server": info.url, **remote.status()}

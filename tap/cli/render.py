@@ -71,8 +71,8 @@ def memories_table(
     which version is current, archived, in conflict — when `versions` lists every version or when
     any memory listed is not a plain current one) as a plain-text table that fits the terminal.
 
-    Plain text rather than rich: importing rich's console costs ~0.1 s, a fifth of the 0.5 s that
-    `tap memories list` has against a running server. Old versions are dimmed on a terminal.
+    Plain text rather than rich: importing rich's console would be a large share of what `tap
+    memories list` takes against a running server. Old versions are dimmed on a terminal.
     """
     history = versions or any(not m.active or m.conflicts_with for m in memories)
     headers = ["id", *(["version"] if history else []), *(["score"] if scores is not None else [])]

@@ -37,7 +37,7 @@ def backend() -> Iterator[Any]:
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is not None:
-        from tap.client import AdminClient  # urllib.request, http.client: not for `tap --help`
+        from tap.cli.admin_client import AdminClient  # msgspec and tap.records: not for `tap --help`
 
         yield AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env))
         return

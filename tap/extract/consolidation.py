@@ -44,20 +44,23 @@ from tap.ports import MemoryStore
 from tap.records import Memory
 from tap.runtime.priority import wait_for_gap, write_parts, yield_after
 from tap.runtime.repeatlog import RepeatLog
-from tap.sqlite import connect
+from tap.sqlite import Step, connect, migrate
 
 log = logging.getLogger(__name__)
 ALL = 10**9
 QUIET_WAIT_MAX_S = 900.0  # how long a background cycle waits for gaps between requests, in all
-QUIET_S = 5.0  # a gap: no request relayed for this long (a scope of 10,000 takes ~3 s to plan)
+QUIET_S = 5.0  # a gap: no request relayed for this long (planning a large scope takes seconds)
 QUIET_POLL_S = 0.5
-ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (~45 ms each)
+ARCHIVE_BATCH = 32  # memories per write when archiving inside `tap serve` (each holds the GIL)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS steps (id TEXT PRIMARY KEY, scope TEXT NOT NULL, action TEXT NOT NULL,
-    payload BLOB NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (scope TEXT PRIMARY KEY, finished_at REAL NOT NULL);
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: steps begun, and when each scope was last consolidated
+        "CREATE TABLE IF NOT EXISTS steps (id TEXT PRIMARY KEY, scope TEXT NOT NULL, action TEXT NOT NULL, "
+        "payload BLOB NOT NULL, at REAL NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS runs (scope TEXT PRIMARY KEY, finished_at REAL NOT NULL)",
+    ),
+)
+"""The journal's tables in consolidate.db (tap.sqlite.migrate: steps are appended, never edited)."""
 
 
 class Report(msgspec.Struct, kw_only=True):
@@ -91,7 +94,7 @@ class Journal:
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path, synchronous="FULL")  # a step must be on disk before the store changes
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "consolidation", _MIGRATIONS)
 
     def begin(self, step_id: str, scope: str, action: str, payload: dict[str, Any]) -> None:
         """Record a step about to be applied."""
@@ -187,7 +190,7 @@ class Consolidator:
     def plan(self, scope: str, *, paced: bool = False) -> ScopePlan:
         """What consolidating the scope would do now. Inside `tap serve` (`paced`) each step (reading
         the memories, their vectors, planning) is followed by a pause while requests are relayed:
-        at 10,000 memories the three take ~1, ~0.6 and ~1.6 s, mostly holding the GIL."""
+        on a large scope each takes seconds, mostly holding the GIL."""
 
         def step[T](work: Callable[[], T]) -> T:
             began = time.perf_counter()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tap.sqlite import connect
+from tap.sqlite import Step, connect, migrate
 
 
 def utc_day(stamp: float) -> str:
@@ -28,6 +28,17 @@ def next_utc_midnight(stamp: float) -> float:
     return (day + timedelta(days=1)).timestamp()
 
 
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: one row per LLM call
+        "CREATE TABLE IF NOT EXISTS llm_calls (at REAL NOT NULL, day TEXT NOT NULL, provider TEXT NOT NULL, "
+        "model TEXT NOT NULL, purpose TEXT NOT NULL, input_tokens INTEGER NOT NULL, "
+        "output_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS llm_calls_day ON llm_calls (day)",
+    ),
+)
+"""The ledger's table in queue.db (tap.sqlite.migrate: steps are appended, never edited)."""
+
+
 class CostLedger:
     """Append-only record of LLM calls with per-day totals (thread-safe)."""
 
@@ -35,12 +46,7 @@ class CostLedger:
         self._now = now
         self._lock = threading.Lock()
         self._db = connect(path)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS llm_calls (at REAL NOT NULL, day TEXT NOT NULL, provider TEXT NOT NULL, "
-            "model TEXT NOT NULL, purpose TEXT NOT NULL, input_tokens INTEGER NOT NULL, "
-            "output_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS llm_calls_day ON llm_calls (day)")
+        migrate(self._db, "costs", _MIGRATIONS)
 
     def record(
         self, *, provider: str, model: str, purpose: str, input_tokens: int, output_tokens: int, cost_usd: float

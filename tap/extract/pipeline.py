@@ -24,10 +24,9 @@ superseded memories stay, marked.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
-import math
-import os
 import re
 import time
 from collections import Counter
@@ -41,7 +40,7 @@ from tap.config import ExtractConfig
 from tap.errors import TapError
 from tap.extract.costs import CostLedger, next_utc_midnight
 from tap.extract.model_candidates import conform, guarded
-from tap.extract.reconcile import Evidence, Links, Plan, decide, holds_words, plan_from_decision, slot_mates
+from tap.extract.reconcile import Evidence, Plan, decide, holds_words, plan_from_decision, slot_mates
 from tap.ingest.chunker import Chunk, render_chunk
 from tap.language.death import words_for_deceased
 from tap.language.forget_requests import forget_request, names_all
@@ -49,24 +48,19 @@ from tap.language.gate import heuristic_gate
 from tap.language.goal import words_for_goal
 from tap.language.holder_alias import aliased_mates
 from tap.language.linked_slots import linked_mates
-from tap.language.probes import Probes, distinctive_words, load_probes
+from tap.language.probes import Probes, load_probes
 from tap.language.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
 from tap.memories.conflicts import link
-from tap.ports import Embedder, MemoryStore
+from tap.ports import Embedder, ExtractionStore
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 
 log = logging.getLogger(__name__)
 SIMILAR_K = 5
-NEIGHBOURS_K = 12  # nearest statements a candidate may update (the link probe reads them)
-LEXICAL_NEIGHBOURS = 20  # statements sharing its distinctive words, likewise
-TENTATIVE_FLOOR = 0.45
-"""The keep probe's score from which a tentative statement is written if it continues a line of
-stored statements (about half of them are right at this score alone, in cross-validation on dev)."""
 RETRACT_LOOKUP_K = 100  # excerpts hold the same words and are most of a scope: look past them
-NEAREST_FETCH = 4 * NEIGHBOURS_K
+NEAREST_FETCH = 5 * SIMILAR_K
 
 
 class BudgetExhausted(TapError):
@@ -114,7 +108,7 @@ class Extraction:
     def __init__(
         self,
         *,
-        store: MemoryStore,
+        store: ExtractionStore,
         embedder: Embedder,
         config: ExtractConfig,
         ledger: CostLedger,
@@ -208,7 +202,7 @@ class Extraction:
         gone = 0
         while self._forget_asks:
             ask = self._forget_asks[0]
-            hits = self.store.text_search(" ".join(ask.words), scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
+            [hits] = self.store.search_text([" ".join(ask.words)], scope=ask.scope, k=RETRACT_LOOKUP_K, prefix=True)
             for hit in hits:
                 memory = hit.memory
                 if ask.turn_id in memory.sources or memory.valid_from > ask.at:
@@ -281,7 +275,7 @@ class Extraction:
 
     def _similar_to_text(self, chunk: Chunk, text: str) -> list[Memory]:
         vector = self.embedder.embed_query(text[:2000])
-        hits = self.store.vector_search(vector, scope=chunk.scope, k=10)
+        [hits] = self.store.search_vectors([vector], scope=chunk.scope, k=10)
         return [h.memory for h in hits if h.memory.kind != "episode"]
 
     # -- reconcile and write ------------------------------------------------------------------------
@@ -307,10 +301,9 @@ class Extraction:
             # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too;
             # a model's candidates the same way, through the same rules (tap.extract.model_candidates)
             for candidate, vector in zip(fresh, vectors, strict=True):
-                plan = self._rules_plan(chunk, candidate, vector)
-                if plan is None:
-                    actions["tentative-dropped"] += 1
-                    continue
+                near = self._nearest(chunk.scope, [vector])[0]
+                known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+                plan = decide(candidate, known, self.config)
                 if self.extract_provider is not None:
                     plan = guarded(candidate, plan)
                 actions[plan.action] += 1
@@ -326,54 +319,48 @@ class Extraction:
             self._apply(chunk, candidate, vector, plan)
         return actions
 
-    def _rules_plan(self, chunk: Chunk, candidate: CandidateMemory, vector: list[float]) -> Plan | None:
-        """The rules' decision for one candidate against what the store holds (with the probes'
-        readings where there are probes); None for a tentative statement not kept after all."""
-        near = self._nearest(chunk.scope, [vector])[0]
-        known = self._evidence(chunk.scope, candidate, near, chunk.conversation)
-        probes = self.probes
-        links = None
-        if probes is not None:
-            known.change = probes.change.score(vector)
-            known.reports_change = known.change >= probes.change.threshold
-            known.neighbours = self._neighbours(chunk.scope, candidate, vector, near)
-            links = Links(probes.link, probes.topic_threshold)
-            if "TAP_LINK_T" in os.environ or "TAP_TOPIC_T" in os.environ:  # experiment
-                link_t = float(os.environ.get("TAP_LINK_T", probes.link.threshold))
-                links = Links(msgspec.structs.replace(probes.link, threshold=link_t) if False else type(probes.link)(probes.link.weights, probes.link.bias, link_t), float(os.environ.get("TAP_TOPIC_T", probes.topic_threshold)))
-            if "TAP_CHANGE_T" in os.environ:
-                known.reports_change = known.change >= float(os.environ["TAP_CHANGE_T"])
-        plan = decide(candidate, known, self.config, links)
-        if candidate.tentative and not self._kept_after_all(vector, plan):
-            return None
-        return plan
-
     def _worth_keeping(
         self, candidates: list[CandidateMemory], vectors: list[list[float]]
     ) -> tuple[list[CandidateMemory], list[list[float]]]:
         """The candidates to reconcile: every firm one, and the tentative ones (what the rules would
-        leave out for their wording) that the keep probe rates at least TENTATIVE_FLOOR (none
-        without probes for this embedder); reconcile then decides which of those are kept."""
+        leave out for their wording alone) that the keep probe, which reads their meaning, says are
+        worth a memory; none without probes for this embedder."""
 
-        def offered(candidate: CandidateMemory, vector: list[float]) -> bool:
+        def kept(candidate: CandidateMemory, vector: list[float]) -> bool:
             if not candidate.tentative or self.keep_all_tentative:
                 return True
-            return self.probes is not None and self.probes.keep.score(vector) >= TENTATIVE_FLOOR
+            return self.probes is not None and self.probes.keep.says_yes(vector)
 
-        kept = [(c, v) for c, v in zip(candidates, vectors, strict=True) if offered(c, v)]
-        return [c for c, _ in kept], [v for _, v in kept]
+        chosen = [(c, v) for c, v in zip(candidates, vectors, strict=True) if kept(c, v)]
+        return [c for c, _ in chosen], [v for _, v in chosen]
 
-    def _kept_after_all(self, vector: list[float], plan: Plan) -> bool:
-        """Whether a tentative statement is written: when the keep probe is sure of it alone, or
-        when it continues a line of stored statements (it replaces one, or the link probe ties it
-        to one): an update said in a few words is worth more than a lone fragment."""
-        if self.keep_all_tentative:
-            return True
-        if self.probes is not None and self.probes.keep.says_yes(vector):
-            return True
-        if "TAP_CHANGE_KEEP" in os.environ and self.probes is not None:
-            return self.probes.change.score(vector) >= float(os.environ["TAP_CHANGE_KEEP"])
-        return plan.action in ("supersede", "update", "history") or bool(plan.topic)
+    def single(self) -> Extraction:
+        """A copy for writes outside the worker's batches (an agent's `remember`): the same store,
+        embedder, providers, ledger and counters, scratch state of its own."""
+        twin = copy.copy(self)
+        twin._outdated, twin._prefetched, twin._forget_asks = [], {}, []
+        return twin
+
+    def apply_one(self, chunk: Chunk, candidate: CandidateMemory) -> tuple[Plan, str]:
+        """Reconcile one candidate said in `chunk` against the scope and apply the decision, as
+        `process` does for each extracted candidate (the rules, or a model's decision where
+        `[extract] reconcile = "llm"` and a provider are configured, the rules again when that call
+        fails or the budget is spent); returns the plan and the id the candidate's memory has
+        (written, or not when the plan is a noop or a drop)."""
+        candidate = self._dated(candidate)
+        vector = self.embedder.embed_documents([candidate.content])[0]
+        near = self._nearest(chunk.scope, [vector])[0]
+        evidence = self._evidence(chunk.scope, candidate, near, chunk.conversation)
+        plan = decide(candidate, evidence, self.config)
+        if self.extract_provider is not None and self.config.reconcile != "rules":
+            try:
+                [plan] = self._plans([candidate], [evidence])
+            except (ProviderCallError, BudgetExhausted) as exc:
+                log.warning("reconcile by the rules: the model's reconcile failed (%s)", exc)
+        self.counters[plan.action] += 1
+        self._apply(chunk, candidate, vector, plan)
+        self._mark_outdated()
+        return plan, memory_id(chunk, candidate)
 
     def _dated(self, candidate: CandidateMemory) -> CandidateMemory:
         """An undated candidate (its turn came without a timestamp: a plain-text log, history a client
@@ -389,40 +376,22 @@ class Extraction:
         Excerpts (kind episode) are most of a scope's memories, so the search fetches
         NEAREST_FETCH and keeps the statements among them.
         """
-        found = self.store.vector_search_many(vectors, scope=scope, k=NEAREST_FETCH)
-        return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:NEIGHBOURS_K] for hits in found]
-
-    def _neighbours(
-        self, scope: str, candidate: CandidateMemory, vector: Sequence[float], near: list[tuple[Memory, float]]
-    ) -> list[Hit]:
-        """The statements an update of the candidate may replace: the nearest in meaning, and those
-        that share its distinctive words (an update is often far from what it updates in meaning:
-        "left Google, joined Stripe" and "an SRE at Google"), each with its cosine to the candidate."""
-        hits = {m.id: Hit(memory=m, score=s) for m, s in near}
-        words = sorted(distinctive_words(candidate.content))
-        if words:
-            found = self.store.text_search(" ".join(words), scope=scope, k=LEXICAL_NEIGHBOURS)
-            others = [h.memory for h in found if h.memory.kind != "episode" and h.memory.id not in hits]
-            stored = self.store.get_vectors([m.id for m in others]) if others else {}
-            for memory in others:
-                other = stored.get(memory.id)
-                if other is not None:
-                    cosine = math.fsum(a * b for a, b in zip(vector, other, strict=True))
-                    hits[memory.id] = Hit(memory=memory, score=cosine)
-        return list(hits.values())
+        found = self.store.search_vectors(vectors, scope=scope, k=NEAREST_FETCH)
+        return [[(h.memory, h.score) for h in hits if h.memory.kind != "episode"][:SIMILAR_K] for hits in found]
 
     def _evidence(
         self, scope: str, candidate: CandidateMemory, near: list[tuple[Memory, float]], conversation: str
     ) -> Evidence:
         """What the store holds about one candidate: nearest, slot mates, retracted, corrected."""
-        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near[:SIMILAR_K]], conversation=conversation)
+        evidence = Evidence(similar=[Hit(memory=m, score=s) for m, s in near], conversation=conversation)
         if candidate.slot:
             family = [m for m in self.store.active_in_slot(scope=scope, slot=candidate.slot) if m.kind != "episode"]
             if not family:  # "my sister Ana lives in Madrid", then "Ana moved to Paris"
                 family = aliased_mates(self.store, scope, candidate)
             evidence.mates = slot_mates(candidate, family) + linked_mates(self.store, scope, candidate)
         if candidate.retracts:
-            hits = self.store.text_search(" ".join(candidate.retracts), scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
+            retracts = " ".join(candidate.retracts)
+            [hits] = self.store.search_text([retracts], scope=scope, k=RETRACT_LOOKUP_K, prefix=True)
             evidence.retracted = [
                 h.memory
                 for h in hits
@@ -433,7 +402,7 @@ class Extraction:
         for word in ended:  # "Luna passed away", "we bought a house", "moved the wedding to May": what it
             # ends (tap.language.death, tap.language.goal, tap.language.new_value)
             known = {m.id for m in evidence.ended}
-            hits = self.store.text_search(word, scope=scope, k=RETRACT_LOOKUP_K)
+            [hits] = self.store.search_text([word], scope=scope, k=RETRACT_LOOKUP_K)
             evidence.ended += [
                 h.memory
                 for h in hits
@@ -441,7 +410,7 @@ class Extraction:
             ]
         if candidate.correction:
             wrong = candidate.correction[0]
-            hits = self.store.text_search(wrong, scope=scope, k=RETRACT_LOOKUP_K)
+            [hits] = self.store.search_text([wrong], scope=scope, k=RETRACT_LOOKUP_K)
             named = [
                 h.memory
                 for h in hits
@@ -481,8 +450,6 @@ class Extraction:
             return
         memory = self._memory(chunk, candidate, plan.content or candidate.content)
         replaces = plan.target is not None and plan.action in ("update", "supersede")
-        line = plan.target.topic or plan.target.id if plan.target is not None and plan.action != "conflict" else ""
-        memory.topic = plan.topic or (line if plan.target is not None and plan.target.kind != "episode" else "")
         if plan.target is not None and replaces:
             memory.supersedes = plan.target.id
             if plan.action == "update" or plan.content:  # a refined or rewritten version says the old too

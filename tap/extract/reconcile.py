@@ -49,7 +49,6 @@ from tap.errors import ProviderError
 from tap.language.death import retired_by_death
 from tap.language.goal import GOAL_KINDS, goal_object
 from tap.language.new_value import VALUE_KINDS, states_a_value
-from tap.language.probes import Probe, link_features
 from tap.memories.conflicts import ambiguous_change
 from tap.records import Hit, Kind, Memory
 
@@ -75,8 +74,6 @@ class Plan(msgspec.Struct, kw_only=True):
     target: Memory | None = None
     content: str = ""
     also: list[Memory] = msgspec.field(default_factory=list)
-    topic: str = ""
-    """The line the candidate joins (`Memory.topic`) when it neither replaces nor repeats a memory."""
 
 
 class Evidence(msgspec.Struct, kw_only=True):
@@ -91,12 +88,6 @@ class Evidence(msgspec.Struct, kw_only=True):
     corrected: Memory | None = None
     conversation: str = ""
     """The conversation the candidate was said in ('' unknown): its earlier turns were extracted first."""
-    neighbours: list[Hit] = msgspec.field(default_factory=list)
-    """Statements near the candidate in meaning or sharing its distinctive words; score = cosine."""
-    change: float = 0.0
-    """How surely the candidate reports a change (the change probe; 0 without probes)."""
-    reports_change: bool = False
-    """Whether the change probe says the candidate reports a change (its score reaches its threshold)."""
 
 
 def _words(text: str) -> list[str]:
@@ -142,9 +133,8 @@ def slot_mates(candidate: CandidateMemory, family: Sequence[Memory]) -> list[Mem
     return []
 
 
-def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, link: Links | None = None) -> Plan:
-    """The rules decision for one candidate (see the module docstring); `link`: the link probe, for
-    updates no rule names and lines of statements (rule 6)."""
+def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -> Plan:
+    """The rules decision for one candidate (see the module docstring)."""
     if candidate.correction:
         if evidence.corrected is None:
             return Plan(action="drop")
@@ -177,59 +167,7 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig, l
         newest = max(older, key=lambda m: (m.valid_from, m.created_at))
         return Plan(action="supersede", target=newest, also=[m for m in older if m.id != newest.id])
     changed = _changed_plan(candidate, similar)
-    if changed is not None:
-        return changed
-    linked, score = _linked(candidate, evidence, link) if link is not None else (None, 0.0)
-    if linked is not None and link is not None and score >= link.probe.threshold and evidence.reports_change:
-        return Plan(action="supersede", target=linked)
-    plan = _same_subject_plan(candidate, similar, cfg)
-    if plan.action == "add" and linked is not None:
-        plan.topic = linked.topic or linked.id
-    return plan
-
-
-def same_holder(holder: str, content: str, old: Memory) -> bool:
-    """Whether a statement (its holder and content) and a stored one are about the very same one:
-    the same holder ("user" and "user:sister" are two people, unlike `holder_family`), or, where a
-    holder is unknown, the same opening words (`subject_key`)."""
-    if holder and old.holder:
-        return holder == old.holder
-    return subject_key(content) == subject_key(old.content)
-
-
-class Links(msgspec.Struct, frozen=True):
-    """The link probe (tap.language.probes) and the score from which it links two statements into
-    one line; from its own threshold the newer one replaces the older."""
-
-    probe: Probe
-    topic_threshold: float
-
-
-def _linked(candidate: CandidateMemory, evidence: Evidence, link: Links) -> tuple[Memory | None, float]:
-    """The older statement of the same person that the link probe most surely says the candidate
-    updates, whatever the wording, and its score; (None, 0) when none reaches the line threshold."""
-    own = set(candidate.turn_ids)
-    best: Memory | None = None
-    best_score = link.topic_threshold
-    for hit in evidence.neighbours:
-        old = hit.memory
-        if old.kind in (*NON_SUPERSEDING, "instruction") or old.valid_from > candidate.valid_from:
-            continue  # an event is history: a newer value never replaces what happened
-        if own & set(old.sources):
-            continue
-        if not same_holder(candidate.holder, candidate.content, old):
-            continue  # another person's, team's or project's value never replaces this one
-        features = link_features(
-            newer=candidate.content,
-            older=old.content,
-            cosine=hit.score,
-            days_apart=(candidate.valid_from - old.valid_from) / 86400,
-            change=evidence.change,
-        )
-        score = link.probe.score(features)
-        if score >= best_score:
-            best, best_score = old, score
-    return (best, best_score) if best is not None else (None, 0.0)
+    return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
 
 
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.IGNORECASE)

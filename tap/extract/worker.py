@@ -1,42 +1,25 @@
 """ExtractionWorker: drains the durable queue, one chunk at a time, with retries and dead letters.
 
 Inside `tap serve` it runs as a background task (`run`): it closes idle conversation windows into
-chunks, claims the oldest ready chunk, processes it in a worker thread and records the outcome.
+chunks, claims the oldest ready chunk, processes it in a worker thread and records the outcome;
 `drain` does the same synchronously until nothing is ready (`tap extract run`).
 
-Batches: with the offline pipeline (no LLM gate or extractor) up to BATCH_CHUNKS ready chunks are
-claimed at once and processed through a tap.extract.write_batch.WriteBuffer, so their store writes go out as
-one add and one update (each store write has a large fixed cost), and repeated sentences are
-embedded once (tap.extract.write_batch.VectorCache). The rules extraction of the whole batch runs first
-(`Extraction.plan`); the texts it will embed (candidates, episodes) are then embedded ahead on a
-background thread, a few chunks at a time over every core, while the chunks are reconciled and
-stored one by one, each waiting only for its own vectors (`VectorCache.prefetch`). A chunk is marked done only
-after the flush; if the flush fails, every chunk of the batch is retried (memory ids are
-deterministic, so nothing is doubled).
-With an LLM in the pipeline a batch is one chunk, so a crash never repeats paid calls.
-
-Failures (per chunk, never fatal to the worker): a retryable provider error goes back to the
-queue after exponential backoff (or the server's retry-after, whichever is longer) and becomes a
-dead letter after `max_attempts`; a non-retryable one (bad API key, malformed request) is dead at
-once with its reason; a spent daily budget postpones the chunk to UTC midnight without counting an
-attempt. Dead letters are listed in `tap status` and can be requeued with `tap extract retry`
-(through a running server too: `POST /tap/extract/retry`).
-
-Store outages lose nothing: a StoreError or EmbedderError while the store (or embedder) does not
-answer a probe either is not the chunk's fault, so it uses up no attempt — the chunk, and the rest
-of its batch, is postponed with a backoff that doubles up to MAX_OUTAGE_BACKOFF_S and is tried
-again until the store is back (`waiting_for_store` in the status says why meanwhile). A store error
-while the store answers (something about that chunk) counts as an attempt like any other failure.
-Repeated failures log one line with a count (tap.runtime.repeatlog), not a traceback per chunk.
-
-Inside `tap serve` a batch waits while requests are being relayed, up to GAP_WAIT_MAX_S: embedded
-Chroma holds the GIL for a whole write (14 ms for one memory, 61 for twenty: bench/write_stall.py),
-so a batch written beside a stream stopped it. With extraction writing beside the streams of
-`./dev bench proxy` the inter-chunk gap differed from the upstream's by 15 ms at p99 (53 ms at
-most), against 0.6 ms with extraction held off. A chatting user's turns are extracted between
-their replies; under constant traffic a batch goes on after GAP_WAIT_MAX_S, or at once when a whole
-batch is ready (a backlog is never left to grow), its writes paced (tap.runtime.priority.write_parts).
-Nothing waits in memory: the chunks stay in the durable queue.
+- Batches: with the offline pipeline up to BATCH_CHUNKS chunks are claimed at once and written
+  through a tap.extract.write_batch.WriteBuffer (one add and one update for the batch), their
+  texts embedded ahead (`VectorCache.prefetch`). A chunk is done only after the flush; a failed
+  flush retries the whole batch (memory ids are deterministic: nothing is doubled). With an LLM in
+  the pipeline a batch is one chunk, so a crash never repeats paid calls.
+- Failures are per chunk, never fatal: a retryable provider error backs off (or waits the server's
+  retry-after) and is a dead letter after `max_attempts`; a non-retryable one is dead at once; a
+  spent daily budget postpones the chunk to UTC midnight without counting an attempt. Dead letters
+  show in `tap status`; `tap extract retry` requeues them.
+- A store or embedder outage (the probe fails too) costs no attempt: the batch is postponed with a
+  backoff doubling up to MAX_OUTAGE_BACKOFF_S (`waiting_for_store` says why). Repeated failures log
+  one line with a count (tap.runtime.repeatlog).
+- Inside `tap serve` a batch waits while requests are being relayed, up to GAP_WAIT_MAX_S, or
+  starts at once when a whole batch is ready, its writes paced (tap.runtime.priority): an embedded
+  Chroma write holds the GIL and stalls the streams (docs/measurements.md). Nothing waits in
+  memory: the chunks stay in the durable queue.
 """
 
 from __future__ import annotations
@@ -117,10 +100,6 @@ class ExtractionWorker:
         """Seconds before the next try: exponential with jitter, at least the server's hint."""
         delay: float = min(MAX_BACKOFF_S, self.config.backoff_s * 2.0**attempts) * random.uniform(0.8, 1.2)
         return max(delay, retry_after or 0.0)
-
-    def run_once(self) -> bool:
-        """Process the oldest ready chunk; False when none is ready."""
-        return self.run_batch(1) > 0
 
     def batch_size(self) -> int:
         """Chunks per batch: one when an LLM is in the pipeline, else BATCH_CHUNKS."""

@@ -1,48 +1,40 @@
 """Batching for the extraction worker: buffered store writes and a vector cache.
 
-Extracting a chunk writes a few memories (one `add` each, plus `update_metadata` for superseded or
-re-confirmed ones). On embedded Chroma every write call costs a fixed ~10-50 ms (a durable
-commit) whatever its size, which dominated backfills. `WriteBuffer` wraps the store for a batch of
-chunks: writes are kept in memory and flushed as one `add` and one `update_metadata`, or, while
-requests are being relayed, in calls of WRITE_BATCH records (embedded Chroma holds the GIL for a
-whole write, ~1.5 ms a record: one write of a 32-chunk batch's ~200 memories stopped the event
-loop for 0.2-0.3 s; tap.runtime.priority); reads see
-the buffered writes (read-your-writes), so the extraction logic behaves exactly as if each write
-had gone to the store at once: `get` returns the buffered version, `vector_search` drops store hits
-whose buffered version is no longer active and ranks buffered new memories of the scope by cosine.
+`WriteBuffer` is the ExtractionStore extraction writes to while a batch of chunks runs: writes are
+kept in memory and flushed as one `add` and one `update_metadata` (every store write has a large
+fixed cost), or, while requests are being relayed, in calls of WRITE_BATCH records with a pause
+after each (tap.runtime.priority). Reads see the buffered writes, so extraction behaves exactly as
+if each write had gone to the store at once: `get` returns the buffered version, the searches drop
+store hits whose buffered version is no longer active and add the buffered new memories.
 
-`VectorCache` remembers the vectors of recently embedded texts: overlapping chunks of one
-conversation yield the same candidate sentences again, and those need no second embedding. It can
-also compute vectors ahead of need (`prefetch`) on its own low-priority thread, so embedding the
-next chunks overlaps with reconciling and storing the current one.
+`VectorCache` remembers the vectors of recently embedded texts (overlapping chunks repeat
+sentences) and can compute vectors ahead of need (`prefetch`) on its own low-priority thread.
 
 Invariants: after `flush()` the store holds exactly what unbuffered writes would have produced
-(adds before updates, as the extraction code writes them); a failed flush raises and leaves the
-buffer intact, so the caller retries the whole batch (memory ids are deterministic per chunk, so a
-retried chunk finds its memories instead of writing them twice). Both wrappers are used by one
-worker thread at a time (the prefetch thread only computes; the cache is filled by that worker).
+(adds before updates); a failed flush raises and leaves the buffer intact, so the caller retries
+the whole batch (memory ids are deterministic per chunk). Both are used by one worker thread at a
+time (the prefetch thread only computes).
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.ports import Embedder, ExtractionStore
 from tap.records import Hit, Memory
 from tap.runtime.priority import lower_thread_priority, write_parts, yield_after
 
 __all__ = ["VectorCache", "WriteBuffer"]
 
 WRITE_BATCH = 32
-"""Records per store write of a flush while requests are relayed (~50 ms of embedded Chroma
-holding the GIL)."""
+"""Records per store write of a flush while requests are relayed (embedded Chroma holds the GIL for
+a whole write: tap.runtime.priority)."""
 
 Vector = npt.NDArray[np.float32]
 
@@ -55,12 +47,11 @@ def _norms(rows: Vector) -> Vector:
 
 
 class WriteBuffer:
-    """A MemoryStore view that holds writes until `flush()` (see the module docstring)."""
+    """The ExtractionStore extraction writes to while a batch runs: holds writes until `flush()`
+    (see the module docstring)."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: ExtractionStore) -> None:
         self.store = store
-        self.embedder_id = store.embedder_id
-        self.where = store.where
         self._added: dict[str, tuple[Memory, Vector]] = {}
         self._updated: dict[str, Memory] = {}
 
@@ -99,23 +90,16 @@ class WriteBuffer:
         """`get`, active ones only (buffered versions first)."""
         return [m for m in self.get(ids) if m.active]
 
-    def vector_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """The store's hits as the buffer changed them, merged with buffered new memories."""
-        return self.vector_search_many([vector], scope=scope, k=k)[0]
-
-    def prepare_vector_search(self, scope: str) -> None:
-        """The store's (the buffer's own memories are searched in a matrix product as they are)."""
-        self.store.prepare_vector_search(scope)
-
-    def vector_search_many(
+    def search_vectors(
         self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
     ) -> list[list[Hit]]:
-        """`vector_search` for several vectors: one store query, one matrix product for the buffer."""
+        """The store's hits as the buffer changed them, merged with buffered new memories (ranked
+        by cosine): one store query, one matrix product for the buffer."""
         if not vectors:
             return []
         retired = sum(1 for m in self._updated.values() if m.scope == scope and not m.active)
         floor = None if at_least is None else at_least + retired
-        stored = self.store.vector_search_many(vectors, scope=scope, k=k + retired, at_least=floor)
+        stored = self.store.search_vectors(vectors, scope=scope, k=k + retired, at_least=floor)
         fresh = [(m, v) for m, v in self._added.values() if m.active and m.scope == scope]
         queries = np.asarray(vectors, dtype=np.float32)
         if fresh:
@@ -136,8 +120,7 @@ class WriteBuffer:
     def flush(self) -> int:
         """Write everything buffered, the adds then the updates; returns the records written.
         While requests are being relayed (tap.runtime.priority.HOT_PATH), WRITE_BATCH records a call with
-        a pause after each (tap.runtime.priority.yield_after); otherwise the rest in one call (190 adds in
-        one call took 341 ms, in calls of 32 554 ms)."""
+        a pause after each (tap.runtime.priority.yield_after); otherwise the rest in one call (cheaper)."""
         written = len(self)
         added = list(self._added.values())
         for part in write_parts(added, WRITE_BATCH):
@@ -152,12 +135,15 @@ class WriteBuffer:
         self._updated.clear()
         return written
 
-    # -- the rest of the MemoryStore protocol reads the store directly --------------------------------
+    def search_text(self, queries: Sequence[str], *, scope: str, k: int, prefix: bool = False) -> list[list[Hit]]:
+        """For each query, the store's lexical hits as the buffer changed them, then buffered new
+        memories of the scope holding every query word (score 0: the buffer keeps no BM25
+        statistics)."""
+        stored = self.store.search_text(queries, scope=scope, k=k, prefix=prefix)
+        return [self._with_fresh(query, hits, scope, k) for query, hits in zip(queries, stored, strict=True)]
 
-    def text_search(self, query: str, *, scope: str, k: int, prefix: bool = False) -> list[Hit]:
-        """The store's lexical hits as the buffer changed them, then buffered new memories of the
-        scope holding every query word (score 0: the buffer keeps no BM25 statistics)."""
-        hits = [self._current(h) for h in self.store.text_search(query, scope=scope, k=k, prefix=prefix)]
+    def _with_fresh(self, query: str, stored: list[Hit], scope: str, k: int) -> list[Hit]:
+        hits = [self._current(h) for h in stored]
         found = [h for h in hits if h is not None]
         words = query.lower().split()
         fresh = [
@@ -166,14 +152,6 @@ class WriteBuffer:
             if m.active and m.scope == scope and all(w in m.content.lower() for w in words)
         ]
         return (found + fresh)[:k] if len(found) < k else found
-
-    def text_search_many(self, queries: Sequence[str], *, scope: str, k: int) -> list[list[Hit]]:
-        """`text_search` for each query."""
-        return [self.text_search(query, scope=scope, k=k) for query in queries]
-
-    def revision(self, scope: str) -> int:
-        """The store's revision (the buffer is read-your-writes for its one user only)."""
-        return self.store.revision(scope)
 
     def active_in_slot(self, *, scope: str, slot: str) -> list[Memory]:
         """The store's slot mates as the buffer changed them, plus buffered new ones."""
@@ -184,95 +162,9 @@ class WriteBuffer:
                 found[memory.id] = memory
         return list(found.values())
 
-    def in_conflict(self, *, scope: str | None) -> list[Memory]:
-        """The store's memories in conflict, as the buffer changed them, plus buffered new ones."""
-        stored = [self._buffered(m.id) or m for m in self.store.in_conflict(scope=scope)]
-        found = {m.id: m for m in stored if m.active and m.conflicts_with}
-        for memory, _ in self._added.values():
-            if memory.active and memory.conflicts_with and (scope is None or memory.scope == scope):
-                found[memory.id] = memory
-        return list(found.values())
-
     def _current(self, hit: Hit) -> Hit | None:
         memory = self._buffered(hit.memory.id) or hit.memory
         return Hit(memory=memory, score=hit.score) if memory.active else None
-
-    def list_memories(
-        self,
-        *,
-        scope: str | None,
-        limit: int,
-        offset: int = 0,
-        include_superseded: bool = False,
-        excerpts: bool | None = None,
-        archived: bool | None = None,
-    ) -> list[Memory]:
-        """The store's listing."""
-        return self.store.list_memories(
-            scope=scope,
-            limit=limit,
-            offset=offset,
-            include_superseded=include_superseded,
-            excerpts=excerpts,
-            archived=archived,
-        )
-
-    def count_memories(
-        self,
-        *,
-        scope: str | None,
-        include_superseded: bool = False,
-        excerpts: bool | None = None,
-        archived: bool | None = None,
-    ) -> int:
-        """The store's count."""
-        return self.store.count_memories(
-            scope=scope, include_superseded=include_superseded, excerpts=excerpts, archived=archived
-        )
-
-    def scope_counts(self) -> dict[str, tuple[int, int]]:
-        """The store's counts per scope."""
-        return self.store.scope_counts()
-
-    def iter_memories(self, *, scope: str | None = None) -> Iterator[Memory]:
-        """The store's memories."""
-        return self.store.iter_memories(scope=scope)
-
-    def delete(self, ids: Sequence[str]) -> int:
-        """Delete from the store (and forget buffered writes of those ids)."""
-        for i in ids:
-            self._added.pop(i, None)
-            self._updated.pop(i, None)
-        return self.store.delete(ids)
-
-    def get_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """Vectors of buffered additions, else the store's."""
-        found = {i: self._added[i][1].tolist() for i in ids if i in self._added}
-        rest = [i for i in ids if i not in found]
-        return {**found, **(self.store.get_vectors(rest) if rest else {})}
-
-    def inactive_search(self, vector: Sequence[float], *, scope: str, k: int) -> list[Hit]:
-        """The store's inactive memories (buffered writes are not searched: explaining only)."""
-        return self.store.inactive_search(vector, scope=scope, k=k)
-
-    def purge(self) -> None:
-        """The store's purge."""
-        self.store.purge()
-
-    def warm_vectors(self) -> int:
-        """The store's warm-up."""
-        return self.store.warm_vectors()
-
-    def status(self) -> dict[str, Any]:
-        """The store's status."""
-        return self.store.status()
-
-    def stats(self) -> StoreStats:
-        """The store's counts."""
-        return self.store.stats()
-
-    def close(self) -> None:
-        """Nothing to release: the wrapped store is closed by its owner."""
 
 
 class VectorCache:

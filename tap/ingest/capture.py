@@ -37,7 +37,7 @@ import msgspec
 from tap.records import IngestEvent, Message, Source, SourceTurn
 from tap.runtime.repeatlog import RepeatLog
 from tap.scrub import scrub
-from tap.sqlite import connect, transaction
+from tap.sqlite import Step, connect, migrate, transaction
 
 log = logging.getLogger(__name__)
 MAX_CONTINUITY = 200_000
@@ -109,6 +109,19 @@ class Exchange(msgspec.Struct, kw_only=True):
         return ids
 
 
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: exchanges, and the message-prefix continuity of conversations
+        "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+        "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, record BLOB NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS exchanges_conv ON exchanges (scope, conversation)",
+        "CREATE TABLE IF NOT EXISTS continuity (key TEXT PRIMARY KEY, conversation TEXT NOT NULL, "
+        "seen_at REAL NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS continuity_seen ON continuity (seen_at)",
+    ),
+)
+"""The turn log's tables in turnlog.db (tap.sqlite.migrate: steps are appended, never edited)."""
+
+
 class TurnLog:
     """Append-only SQLite log of captured exchanges (thread-safe)."""
 
@@ -119,17 +132,7 @@ class TurnLog:
         self._lock = threading.Lock()
         self._db = connect(path)
         self._db.execute("PRAGMA secure_delete=ON")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS exchanges (seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
-            "conversation TEXT NOT NULL, user_turn_id TEXT NOT NULL, recorded_at REAL NOT NULL, "
-            "record BLOB NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS exchanges_conv ON exchanges (scope, conversation)")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS continuity (key TEXT PRIMARY KEY, conversation TEXT NOT NULL, "
-            "seen_at REAL NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS continuity_seen ON continuity (seen_at)")
+        migrate(self._db, "turnlog", _MIGRATIONS)
         self._puts = 0
 
     def append(self, exchange: Exchange) -> int:

@@ -35,21 +35,24 @@ import msgspec
 
 from tap.ingest.chunker import Chunk, Turn, chunk_turns
 from tap.records import Source, SourceTurn
-from tap.sqlite import connect, transaction
+from tap.sqlite import Step, connect, migrate, transaction
 from tap.tokens import count_turn_tokens
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS seen (scope TEXT NOT NULL, conversation TEXT NOT NULL, turn_id TEXT NOT NULL,
-    PRIMARY KEY (scope, conversation, turn_id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS windows (scope TEXT NOT NULL, conversation TEXT NOT NULL, source TEXT NOT NULL,
-    turns BLOB NOT NULL, covered INTEGER NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (scope, conversation));
-CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, scope TEXT NOT NULL, conversation TEXT NOT NULL,
-    source TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-    next_at REAL NOT NULL, last_error TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL, updated_at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS chunks_ready ON chunks (state, next_at);
-CREATE INDEX IF NOT EXISTS chunks_claim ON chunks (state, created_at, id);
-"""
+_MIGRATIONS: tuple[Step, ...] = (
+    (  # 1: turns seen, open windows, chunks
+        "CREATE TABLE IF NOT EXISTS seen (scope TEXT NOT NULL, conversation TEXT NOT NULL, turn_id TEXT NOT NULL, "
+        "PRIMARY KEY (scope, conversation, turn_id)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS windows (scope TEXT NOT NULL, conversation TEXT NOT NULL, source TEXT NOT NULL, "
+        "turns BLOB NOT NULL, covered INTEGER NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (scope, conversation))",
+        "CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, scope TEXT NOT NULL, conversation TEXT NOT NULL, "
+        "source TEXT NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, "
+        "next_at REAL NOT NULL, last_error TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '', "
+        "created_at REAL NOT NULL, updated_at REAL NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS chunks_ready ON chunks (state, next_at)",
+        "CREATE INDEX IF NOT EXISTS chunks_claim ON chunks (state, created_at, id)",
+    ),
+)
+"""The queue's tables in queue.db (tap.sqlite.migrate: steps are appended, never edited)."""
 
 
 class QueuedChunk(msgspec.Struct, kw_only=True):
@@ -77,7 +80,7 @@ class ChunkQueue:
         self._lock = threading.RLock()
         self._db = connect(path, synchronous="FULL")
         self._db.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
-        self._db.executescript(_SCHEMA)
+        migrate(self._db, "queue", _MIGRATIONS)
         self._db.execute("DELETE FROM chunks WHERE state = 'dropped'")
         self.release_running()
 
@@ -88,6 +91,17 @@ class ChunkQueue:
 
     # -- ingestion ------------------------------------------------------------------------------
 
+    def _chunks(self, turns: list[Turn], scope: str, conversation: str, source: Source) -> list[Chunk]:
+        """A window's turns cut into chunks of this queue's size and overlap."""
+        return chunk_turns(
+            turns,
+            scope=scope,
+            conversation=conversation,
+            source=source,
+            chunk_tokens=self.chunk_tokens,
+            overlap_tokens=self.overlap_tokens,
+        )
+
     def add_turns(self, scope: str, conversation: str, source: Source, turns: list[Turn]) -> int:
         """Record new turns (duplicates ignored), close full windows into chunks; returns new turns."""
         with self._tx() as db:
@@ -96,14 +110,7 @@ class ChunkQueue:
                 return 0
             window, covered = self._window(db, scope, conversation)
             window += fresh
-            windows = chunk_turns(
-                window,
-                scope=scope,
-                conversation=conversation,
-                source=source,
-                chunk_tokens=self.chunk_tokens,
-                overlap_tokens=self.overlap_tokens,
-            )
+            windows = self._chunks(window, scope, conversation, source)
             for chunk in windows[:-1]:
                 self._enqueue(db, chunk)
             last = windows[-1]
@@ -172,14 +179,7 @@ class ChunkQueue:
                 turns = msgspec.json.decode(blob, type=list[Turn])
                 if covered >= len(turns):
                     continue
-                for chunk in chunk_turns(
-                    turns,
-                    scope=scope,
-                    conversation=conversation,
-                    source=source,
-                    chunk_tokens=self.chunk_tokens,
-                    overlap_tokens=self.overlap_tokens,
-                ):
+                for chunk in self._chunks(turns, scope, conversation, source):
                     self._enqueue(db, chunk)
                     queued += 1
                 tail = self._overlap_tail(turns)

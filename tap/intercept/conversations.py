@@ -1,36 +1,24 @@
-"""Which conversation a request belongs to, and the ids of its turns (docs/architecture.md, Recall).
+"""Which conversation a request belongs to, and the ids of its turns (docs/ways-in.md, Conversations).
 
 Order, first match wins:
 1. the `x-tap-conversation` header;
-2. a session the client itself names (Claude Code's `metadata.user_id`; see each dialect's
-   `client_ids`): "s-" + a hash of scope and session;
+2. a session the client itself names (each dialect's `client_ids`): "s-" + a hash of scope and session;
 3. continuity: after every complete exchange, a hash of (scope, client discriminator, the
-   request's messages + the assistant's reply) is remembered with the conversation id; a request
-   whose history (every message up to its last assistant message) hashes to a remembered value
-   continues that conversation.  Two chats that open with the same words part at the first reply
-   that differs;
-4. a retry: a request identical to one seen less than `retry_window_s` ago (same scope,
-   discriminator, model, system prompt and messages) whose exchange has not completed gets that
-   request's id.  Once an exchange completed, an identical request is a new chat;
+   request's messages + the reply) is remembered with the conversation id; a request whose history
+   (every message up to its last assistant message) hashes to a remembered value continues it;
+4. a retry: a request identical to one seen less than `retry_window_s` ago whose exchange has not
+   completed gets that request's id;
 5. otherwise a fresh random id ("c-" + 16 hex digits).
-The first user message alone never decides: every chat that opens with "hello" would be one.
+The first user message alone never decides. Client discriminators (`metadata.user_id`, OpenAI
+`user`, ...) are part of every hash, so two users never continue each other's chats, but they never
+name a conversation on their own. Hashes are over a normalised form (tap.intercept.dialects.
+transcript.Said), so moved `cache_control`, dropped thinking blocks or reordered keys keep the
+conversation; remembered prefixes are bounded in memory and kept in the turn log (`ContinuityStore`).
 
-Client discriminators (`metadata.user_id`, OpenAI `user` / `safety_identifier` /
-`prompt_cache_key`) only tell users apart: they are part of every hash, so two users never
-continue each other's conversations, but one user has many chats, so they never name one.
-
-Hashes are over a normalised form (tap.intercept.dialects.transcript.Said: role, visible text and stable
-markers of each message, surrounding whitespace ignored; system messages left out of continuity),
-so clients that move `cache_control`, drop thinking blocks or reorder keys keep their
-conversation.  Remembered prefixes live in a bounded in-memory map and in the turn log's SQLite
-(`ContinuityStore`), so a restart does not split running chats.  When two conversations reach the
-same history (identical messages and replies), the later one wins.
-
-Turn ids are derived from the conversation, the message's position and text, so they are the same
-on a retry and can be recomputed from any later request that carries the message
-(`request_turn_ids`): a human message at index i is `turn_key(conversation, i + 1, text)`; the
-assistant message at index j is `reply_key(conversation, j, text of message j - 1 when that is a
-human message, else "")`.
+Turn ids are derived from the conversation, the message's position and text (the same on a retry,
+recomputable from any later request: `request_turn_ids`): human message i is
+`turn_key(conversation, i + 1, text)`; assistant message j is `reply_key(conversation, j, text of
+message j - 1 when that is a human message, else "")`.
 """
 
 from __future__ import annotations

@@ -1,40 +1,29 @@
 """The interception core: what happens to a chat request before it is forwarded and after the reply.
 
-Every way in calls it — the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
-endpoints — and none keeps its own copy of the policy (docs/architecture.md: Data flow, Recall, Scopes):
+Every way in calls it (the proxy routes, the Telegram bridge, the mitmproxy addon, the hook
+endpoints); none keeps its own copy of the policy (docs/architecture.md, Data flow).
 
-before (`Interceptor.before` for raw HTTP bodies, `Interceptor.prepare` for a decoded request):
-  1. `x-tap-no-memory: 1` → forward unchanged, no capture; a body that is not JSON → forward
-     unchanged with `x-tap-degraded: unparsable-request`; a malformed `x-tap-scope` → `BadRequest`;
-  2. find the latest human turn (tap.intercept.dialects.transcript.find_human_turn); a request without one
-     (an assistant prefill, an image-only turn) is forwarded unchanged and not captured;
-  3. resolve the scope (tap.intercept.scopes) and the conversation (tap.intercept.conversations);
-  4. the memory block for that human turn: recalled once per human turn under the hard deadline,
-     then kept (bounded, `BLOCK_TTL_S` since last use) and reused with the same bytes by every
-     agent-loop step of that turn and by retries; memories the model can already see in the
-     request are left out (tap.intercept.repeats.VisibleInRequest); a timeout or any store/embedder error
-     forwards without memories and says why (`x-tap-degraded`), never failing the request;
-  5. inject it through the dialect (cache-safe placement: see each dialect's docstring);
-  6. response headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`,
-     `x-tap-recall-mode: lexical-only` when recall fell back to BM25 alone under overload, and on
-     every request `x-tap-request-id`: each request gets a note (tap.recall.why) whose recall is traced
-     when a WhyLog keeps records; `finish` (called by `after`, or by the transport when there is
-     no after-step) writes the request's one log line and keeps its record for `tap why`.
+Before (`Interceptor.before` for raw bodies, `prepare` for a decoded request, `recall_turn` for a
+turn whose block the way in delivers itself: the agent hooks): `x-tap-no-memory: 1` or an
+unparsable body → forward unchanged; find the latest human turn (none: forward, no capture);
+resolve scope and conversation; the memory block for that human turn, recalled once under the
+deadline and then reused, same bytes, by every agent-loop step and retry of that turn for
+`BLOCK_TTL_S`, minus what the model already sees (tap.intercept.repeats); inject through the
+dialect; answer headers `x-tap-recalled`, `x-tap-recall-ms`, `x-tap-degraded`,
+`x-tap-recall-mode`, `x-tap-request-id` (tap.recall.why keeps the request's record; `finish` logs it).
+Every path that does not recall says why (`x-tap-degraded`: `no-memory-requested`,
+`unparsable-request`, `injection-off`, `no-human-turn`, the recall and inject failures).
 
-after:
-  - `settle` (synchronous, as soon as the reply is complete — the proxy calls it before the last
-    chunk reaches the client, so the client's next request already finds it): remember the
-    conversation's continuity, and for APIs that keep the history upstream (the Responses API's
-    `previous_response_id` / `conversation`: `ClientIds.follows` / `thread`) where this reply
-    left the conversation: a later request that continues it belongs to the same conversation,
-    its turns are numbered after the ones upstream, a tool-loop step that carries no human turn
-    gets the block of the human turn it works on, and memories from the conversation's own turns
-    are not injected (the model sees that history upstream);
-  - `after`: the exchange goes to the turn log and extraction (tap.ingest.capture) in a background task;
-    a tool-loop step is captured as the assistant's reply only, never as a new human turn.
+After: `settle` (as soon as the reply is complete, before the client can send its next request)
+remembers continuity and, for APIs that keep the history upstream (Responses
+`previous_response_id` / `conversation`), where this reply left the conversation; `after` hands
+the exchange to the turn log and extraction in a background task (a tool-loop step is captured as
+the assistant's reply only).
 
 Invariants: no HTTP library here (transports adapt to this); recall never runs twice for one human
-turn while its block is kept; a store failure never fails a request; capture never delays it.
+turn while its block is kept; a store failure never fails a request; capture never delays it;
+every result of a memory route says what became of recall: `x-tap-recall-ms` (recall ran, or its
+block was reused) or `x-tap-degraded` (why it did not).
 """
 
 from __future__ import annotations
@@ -50,7 +39,16 @@ from tap.config import Config
 from tap.errors import RecallOverloaded
 from tap.ingest.capture import Capture, Exchange
 from tap.intercept.conversations import CONVERSATION_HEADER, ConversationResolver, Resolved, reply_key, turn_key
-from tap.intercept.dialects import ClientIds, Dialect, HumanTurn, JsonObject, PlainMessage, Reply, find_human_turn
+from tap.intercept.dialects import (
+    ClientIds,
+    Dialect,
+    HumanTurn,
+    JsonObject,
+    PlainMessage,
+    Reply,
+    find_human_turn,
+    newest_turn_index,
+)
 from tap.intercept.repeats import VisibleInRequest
 from tap.intercept.scopes import resolve_scope
 from tap.lru import LRU
@@ -66,11 +64,20 @@ RECALLED_HEADER = "x-tap-recalled"
 RECALL_MS_HEADER = "x-tap-recall-ms"
 RECALL_MODE_HEADER = "x-tap-recall-mode"
 DEGRADED_HEADER = "x-tap-degraded"
+NO_MEMORY_REQUESTED = "no-memory-requested"
+NO_HUMAN_TURN = "no-human-turn"
+INJECTION_OFF = "injection-off"
 TRUE = ("1", "true", "yes", "on")
 BLOCK_TTL_S = 3600.0
 MAX_BLOCKS = 4096
 LARGE_BODY_BYTES = 256 * 1024
 """Bodies above this are parsed (and re-encoded) in a worker thread, off the event loop."""
+
+
+def _unchanged(note: RequestNote, reason: str) -> dict[str, str]:
+    """The headers of a request that goes out without memories because of `reason` (kept on the note)."""
+    note.degraded = reason
+    return {RECALLED_HEADER: "0", DEGRADED_HEADER: reason, REQUEST_ID_HEADER: note.request_id}
 
 
 class BadRequest(ValueError):
@@ -125,6 +132,20 @@ class RecalledBlock:
     text: str
     ids: tuple[str, ...]
     request_id: str = ""
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TurnRecall:
+    """What `Interceptor.recall_turn` gives: the block (empty when nothing is relevant or recall
+    degraded), its memories and tokens, the request id of its `tap why` record, why it degraded."""
+
+    text: str
+    ids: tuple[str, ...]
+    tokens: int
+    request_id: str
+    degraded: str = ""
+    lexical_only: bool = False
 
 
 @dataclass
@@ -231,12 +252,11 @@ class Interceptor:
         and its `x-tap-request-id` header.
         """
         note = self.note(method, path)
-        unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         if headers.get(NO_MEMORY_HEADER, "").lower() in TRUE:
-            return Before(None, unchanged, note=note)
+            return Before(None, _unchanged(note, NO_MEMORY_REQUESTED), note=note)
         large = len(body) > LARGE_BODY_BYTES
-        # A large body is read in a worker thread: parsing, the transcript and the conversation's
-        # fingerprints of a 10 MB request took ~60 ms, during which every other stream would stall.
+        # A large body is read in a worker thread: parsing it, its transcript and the conversation's
+        # fingerprints on the event loop would stall every other stream meanwhile.
         read = (
             await asyncio.to_thread(self._read, dialect, headers, body, note)
             if large
@@ -272,13 +292,11 @@ class Interceptor:
     ) -> Before | tuple[JsonObject, str, Sequence[PlainMessage], ClientIds, Upstream | None, Resolved]:
         """Parse a request and resolve its scope and conversation; a `Before` when it goes out as
         it came (unparsable, nothing to do). Raises `BadRequest` for a malformed `x-tap-scope`."""
-        unchanged = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         try:
             req = dialect.parse_request(body)
         except ValueError as exc:
             self.metrics.degrade("bad-request-body", str(exc))
-            note.degraded = "unparsable-request"
-            return Before(None, {DEGRADED_HEADER: note.degraded, REQUEST_ID_HEADER: note.request_id}, note=note)
+            return Before(None, _unchanged(note, "unparsable-request"), note=note)
         try:
             scope = resolve_scope(headers, by_api_key=self.config.proxy.scope_by_api_key)
         except ValueError as exc:
@@ -288,8 +306,10 @@ class Interceptor:
         said = dialect.transcript(req)
         client = dialect.client_ids(req)
         upstream = self._upstream_of(scope, client.follows, client.thread)
-        if not (proxy.inject or proxy.capture) or (find_human_turn(said) is None and upstream is None):
-            return Before(None, unchanged, note=note)
+        if not (proxy.inject or proxy.capture):
+            return Before(None, _unchanged(note, INJECTION_OFF), note=note)
+        if find_human_turn(said) is None and upstream is None:
+            return Before(None, _unchanged(note, NO_HUMAN_TURN), note=note)
         identity = self.conversations.resolve(
             headers,
             scope,
@@ -335,11 +355,12 @@ class Interceptor:
         turn = find_human_turn(said)
         headers = {RECALLED_HEADER: "0", REQUEST_ID_HEADER: note.request_id}
         offset = upstream.length if upstream is not None else 0
-        if turn is None and upstream is not None and said and said[-1].role == "tool":
+        newest = newest_turn_index(said)
+        if turn is None and upstream is not None and newest is not None and said[newest].role == "tool":
             turn = HumanTurn(-1, upstream.turn_text, tool_step=True)  # the step of an upstream human turn
             turn_id = turn_id or upstream.turn_key
         if turn is None:
-            return Prepared(req, headers, note=note)
+            return Prepared(req, _unchanged(note, NO_HUMAN_TURN), note=note)
         last = said[-1]
         ctx = Interception(
             dialect=dialect,
@@ -359,7 +380,7 @@ class Interceptor:
             note=note,
         )
         if not inject:
-            return Prepared(req, headers, ctx, note)
+            return Prepared(req, _unchanged(note, INJECTION_OFF), ctx, note)
         if upstream is not None or thread:
             visible_turns = _EveryTurn()  # the conversation's history is upstream: the model sees it
         visible = VisibleInRequest(conversation, said, dialect.system_text(req), turn_ids=visible_turns)
@@ -389,45 +410,88 @@ class Interceptor:
         self, ctx: Interception, visible: VisibleInRequest, deadline_ms: int | None
     ) -> RecalledBlock | None:
         """The human turn's block: kept from an earlier request of the turn, else recalled now."""
-        key = (ctx.scope, ctx.conversation, ctx.turn_key)
+        block, ctx.degraded, ctx.lexical_only = await self._turn_block(
+            (ctx.scope, ctx.conversation, ctx.turn_key), ctx.turn.text, ctx.note, visible, deadline_ms, self.recall
+        )
+        return block
+
+    async def _turn_block(
+        self,
+        key: tuple[str, str, str],
+        text: str,
+        note: RequestNote | None,
+        skip: Callable[[Memory], bool] | None,
+        deadline_ms: int | None,
+        recaller: Recaller,
+    ) -> tuple[RecalledBlock | None, str, bool]:
+        """A turn's block (kept, else recalled under the deadline), why it is missing ('' when it is
+        not), and whether it came from BM25 alone."""
         kept = self._blocks.get(key)
-        note = ctx.note
         if kept is not None:
             self._counters.blocks_reused += 1
             if note is not None:
                 note.reused_from = kept.request_id
-            return kept
+            return kept, "", False
         deadline = deadline_ms or self.config.recall.deadline_ms
         trace = RecallTrace() if note is not None and note.keep and self.why is not None and self.why.enabled else None
         if note is not None:
             note.trace = trace
         traced = {"trace": trace} if trace is not None else {}  # a recaller without tracing never sees it
         try:
-            result = await self.recall.recall_async(
-                ctx.turn.text, scope=ctx.scope, deadline_ms=deadline, skip=visible, **traced
-            )
+            result = await recaller.recall_async(text, scope=key[0], deadline_ms=deadline, skip=skip, **traced)
         except RecallOverloaded as exc:
-            ctx.degraded = "recall-overloaded"
             self._degrade("overloaded", f"{exc} (more recalls waiting than finish within {deadline} ms)")
-            return None
+            return None, "recall-overloaded", False
         except TimeoutError:
-            ctx.degraded = f"recall-deadline-{deadline}ms"
             self._degrade("deadline", f"recall took longer than {deadline} ms")
-            return None
+            return None, f"recall-deadline-{deadline}ms", False
         except Exception as exc:  # any store/embedder failure: never fail the user's request
-            ctx.degraded = "recall-error"
             self._degrade("recall-error", f"{type(exc).__name__}: {exc}")
-            return None
+            return None, "recall-error", False
         self._counters.recalls += 1
         if result.lexical_only:
             self._counters.lexical_only += 1
-            ctx.lexical_only = True
         self.metrics.recall_done(result.elapsed_ms, len(result.memories))
         block = RecalledBlock(
-            result.block, tuple(r.memory.id for r in result.memories), note.request_id if note else ""
+            result.block,
+            tuple(r.memory.id for r in result.memories),
+            note.request_id if note else "",
+            result.tokens,
         )
         self._blocks.put(key, block)
-        return block
+        return block, "", result.lexical_only
+
+    async def recall_turn(
+        self,
+        text: str,
+        *,
+        scope: str,
+        conversation: str,
+        turn_key: str,
+        path: str,
+        skip: Callable[[Memory], bool] | None = None,
+        deadline_ms: int | None = None,
+        recaller: Recaller | None = None,
+    ) -> TurnRecall:
+        """The block for a turn a way in without a request body to rewrite hands over (the agent
+        hooks add it to the agent's context themselves): the same policy as `prepare` (kept per
+        turn, the deadline, degraded reasons and their counts, the request log line and its `tap
+        why` record under `path`). `recaller`: another source of blocks (the session-start digest,
+        tap.recall.digest) under the same policy; the configured recall by default."""
+        note = self.note("POST", path)
+        note.scope, note.conversation = scope, conversation
+        started = time.perf_counter()
+        block, degraded, lexical_only = await self._turn_block(
+            (scope, conversation, turn_key), text, note, skip, deadline_ms, recaller or self.recall
+        )
+        note.recall_ms = (time.perf_counter() - started) * 1000
+        note.degraded = degraded
+        if block is not None:
+            note.injected = len(block.ids)
+        self.finish(note, 200)
+        if block is None:
+            return TurnRecall("", (), 0, note.request_id, degraded)
+        return TurnRecall(block.text, block.ids, block.tokens, note.request_id, "", lexical_only)
 
     def _degrade(self, reason: str, detail: str) -> None:
         self.metrics.degrade(reason, detail)

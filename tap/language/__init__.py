@@ -7,7 +7,8 @@ word lists, kept apart from the stages that call it.
   reached, a thing rescheduled), read off a sentence and matched against stored statements;
 - `linked_slots`, `holder_alias`: slots and holders that answer for each other;
 - `forget_requests`: a user asking in the chat that something be forgotten;
-- `dated_questions`: questions that name a date, for recall.
+- `dated_questions`: questions that name a date, for recall;
+- `person`: a statement about "the user" as the user would say it (for the rules).
 
 Imports no stage that calls it (pyproject.toml's import contracts).
 """

@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 
 from tap.candidates import CandidateMemory
-from tap.ports import MemoryStore
+from tap.ports import ExtractionStore
 from tap.records import Memory
 
 ALIAS_LOOKUP_K = 50
 _NAME = r"[A-Z][a-z][\w'’-]*"
 
 
-def aliased_mates(store: MemoryStore, scope: str, candidate: CandidateMemory) -> list[Memory]:
+def aliased_mates(store: ExtractionStore, scope: str, candidate: CandidateMemory) -> list[Memory]:
     """Active, non-episode memories of the candidate's attribute under the other holder of the same
     person (see the module docstring); [] when there is none."""
     holder, _, attribute = candidate.slot.rpartition("|")
@@ -43,7 +43,7 @@ def aliased_mates(store: MemoryStore, scope: str, candidate: CandidateMemory) ->
     if holder == "team" or not re.fullmatch(r"[a-z][\w'’-]*", holder):
         return []
     name = holder.capitalize()
-    hits = store.text_search(name, scope=scope, k=ALIAS_LOOKUP_K)
+    [hits] = store.search_text([name], scope=scope, k=ALIAS_LOOKUP_K)
     return [
         h.memory
         for h in hits

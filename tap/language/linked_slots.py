@@ -17,14 +17,14 @@ written as their history when they are newer):
 from __future__ import annotations
 
 from tap.candidates import NO_PARTNER, CandidateMemory
-from tap.ports import MemoryStore
+from tap.ports import SlotLookup
 from tap.records import Memory
 
 __all__ = ["linked_mates"]
 _WITHOUT_PARTNER = frozenset({"single", "divorced", "separated", "widowed"})
 
 
-def linked_mates(store: MemoryStore, scope: str, candidate: CandidateMemory) -> list[Memory]:
+def linked_mates(store: SlotLookup, scope: str, candidate: CandidateMemory) -> list[Memory]:
     """Active, non-episode statements of the linked slot that the candidate contradicts (see the
     module docstring); [] for any other slot."""
     holder, _, attribute = candidate.slot.rpartition("|")

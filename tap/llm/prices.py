@@ -30,7 +30,7 @@ Invariants:
 - a model served anywhere else costs 0: Ollama, and any other OpenAI-compatible server (provider
   "openai-compatible": llama.cpp, vLLM, LM Studio, Ollama's /v1, a hosted endpoint tap has no price
   for). The ledger still counts its tokens, but the daily budget cap does not limit it.
-Sonnet 4.5's surcharge for prompts over 200K tokens is not modelled: tap's chunks are ~500 tokens.
+Sonnet 4.5's surcharge for prompts over 200K tokens is not modelled: tap's chunks are far smaller.
 """
 
 from __future__ import annotations

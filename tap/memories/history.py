@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import msgspec
 
 from tap.memories.views import memory_view
-from tap.ports import MemoryStore
+from tap.ports import MemoryReader
 from tap.records import Memory, SourceTurn
 
 MAX_VERSIONS = 1000  # a bound on the walk; real histories are a handful of versions
@@ -42,7 +42,7 @@ def _links(memory: Memory) -> list[str]:
     return [i for i in (memory.supersedes, memory.superseded_by, *memory.merged_from) if i]
 
 
-def versions(store: MemoryStore, memory_id: str) -> list[Memory]:
+def versions(store: MemoryReader, memory_id: str) -> list[Memory]:
     """Every version connected to the memory, oldest first (empty when the id is unknown)."""
     found: dict[str, Memory] = {}
     frontier = [memory_id]

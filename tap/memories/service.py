@@ -34,6 +34,7 @@ from tap.memories.history import TurnSource, version_turns, versions
 from tap.memories.views import recall_view
 from tap.plural import plural
 from tap.ports import Embedder, MemoryStore, StoreStats
+from tap.recall.digest import newest_statements
 from tap.recall.engine import RecallEngine
 from tap.records import Kind, Memory, RecallResult, SourceTurn, make_memory
 from tap.scrub import scrub
@@ -149,6 +150,12 @@ class MemoryService:
         vectors = self.embedder.embed_documents([m.content for m in memories])
         self.store.add(memories, vectors)
 
+    def newest_statements(self, scope: str, limit: int) -> list[Memory]:
+        """The scope's active statements (no excerpts), newest first, read from the store's own
+        index (`active_ids`, `get_active`): a hook's start digest reads these on a session's first
+        prompt, where listing the scope from the vector store took ~100 ms at 1,000 memories."""
+        return newest_statements(self.store, scope, limit)
+
     def get(self, memory_id: str) -> Memory | None:
         """One memory by id (any version)."""
         found = self.store.get([memory_id])
@@ -245,13 +252,12 @@ class MemoryService:
             texts = [" ".join(t.split()) for t in ids.values() if t.strip()]
             texts += [" ".join(m.content.split()) for m in related if m.id in doomed]
             quoting += [m for m in related if m.id not in doomed and _quotes(m.context, texts)]
+        for memory in quoting:
+            memory.context = ""
+        self.store.update_metadata(quoting)  # first: the delete leaves no trace of the text they held either
         self.store.delete([*report.deleted, *report.excerpts])
         for hook in self.on_forget:
             hook([*report.deleted, *report.excerpts])
-        for memory in quoting:
-            memory.context = ""
-        self.store.update_metadata(quoting)
-        self._purge()
         for (scope, conversation), ids in turns.items():
             if self.turn_log is not None:
                 count = self.turn_log.forget_turns(scope, conversation, set(ids))
@@ -260,10 +266,6 @@ class MemoryService:
                 count = self.queue.forget_turns(scope, conversation, set(ids), include_running=from_worker)
                 report.source_turns["queue"] = report.source_turns.get("queue", 0) + count
         return report
-
-    def _purge(self) -> None:
-        """Let the store erase what it deleted from its files too (the lexical index)."""
-        self.store.purge()
 
     def forget_scope(self, scope: str, *, settle_s: float = SETTLE_S) -> int:
         """Delete every memory of a scope, its queued conversation and its turn log (Telegram
@@ -291,7 +293,6 @@ class MemoryService:
                 )
         ids = [m.id for m in self.store.iter_memories(scope=scope)]
         counts["memories"] = self.store.delete(ids)
-        self._purge()
         for holder in [*([self.turn_log] if self.turn_log is not None else []), *(self.holders if holders else [])]:
             counts[holder.name] = holder.forget_scope(scope)
         return counts

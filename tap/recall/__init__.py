@@ -6,7 +6,8 @@ most N tokens, within a hard deadline.
 - `query`: the turn reduced to what the embedder and BM25 can use;
 - `excerpt_focus`: verbatim excerpts cut to what the question is about;
 - `replaced_turns`: a current statement brings the turn of the value it replaced;
-- `why`: the per-request record behind `tap why`.
+- `why`: the per-request record behind `tap why`;
+- `digest`: a scope's essentials for a new agent context (the session-start hook), as a recaller.
 
 Never imports extraction, ingestion or the interception core (pyproject.toml's import contracts).
 """

@@ -1,54 +1,24 @@
-"""Admission and batching for recalls under a deadline: the waiting room in front of RecallEngine.
+"""Admission for recalls under a deadline: the waiting room in front of RecallEngine.
 
-Every proxied request asks for a recall with a hard deadline (150 ms). One at a time that is easy;
-64 at once on two cores is not: a thread per request made them all queue for the cores and the
-GIL, each took longer than the deadline, and work went on for requests that had already been
-forwarded without memories (the thread kept running after the caller's timeout). Here:
+Every proxied request asks for a recall with a hard deadline. `workers` threads (a core each, one
+core left to the event loop) take waiting recalls earliest deadline first and answer each caller
+as soon as its recall is done. Rules, so that under overload the newest requests (the ones with
+time left) still get memories:
+- the work waiting (the measured time per recall, over the workers) must fit in the deadline; past
+  that the *oldest* waiting recalls become lexical-only (BM25 alone: no query embedding, no vector
+  search; `lexical_fallback`), and if that is not enough the oldest are shed at once (their
+  requests go out without memories straight away); a recall that can no longer finish in time is
+  never started, nor one whose caller gave up;
+- a wait goal (`wait_goal_s`): full recalls queue for at most that long, then the oldest become
+  lexical-only;
+- a share of new recalls (`lexical_share`) starts lexical-only: each miss raises it by `SHARE_UP`,
+  each recall on time lowers it by `SHARE_DOWN` (it settles where about one recall in ten misses),
+  and it halves every `SHARE_HALF_LIFE_S`, so a quiet server is back to full recalls within a minute.
 
-- a request joins the waiting room with its deadline; `workers` threads (tap.recall.engine: a core
-  each, one core left to the event loop) each take the waiting recalls as one batch (at most
-  `max_batch`, no more than can finish before the
-  earliest deadline of it), which the engine runs one recall after another, earliest deadline
-  first, answering each caller as soon as its recall is done (tap.recall.engine: a query embedding
-  does not batch, so a batch saves no work; it is the unit admission plans with). RecallEngine
-  takes one recall at a time (`max_batch=1`): the recalls of a taken batch waited for the ones
-  before it out of the room, where neither the wait goal nor the deadline rule could see them;
-  at 64 streams that was most of the time to first byte p99 (same-run pairs of bench/load.py:
-  57-91 ms one at a time against 80-136 ms in batches of 8; no fewer requests with memories);
-- admission: the work waiting (the measured time per recall of each, over the workers) must fit
-  in the deadline. Past that, the *oldest* waiting recalls first become lexical-only (BM25 alone,
-  no query embedding and no vector search: about a third of the cost; `lexical_fallback`), and
-  if that is not enough the oldest are shed at once (their requests go out without memories
-  straight away, instead of waiting out their deadline). A recall that can no longer finish in
-  time is made lexical-only, or shed, instead of being started. Under overload the newest
-  requests (the ones with time left) still get their memories, where a plain queue made every
-  request miss;
-- a wait goal (`wait_goal_s`, `[recall] wait_goal_ms`): full recalls queue for at most that long;
-  once more work waits, the oldest become lexical-only at once (the deadline rule above lets a
-  burst queue everything for most of the deadline: at 64 streams the time to first byte p99 was
-  92-120 ms, with a 30 ms goal 62-92 ms, with 1-11 % of the recalls BM25-only);
-- a recall whose caller gave up (timed out, cancelled) is never started.
-
-Admission plans with estimates; the share of BM25-only recalls learns from outcomes. When the
-machine is saturated (every core busy relaying streams, the GIL held most of the time), a recall's
-wall time is mostly waiting, the estimates lag, and the room kept admitting full recalls that then
-missed their deadlines: at 64 streams on two cores, 80-90 % of requests went out without memories,
-while making every recall BM25-only carried memories on 45 %. So a share of new recalls
-(`lexical_share`) is made lexical-only as they arrive: each recall that misses (shed, or done after
-its deadline, or given up by its caller) raises it by `SHARE_UP`, each that makes its deadline
-lowers it by a ninth of that, so it settles where about one recall in ten misses (a target of one
-in twenty made a fifth of the recalls BM25-only at 32 streams for no more requests with
-memories; one in ten, half as many, with the same gain at 64). It also
-halves every `SHARE_HALF_LIFE_S` by itself, so after a burst a quiet server is back to full
-recalls within a minute, not after hundreds of recalls.
-
-Batches hold one kind of recall (full or lexical-only) and are served earliest deadline first.
-The time per recall of each kind is an exponential average of what its batches took (wall time
-divided by size), so it follows the machine's load; for admission it is taken as at most a
-quarter of the deadline, so a slow spell (or one slow batch) can never make the room shed
-everything: it always admits a few recalls per worker.
-
-Thread-safe; the futures are `concurrent.futures.Future`s (asyncio callers wrap them).
+Batches hold one kind of recall (full or lexical-only). The time per recall of each kind is an
+exponential average of what its batches took, taken as at most a quarter of the deadline, so the
+room always admits a few recalls per worker. Why each rule exists, with the load figures that
+chose it: docs/measurements.md. Thread-safe; the futures are `concurrent.futures.Future`s.
 """
 
 from __future__ import annotations

@@ -1,35 +1,24 @@
 """Why was this injected? One id, one log line and a short-lived record of the recall per request.
 
-Every request the interception core sees (tap.intercept.core) gets a `RequestNote`: an id, returned to
-the client as `x-tap-request-id`, and, when the request is over (`Interceptor.finish`), one log
-line on the `tap.requests` logger:
+Every request the interception core sees gets a `RequestNote`: an id (`x-tap-request-id`) and,
+when the request is over (`Interceptor.finish`), one line on the `tap.requests` logger:
 
     request r_5f0c… POST /v1/messages scope=default conversation=c_… injected=3 recall_ms=12.4
     degraded=- status=200 duration_ms=812.0
 
-and a `WhyRecord` kept in the server's memory (`WhyLog`, never on disk): the query recall used,
-and the candidates with their vector (cosine), lexical (BM25), recency and importance scores, the
-final score and their fate:
-- `injected`: in the block;
-- `over-budget`: relevant, but the block was full;
-- `visible`: left out because the model can already see it in the request (tap.intercept.repeats);
-- `below-threshold`: found by a retriever but below the relevance floor;
-- `superseded` / `archived`: an old version or an archived memory that would have matched (looked
-  up when the record is viewed, with the query's vector: never on the hot path).
-An agent-loop step that reused its human turn's block names the request that recalled it
-(`reused_from`) and shows that request's candidates.
+and a `WhyRecord` kept in the server's memory (`WhyLog`, never on disk): the query, and the
+candidates with their vector, lexical, recency and importance scores, final score and fate
+(`injected`, `over-budget`, `visible`, `below-threshold`; `superseded` / `archived` looked up when
+the record is viewed, never on the hot path). A step that reused its human turn's block names the
+request that recalled it (`reused_from`).
 
-Bounds and privacy: at most `[why] keep` records, each for at most `keep_minutes`, each with at
-most `candidates` candidates (every injected one first); the query is scrubbed (tap.scrub) before
-any record is shown, and memory texts were scrubbed before they were stored; forgetting a scope or
-a memory drops the records that hold it.
+Bounds and privacy: at most `[why] keep` records, each for at most `keep_minutes`, with at most
+`candidates` candidates (every injected one first); the query is scrubbed before any record is
+shown; forgetting a scope or a memory drops the records that hold it.
 
-Cost: a record is read far less often than one is made, so the work is done on reading. The recall
-thread only hands the trace what it found and packed; keeping a request is storing its note (on
-the event loop: no thread hop); the candidates are weighed, sorted and shortened, and the query
-scrubbed, the first time the record is read. Built when kept, on a worker thread, the records took
-~6 % of the time the server held the GIL at 64 streams (py-spy, bench/load.py), the hop included.
-Without a WhyLog (or with `keep = 0`) recall gets no trace and does no extra work.
+Cost is paid on reading: the recall thread only hands the trace what it found and packed, keeping
+a request is storing its note on the event loop, and candidates are weighed, sorted and the query
+scrubbed the first time the record is read. Without a WhyLog (or `keep = 0`) recall does no extra work.
 """
 
 from __future__ import annotations
@@ -102,9 +91,8 @@ class RecallTrace:
     """What one recall did with each candidate (tap.recall.engine calls `retrieved`, then `packed`).
 
     Both calls only keep what they are given (the hits, the scores, the block's ids): the entries
-    are built, weighed and sorted in `candidates`, when the record is first read (WhyLog). Built on
-    the recall thread, they took ~6 % of the time the server held the GIL at 64 streams (py-spy,
-    bench/load.py), all of it on the recall's path.
+    are built, weighed and sorted in `candidates`, when the record is first read (WhyLog), off the
+    recall's path.
     """
 
     def __init__(self, skip_outcome: str = "visible") -> None:

@@ -1,20 +1,14 @@
 """Give the C allocator's free memory back to the system (glibc only; a no-op elsewhere).
 
-A tap process runs a score of threads (the event loop, recall, the embedder's batches, the
-extraction worker, the store's own), and glibc gives threads that allocate at the same time arenas
-of their own, up to 8 per core. Memory freed in an arena is kept there for its next allocations,
-so every arena holds its own high-water mark of freed blocks: at the end of `./dev bench ingest`
-(30,000 lines), 40-70 MB of the process's RSS was free memory that `malloc_trim` gave back.
+A tap process runs many threads, and glibc gives threads that allocate at the same time arenas of
+their own, each keeping its own high-water mark of freed blocks. `release_free_memory` returns the
+free memory of every arena (`malloc_trim(0)`, without the GIL), at most every RELEASE_EVERY_S: the
+extraction worker calls it after each batch while no request is being relayed and, inside `tap
+serve`, when it is idle and nothing was relayed for a while (a trim locks each arena in turn,
+which a request's thread allocating there would wait for).
 
-`release_free_memory` returns the free memory of every arena (`malloc_trim(0)`), at most every
-RELEASE_EVERY_S: the extraction worker calls it after each batch while no request is being
-relayed and, inside `tap serve`, when it is idle and nothing was relayed for 2 s (a trim locks
-each arena in turn, which a request's thread allocating there would wait for). The call runs
-without the GIL (ctypes); measured in the ingest benchmark: 5-6 ms at the median, 10 ms at most.
-
-Not done: capping the arenas (mallopt M_ARENA_MAX). At 4 the ingest benchmark's peak RSS fell by
-another 35 MB, but its CPU time per turn rose by ~5 % in alternating runs (threads queueing for a
-shared arena), and the proxy's hot path would share that queue.
+Not done: capping the arenas (mallopt M_ARENA_MAX): it saved memory but cost CPU time per turn,
+and the proxy's hot path would share the arenas' queue (docs/measurements.md).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tap.ports import Embedder, MemoryStore
+from tap.ports import Embedder, MemoryReader
 
 CHECK_TIMEOUT_S = 3.0
 
@@ -56,7 +56,7 @@ def extractor_state(status: dict[str, Any] | None) -> dict[str, Any]:
 
 
 async def check_health(
-    store: MemoryStore, embedder: Embedder, extraction: Callable[[], dict[str, Any]] | None
+    store: MemoryReader, embedder: Embedder, extraction: Callable[[], dict[str, Any]] | None
 ) -> dict[str, Any]:
     """`{"status", "checks": {"store", "embedder", "extractor"}}` (see the module docstring)."""
     store_check, embedder_check = await asyncio.gather(

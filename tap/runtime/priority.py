@@ -1,22 +1,17 @@
-"""Background threads yield the CPU to the hot path.
+"""Background threads yield the CPU, and the GIL, to the hot path.
 
-Extraction (rules, embedding, store writes) can keep every core busy for minutes during a backfill,
-while the proxy's event loop and its recall threads must answer within milliseconds. On Linux a
-thread is its own scheduling entity, so raising the nice value of just the background threads
-makes the scheduler prefer the hot path whenever both want a core (nice 10 weighs about a tenth of
-nice 0), and costs nothing when the machine is otherwise idle. Elsewhere (macOS, Windows) the
-priority of one thread cannot be set this way, and this is a no-op.
+Extraction can keep every core busy for minutes during a backfill, while the proxy's event loop
+and its recall threads must answer within milliseconds. On Linux a thread is its own scheduling
+entity, so raising the nice value of just the background threads makes the scheduler prefer the
+hot path whenever both want a core, and costs nothing on an idle machine (elsewhere: a no-op).
+Only threads created for background work call it: a thread's niceness cannot be lowered again
+without privileges, so a shared pool thread must never call it.
 
-Only threads created for background work call this: a thread's niceness cannot be lowered again
-without privileges, so a shared pool thread (asyncio's default executor) must never call it.
-
-A nice value does not help where a background thread holds the GIL: embedded Chroma keeps it for
-the whole of a write (~10 ms plus ~0.6-2 ms a record; 2,000 access counts in one write stopped
-the event loop for over a second). A background writer therefore writes in small batches, so it
-never holds the GIL longer than one batch at once, and while requests are being relayed
-(`HOT_PATH`, counted by the proxy's LLM routes, the agent hook route and the mitmproxy addon) it
-pauses after each batch (`yield_after`), so it holds the GIL at most BACKGROUND_WRITE_SHARE of the
-time; with nothing in flight (a backfill, the CLI) it does not wait.
+A nice value does not help where a background thread holds the GIL: embedded Chroma keeps it for a
+whole write. So a background writer writes in small batches (`write_parts`), and while requests are
+being relayed (`HOT_PATH`, counted by the proxy's LLM routes, the agent hook route and the
+mitmproxy addon) it pauses after each batch (`yield_after`), holding the GIL at most
+BACKGROUND_WRITE_SHARE of the time; with nothing in flight (a backfill, the CLI) it does not wait.
 """
 
 from __future__ import annotations
@@ -130,7 +125,7 @@ def write_parts[T](items: Sequence[T], size: int, *, always: bool = False) -> It
     """The items of one logical write, in the calls a background writer makes: `size` at a time
     while requests are being relayed (or `always`: writes of thousands that run inside the
     server, where a request may come at any moment), the rest at once otherwise (decided again
-    before each call: one call is cheaper, 190 adds took 341 ms in one and 554 ms in calls of 32)."""
+    before each call: one call is cheaper in all)."""
     start = 0
     while start < len(items):
         step = size if always or HOT_PATH.busy else len(items) - start

@@ -22,7 +22,6 @@ from tap.plural import plural
 
 @dataclass
 class _Kind:
-    first_at: float
     logged_at: float
     since_logged: int = 0
     total: int = 0
@@ -49,7 +48,7 @@ class RepeatLog:
         with self._lock:
             entry = self._kinds.get(kind)
             if entry is None:
-                self._kinds[kind] = _Kind(first_at=now, logged_at=now, total=1)
+                self._kinds[kind] = _Kind(logged_at=now, total=1)
                 first = True
             else:
                 entry.total += 1

@@ -1,12 +1,14 @@
 """Agent hooks in `tap serve`: the endpoint behind `POST /tap/hooks/{event}` (proxy/hooks_routes.py).
 
-The HookService runs over the server's runtime (tap.wiring.hook_service.RuntimeBackend). Prompt events
+The HookService runs over the server's runtime (tap.wiring.hook_service.RuntimeBackend); its context
+events recall through the server's interception core, on the server's event loop (so each has its
+request log line and `tap why` record, and counts in `/tap/status` like a proxied request). Prompt events
 (SessionStart, UserPromptSubmit) are answered within `[hooks] timeout_s` x 0.8, so a `tap hook`
 process waiting `timeout_s` in all still gets the answer; past it the answer is empty, one line
 goes to the log and nothing is committed (a memory the agent never received is not marked as
 given). Stop, PreCompact and SessionEnd are answered at once and their work runs in a background
-task, so the agent never waits for it; the server's extraction worker takes the new chunk within
-its poll interval (~0.5 s). Shutdown waits up to CLOSE_WAIT_S for those tasks before closing hooks.db.
+task, so the agent never waits for it; the server's extraction worker takes the new chunk at its
+next poll. Shutdown waits up to CLOSE_WAIT_S for those tasks before closing hooks.db.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from bridges.hooks.names import AGENTS, EVENTS, PROMPT_EVENTS, cli_event
 from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore
 from proxy.hooks_routes import hooks_key
+from tap.intercept.core import Interceptor
 from tap.runtime.metrics import Metrics
 from tap.runtime.tasks import create_task
-from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader, on_loop
 from tap.wiring.runtime import Runtime
 
 log = logging.getLogger("tap.hooks")
@@ -83,14 +86,20 @@ class ServerHooks:
             log.exception("could not record the hook's status")
 
 
-def attach_hooks(app: web.Application, rt: Runtime, metrics: Metrics) -> ServerHooks:
-    """Serve the agent hooks from this runtime on `app` (closed with the app)."""
+def attach_hooks(app: web.Application, rt: Runtime, interceptor: Interceptor, metrics: Metrics) -> ServerHooks:
+    """Serve the agent hooks from this runtime on `app` (closed with the app); called on the
+    server's event loop, where the hooks' recalls will run."""
     data_dir = rt.loaded.data_dir
     config = rt.loaded.config
     state = HookState(data_dir / STATE_FILE)
     offsets = OffsetStore(data_dir / STATE_FILE)
     pipeline = Pipeline(rt.queue, rt.ingestor, TranscriptReader(offsets, rt.ingestor.ingest))
-    service = HookService(config.hooks, RuntimeBackend(rt.recall, rt.memories.list_memories, pipeline), state)
+
+    answer_ms = int(config.hooks.timeout_s * 0.8 * 1000)  # a digest may take what the endpoint's answer may
+    blocks = CoreBlocks(
+        interceptor, rt.memories.newest_statements, on_loop(asyncio.get_running_loop()), start_deadline_ms=answer_ms
+    )
+    service = HookService(config.hooks, RuntimeBackend(blocks, pipeline), state)
     metrics.sections["hooks"] = service.status
     endpoint = ServerHooks(service, data_dir, max(0.1, config.hooks.timeout_s * 0.8))
     app[hooks_key] = endpoint

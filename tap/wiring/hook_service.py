@@ -1,14 +1,20 @@
 """Wiring of the agent hooks: bridges.hooks.HookService over tap's real store and pipeline.
 
 Two places run the service:
-- `tap serve` (tap.wiring.hook_endpoint): the runtime's recall engine, memory service, ingestor and queue
-  (`RuntimeBackend`), behind `POST /tap/hooks/{event}`;
+- `tap serve` (tap.wiring.hook_endpoint): the server's interception core (its recall, `tap why`
+  records and counters), memory service, ingestor and queue (`RuntimeBackend`), behind
+  `POST /tap/hooks/{event}`;
 - a standalone `tap hook` process when no server runs (`run_embedded`): `EmbeddedBackend` opens
   only what the event needs — the store and embedder for SessionStart / UserPromptSubmit (which
-  takes the data-dir lock and a few seconds; store.* is imported only then), the queue alone for
-  Stop, PreCompact and SessionEnd (well inside SessionEnd's ~1.5 s) — and after a capture starts
-  a detached `tap hooks drain` that extracts the new chunks (waiting its turn for the data-dir
-  lock, so a drain never runs beside another process that holds the store).
+  takes the data-dir lock and seconds; store.* is imported only then), recalled through an
+  interception core of its own (the same policy; its record ends with the process), the queue
+  alone for Stop, PreCompact and SessionEnd (well inside SessionEnd's short budget) — and after a
+  capture starts a detached `tap hooks drain` that extracts the new chunks (waiting its turn for
+  the data-dir lock, so a drain never runs beside another process that holds the store).
+
+Both hand the context events to the core the same way (`CoreBlocks`: Interceptor.recall_turn,
+with tap.recall.digest.StartDigest for SessionStart); `tap serve` runs it on its event loop from
+the hook's worker thread, a standalone hook on a loop of its own.
 
 Transcripts are read by the log-tail's own reader (bridges.logtail.Tailer, format `claude-code`)
 with its offsets kept apart from the log-tail's, in `<data dir>/hooks.db`: both readers may see the
@@ -20,19 +26,19 @@ whenever the agent runs at the repository root.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import msgspec
 
-from bridges.hooks import lightconfig
 from bridges.hooks.command import Invocation
 from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hook_session import HookService
@@ -40,14 +46,19 @@ from bridges.hooks.hooklog import log_line
 from bridges.hooks.payload import parse_input
 from bridges.logtail import OffsetStore, Tailer
 from tap.admin_token import read_server_info
-from tap.config import Config, LoadedConfig, load_config, resolve_data_dir
+from tap.config import LoadedConfig
 from tap.errors import StoreError
 from tap.ingest.entry import Ingestor
 from tap.ingest.queue import ChunkQueue
+from tap.intercept.conversations import ConversationResolver
+from tap.intercept.core import Interceptor, Recaller, TurnRecall
 from tap.intercept.repeats import Skip
 from tap.ports import Embedder, MemoryStore
+from tap.recall.digest import CurrentMemories, StartDigest, newest_statements
 from tap.recall.engine import RecallEngine
-from tap.records import IngestEvent, Memory, RecallResult
+from tap.records import IngestEvent, Memory
+from tap.runtime.metrics import Metrics
+from tap.wiring.agent_config import load_hook_config
 
 log = logging.getLogger("tap.hooks")
 DRAIN_WAIT_S = 300.0
@@ -83,35 +94,105 @@ class Pipeline:
     reader: TranscriptReader
 
 
-class RuntimeBackend:
-    """`HookBackend` over open components (the server's runtime)."""
+class CoreBlocks:
+    """The context events' blocks through the interception core (Interceptor.recall_turn).
+
+    `run` runs a coroutine of the core to its end from the calling thread: on the server's event
+    loop from the hook's worker thread, or on a loop of its own in a standalone hook process.
+    `deadline_ms`: a prompt's recall deadline (None: the proxy's, `[recall] deadline_ms`);
+    `start_deadline_ms`: the session-start digest's (None: the same), which reads up to
+    tap.recall.digest.START_CANDIDATES memories and holds up no model request."""
 
     def __init__(
         self,
-        recall: RecallEngine,
-        list_memories: Callable[..., list[Memory]],
-        pipeline: Pipeline,
-        extract_soon: Callable[[], None] = lambda: None,
+        interceptor: Interceptor,
+        current: CurrentMemories,
+        run: Callable[[Coroutine[None, None, TurnRecall]], TurnRecall],
+        *,
+        deadline_ms: int | None = None,
+        start_deadline_ms: int | None = None,
     ) -> None:
-        self._recall = recall
-        self._list = list_memories
+        self.interceptor = interceptor
+        self.current = current
+        self._run = run
+        self.deadline_ms = deadline_ms
+        self.start_deadline_ms = start_deadline_ms or deadline_ms
+
+    def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
+        return self._block(prompt, event, scope, session, turn, skip, self.deadline_ms)
+
+    def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
+        digest = StartDigest(self.current, budget)
+        return self._block("", event, scope, session, turn, skip, self.start_deadline_ms, digest)
+
+    def _block(
+        self,
+        text: str,
+        event: str,
+        scope: str,
+        session: str,
+        turn: str,
+        skip: Skip,
+        deadline_ms: int | None,
+        recaller: Recaller | None = None,
+    ) -> TurnRecall:
+        recall = self.interceptor.recall_turn(
+            text,
+            scope=scope,
+            conversation=session,
+            turn_key=turn,
+            path=f"/tap/hooks/{event}",
+            skip=skip,
+            deadline_ms=deadline_ms,
+            recaller=recaller,
+        )
+        return self._run(recall)
+
+
+def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Coroutine[None, None, TurnRecall]], TurnRecall]:
+    """Run a coroutine on `loop` (another thread's) and wait for its result here."""
+    return lambda coroutine: asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+class _Backend:
+    """What both `HookBackend`s do alike: the context events through the CoreBlocks a backend
+    opens (`_core`), the capture side through its Pipeline (`_capture`)."""
+
+    def _core(self) -> CoreBlocks:
+        raise NotImplementedError
+
+    def _capture(self) -> Pipeline:
+        raise NotImplementedError
+
+    def prompt_block(self, prompt: str, *, event: str, scope: str, session: str, turn: str, skip: Skip) -> TurnRecall:
+        return self._core().prompt_block(prompt, event=event, scope=scope, session=session, turn=turn, skip=skip)
+
+    def start_block(self, *, event: str, scope: str, session: str, turn: str, budget: int, skip: Skip) -> TurnRecall:
+        return self._core().start_block(event=event, scope=scope, session=session, turn=turn, budget=budget, skip=skip)
+
+    def ingest(self, event: IngestEvent) -> int:
+        return self._capture().ingestor.ingest(event)
+
+    def read_transcript(self, path: Path, scope: str) -> int:
+        return self._capture().reader(path, scope)
+
+    def close_conversation(self, scope: str, conversation: str) -> int:
+        return self._capture().queue.flush(scope=scope, conversation=conversation)
+
+
+class RuntimeBackend(_Backend):
+    """`HookBackend` over open components (the server's runtime and interception core)."""
+
+    def __init__(self, blocks: CoreBlocks, pipeline: Pipeline, extract_soon: Callable[[], None] = lambda: None) -> None:
+        self._blocks = blocks
         self._pipeline = pipeline
         self._extract_soon = extract_soon
 
-    def recall(self, query: str, *, scope: str, skip: Skip) -> RecallResult:
-        return self._recall.recall(query, scope=scope, skip=skip)
+    def _core(self) -> CoreBlocks:
+        return self._blocks
 
-    def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._list(scope=scope, limit=limit, excerpts=False, archived=False)
-
-    def ingest(self, event: IngestEvent) -> int:
-        return self._pipeline.ingestor.ingest(event)
-
-    def read_transcript(self, path: Path, scope: str) -> int:
-        return self._pipeline.reader(path, scope)
-
-    def close_conversation(self, scope: str, conversation: str) -> int:
-        return self._pipeline.queue.flush(scope=scope, conversation=conversation)
+    def _capture(self) -> Pipeline:
+        return self._pipeline
 
     def extract_soon(self) -> None:
         self._extract_soon()
@@ -120,7 +201,7 @@ class RuntimeBackend:
 # -- a standalone hook process -----------------------------------------------------------------------
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(_Backend):
     """`HookBackend` that opens only what an event uses, in this process (no server runs)."""
 
     def __init__(self, loaded: LoadedConfig) -> None:
@@ -153,10 +234,19 @@ class EmbeddedBackend:
     @cached_property
     def _recall_engine(self) -> RecallEngine:
         config = self.loaded.config
-        engine = RecallEngine(self._store, self._embedder, config.recall)
+        engine = RecallEngine(self._store, self._embedder, config.recall, access_counts=self._store)
         self._closers.append(engine.close)
         self._closers.append(lambda: None if engine.flush_access() else None)  # closers run last-in first-out
         return engine
+
+    @cached_property
+    def _blocks(self) -> CoreBlocks:
+        config = self.loaded.config
+        interceptor = Interceptor(
+            config, recall=self._recall_engine, metrics=Metrics(), conversations=ConversationResolver()
+        )
+        deadline_ms = int(config.hooks.embedded_timeout_s * 1000)  # the process's own limit is the real one
+        return CoreBlocks(interceptor, self.current_memories, asyncio.run, deadline_ms=deadline_ms)
 
     @cached_property
     def _pipeline(self) -> Pipeline:
@@ -170,20 +260,15 @@ class EmbeddedBackend:
         ingestor = Ingestor(queue)
         return Pipeline(queue, ingestor, TranscriptReader(offsets, ingestor.ingest))
 
-    def recall(self, query: str, *, scope: str, skip: Skip) -> RecallResult:
-        return self._recall_engine.recall(query, scope=scope, skip=skip)
+    def _core(self) -> CoreBlocks:
+        return self._blocks
 
     def current_memories(self, scope: str, limit: int) -> list[Memory]:
-        return self._store.list_memories(scope=scope, limit=limit, excerpts=False, archived=False)
+        """The scope's active statements, newest first (for the session-start digest)."""
+        return newest_statements(self._store, scope, limit)
 
-    def ingest(self, event: IngestEvent) -> int:
-        return self._pipeline.ingestor.ingest(event)
-
-    def read_transcript(self, path: Path, scope: str) -> int:
-        return self._pipeline.reader(path, scope)
-
-    def close_conversation(self, scope: str, conversation: str) -> int:
-        return self._pipeline.queue.flush(scope=scope, conversation=conversation)
+    def _capture(self) -> Pipeline:
+        return self._pipeline
 
     def extract_soon(self) -> None:
         self.chunks_queued += 1
@@ -195,15 +280,6 @@ class EmbeddedBackend:
                 self._closers.pop()()
             except Exception:
                 log.exception("closing a hook resource failed")
-
-
-def load_hook_config(explicit: str | None) -> LoadedConfig:
-    """The config a hook process uses: tap's lookup without `./config.toml` (bridges.hooks.lightconfig)."""
-    path = lightconfig.find_config_path(explicit)
-    if path is not None:
-        return load_config(path)
-    config = Config()
-    return LoadedConfig(config=config, path=None, data_dir=resolve_data_dir(config))
 
 
 def run_embedded(invocation: Invocation, body: bytes) -> bytes:

@@ -2,11 +2,10 @@
 tap.wiring.recall_process): a read view of the store, the embedder and a RecallEngine, answering
 the recalls `tap serve` sends and following its writes, one message at a time, in order.
 
-It imports only what recall needs (not Chroma, not the web stack: ~190 MB less than `tap serve`
-would take again) and talks over two inherited socket pairs, framed by multiprocessing's
-Connection: the first carries the settings, then writes to follow and recalls to answer (and the
-answers back); on the second it asks `tap serve` for superseded versions. It ends when `tap serve`
-closes the first pipe (or dies): it never outlives it.
+It imports only what recall needs (not Chroma, not the web stack) and talks over two inherited
+socket pairs, framed by multiprocessing's Connection: the first carries the settings, then writes
+to follow and recalls to answer (and the answers back); on the second it asks `tap serve` for
+superseded versions. It ends when `tap serve` closes the first pipe (or dies): it never outlives it.
 """
 
 from __future__ import annotations
@@ -67,9 +66,7 @@ def serve(conn: Connection, versions: Connection) -> None:
         max_vectors=settings.max_vectors,
         versions=older,
     )
-    engine = RecallEngine(
-        store, make_embedder(settings.embedder, queries_only=True), settings.recall, workers=1, notes_access=False
-    )
+    engine = RecallEngine(store, make_embedder(settings.embedder, queries_only=True), settings.recall, workers=1)
     try:
         store.warm()
         engine.search("warm up the embedder and the indexes", scope="tap-warm-up")

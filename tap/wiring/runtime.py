@@ -1,9 +1,8 @@
 """The runtime: config → adapters (embedder, store) → the core services, opened and closed together.
 
-A composition root (it was tap/app.py): only tap.wiring and tap.cli pick concrete adapters;
-everything else receives them. Tests hand
-`open_runtime` other adapters behind the same Protocols (tests/fakes.py: an in-memory store and a
-hashing embedder) through `adapters`.
+A composition root: only tap.wiring and tap.cli pick concrete adapters; everything else receives
+them. Tests hand `open_runtime` other adapters behind the same ports (testkit/fakes.py: an
+in-memory store and a hashing embedder) through `adapters`.
 """
 
 from __future__ import annotations
@@ -129,7 +128,7 @@ def open_runtime(
     config = loaded.config
     make_private(loaded.data_dir)
     embedder, store = adapters(loaded)
-    recall = RecallEngine(store, embedder, config.recall, now=now)
+    recall = RecallEngine(store, embedder, config.recall, now=now, access_counts=store)
     if warm_recall:
         recall.search("warm up the embedder and the indexes", scope="tap-warm-up")  # first query is slow
     extract = config.extract

@@ -21,9 +21,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
 
+from bridges.hooks.lightconfig import remember_validated
 from bridges.logtail import start_following
 from proxy.context import ServerContext
 from proxy.web_app import make_web_app
+from store.chroma import ChromaStore
 from store.llm import make_reply_model
 from store.llm.deprecation import deprecated_model_warnings
 from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
@@ -43,6 +45,7 @@ from tap.runtime.priority import lower_thread_priority
 from tap.runtime.startup_heap import freeze_startup_objects
 from tap.runtime.tasks import create_task, running_tasks
 from tap.wiring.hook_endpoint import attach_hooks
+from tap.wiring.mcp_service import attach_mcp
 from tap.wiring.recall_process import start_recall_process
 from tap.wiring.runtime import Runtime, open_runtime
 
@@ -107,7 +110,8 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
     ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
     app = make_web_app(ctx)
-    attach_hooks(app, rt, ctx.metrics)
+    attach_hooks(app, rt, ctx.interceptor, ctx.metrics)
+    attach_mcp(app, rt, ctx.why, tap_version())
     if rt.loaded.config.telegram.enabled:
         from bridges.telegram import TelegramDeps, add_telegram  # imported only when used (seconds)
 
@@ -133,13 +137,16 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
             await runner.cleanup()
             raise
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
+    with contextlib.suppress(OSError):  # a courtesy: the first hook validates the file itself otherwise
+        remember_validated(rt.loaded.path, rt.loaded.config)
     _announce(rt, url)
     freeze_startup_objects()
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
     logtail_stop = asyncio.Event()
     start_following(rt.loaded.config.logtail, rt.loaded.data_dir, rt.ingestor.ingest, logtail_stop)
-    create_task(_warm_vectors(rt), name="warm-vectors")
+    if isinstance(rt.store, ChromaStore):
+        create_task(_warm_vectors(rt.store), name="warm-vectors")
     recall_process = start_recall_process(rt)
     if recall_process is not None:
         ctx.metrics.sections["recall_process"] = recall_process.status
@@ -177,10 +184,10 @@ async def _stop_background(background: ThreadPoolExecutor) -> None:
         log.warning("a background step outlived the shutdown grace period; the consolidation journal finishes it")
 
 
-async def _warm_vectors(rt: Runtime) -> None:
-    """Load the largest scopes' vectors into memory in the background (store.chroma.warm_vectors)."""
+async def _warm_vectors(store: ChromaStore) -> None:
+    """Load the largest scopes' vectors into memory in the background (ChromaStore.warm_vectors)."""
     try:
-        loaded = await asyncio.to_thread(rt.store.warm_vectors)
+        loaded = await asyncio.to_thread(store.warm_vectors)
     except TapError as exc:  # the store is down: scopes load on first use instead
         log.warning("could not load scope vectors at start: %s", exc)
         return

@@ -33,9 +33,9 @@ from tap.records import IngestEvent
 from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
-from tests.bridges.fake_telegram import BOT, TOKEN
-from tests.fakes import fake_adapters
-from tests.wire import anthropic_message
+from testkit.fake_telegram import BOT, TOKEN
+from testkit.fakes import fake_adapters
+from testkit.wire import anthropic_message
 
 SECRET = "test-webhook-secret_42"
 ANTHROPIC_KEY = "sk-ant-telegram-test"

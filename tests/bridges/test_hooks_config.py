@@ -1,21 +1,23 @@
-"""The `[hooks]` table, the hook process's light config reader (must agree with tap.config), and scopes."""
+"""The `[hooks]` table, the hook process's config reader (tap.config's validation, remembered), and scopes."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bridges.hooks import lightconfig
-from bridges.hooks.command import HookFailed, Invocation, is_hook_call, parse_args, parse_response, split_url
+from bridges.hooks.command import Invocation, is_hook_call, parse_args
 from bridges.hooks.names import cli_event
 from bridges.hooks.scope import MAX_SCOPE, hook_scope
 from tap.admin_token import ensure_token, read_server_info
 from tap.config import load_config, parse_config
 from tap.errors import ConfigError
-from tap.wiring.hook_service import load_hook_config
+from tap.wiring.agent_config import load_hook_config
 
 
 def test_hooks_table_defaults_and_limits() -> None:
@@ -107,12 +109,49 @@ def test_light_reader_finds_the_server_and_token_like_the_cli(
 
 
 def test_missing_or_broken_config_is_an_error_the_hook_can_log(tmp_path: Path) -> None:
-    with pytest.raises(lightconfig.LightConfigError, match="not found"):
+    with pytest.raises(ConfigError, match="not found"):
         lightconfig.load(str(tmp_path / "missing.toml"))
     broken = tmp_path / "broken.toml"
     broken.write_text("[hooks\n")
-    with pytest.raises(lightconfig.LightConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="not valid TOML"):
         lightconfig.load(str(broken))
+
+
+def test_the_hook_validates_the_config_as_tap_config_does_once_per_version_of_the_file(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    mine = tmp_path / "tap.toml"
+    for text in ("[hooks]\ntimeot_s = 2\n", '[recall]\ntop_k = "many"\n', "[hooks]\ntimeout_s = 0\n"):
+        mine.write_text(text)
+        with pytest.raises(ConfigError) as light:
+            lightconfig.load(str(mine))
+        with pytest.raises(ConfigError) as full:
+            load_config(str(mine))
+        assert str(light.value) == str(full.value)
+        assert not (isolated_home / lightconfig.SETTINGS_FILE).exists()  # nothing remembered of a bad file
+    mine.write_text("[hooks]\ntimeout_s = 0.7\n")
+    assert lightconfig.load(str(mine)).timeout_s == 0.7
+    assert (isolated_home / lightconfig.SETTINGS_FILE).exists()
+    mine.write_text("[hooks]\ntimeout_s = 0.8\n[hooks.extra]\n")  # edited: validated again
+    with pytest.raises(ConfigError, match="extra"):
+        lightconfig.load(str(mine))
+
+
+def test_a_second_hook_reads_the_remembered_settings_without_tap_config(tmp_path: Path, isolated_home: Path) -> None:
+    mine = tmp_path / "tap.toml"
+    mine.write_text('[hooks]\ntimeout_s = 0.6\n[admin]\ntoken_env = "MINE"\n')
+    code = (
+        "import sys, json; from bridges.hooks import lightconfig; c = lightconfig.load(sys.argv[1]); "
+        "print(json.dumps([c.timeout_s, c.token_env, str(c.data_dir), 'tap.config' in sys.modules]))"
+    )
+    env = {**os.environ, "TAP_HOME": str(isolated_home)}
+    runs = [
+        json.loads(
+            subprocess.run([sys.executable, "-c", code, str(mine)], env=env, capture_output=True, check=True).stdout
+        )
+        for _ in range(2)
+    ]
+    assert runs == [[0.6, "MINE", str(isolated_home), True], [0.6, "MINE", str(isolated_home), False]]
 
 
 def test_command_line_of_the_fast_path() -> None:
@@ -154,18 +193,3 @@ def test_scope_is_the_git_root_of_cwd_else_cwd(tmp_path: Path, monkeypatch: pyte
     deep = tmp_path / ("x" * 120) / ("y" * 120) / ("z" * 120)
     long_scope = hook_scope("", str(deep))
     assert len(long_scope) == MAX_SCOPE and long_scope != hook_scope("", str(deep) + "2")
-
-
-def test_the_hook_process_http_reader() -> None:
-    assert split_url("http://127.0.0.1:8787") == ("127.0.0.1", 8787, "")
-    assert split_url("http://[::1]:9000/base/") == ("::1", 9000, "/base")
-    assert split_url("http://localhost") == ("localhost", 80, "")
-    with pytest.raises(HookFailed):
-        split_url("https://127.0.0.1:8787")
-    plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}trailing"
-    assert parse_response(plain) == (200, b"{}")
-    chunked = b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n4\r\n": 1\r\n1\r\n}\r\n0\r\n\r\n'
-    assert parse_response(chunked) == (200, b'{"a": 1}')
-    assert parse_response(b"HTTP/1.1 401 Unauthorized\r\n\r\nno") == (401, b"no")
-    with pytest.raises(HookFailed, match="incomplete"):
-        parse_response(b"HTTP/1.1 200 OK\r\nContent-Le")

@@ -14,18 +14,23 @@ import pytest
 
 from store.lock import DataDirLock
 from tap.errors import StoreError
-from tests.bridges.hooks_fixtures import HookRun, Transcript, payload, run_hook
-from tests.waits import wait_until
+from testkit.agent_hooks import HookRun, Transcript, payload, run_hook
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow
 STORE = {"chromadb", "onnxruntime", "tokenizers"}
 
 
 def extraction_finished(home: Path) -> bool:
-    """No chunk waits and no process holds the store (the detached drain is done)."""
-    with sqlite3.connect(home / "queue.db") as db:
-        waiting = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()[0]
-    if waiting:
+    """A chunk was extracted, none waits, and no process holds the store (the detached Stop and the
+    drain it started are done)."""
+    try:
+        with sqlite3.connect(home / "queue.db") as db:
+            waiting = db.execute("SELECT count(*) FROM chunks WHERE state IN ('queued', 'running')").fetchone()[0]
+            done = db.execute("SELECT count(*) FROM chunks WHERE state = 'done'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return False  # the detached Stop has not made its queue yet
+    if waiting or not done:
         return False
     lock = DataDirLock(home)
     try:

@@ -22,7 +22,8 @@ import pytest
 from bridges.hooks.hooklog import log_path
 from store.lock import DataDirLock
 from tap.admin_token import ensure_token
-from tests.bridges.hooks_fixtures import HookRun, payload, run_hook
+from testkit.agent_hooks import HookRun, payload, run_hook
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 
@@ -91,7 +92,7 @@ def misbehaving(request: pytest.FixtureRequest) -> Iterator[Misbehaving]:
 
 def assert_failed_open(run: HookRun, home: Path, *expected: str) -> None:
     assert run.returncode == 0 and run.stdout == b"", run
-    lines = log_lines(home)
+    lines = wait_until(lambda: log_lines(home), what="the log line (Stop and SessionEnd log from a detached child)")
     assert len(lines) == 1, lines
     assert all(text in lines[0] for text in expected), lines[0]
 
@@ -117,6 +118,25 @@ def test_slow_server_is_given_up_at_the_timeout(isolated_home: Path, misbehaving
     quick = run_hook("user-prompt-submit", PROMPT, home=isolated_home, config=config)
     assert quick.returncode == 0 and quick.stdout == b"" and misbehaving.answered == 0
     assert "no answer within 0.3 s" in log_lines(isolated_home)[-1]
+
+
+@pytest.mark.parametrize("misbehaving", [(True, 200)], indirect=True)
+def test_stop_and_session_end_return_before_their_hand_over_is_answered(
+    isolated_home: Path, misbehaving: Misbehaving, tmp_path: Path
+) -> None:
+    pretend_server(isolated_home, misbehaving.url)
+    patient = tmp_path / "tap.toml"
+    patient.write_text("[hooks]\ntimeout_s = 60\n")  # a hook that waited would wait for the held answer
+    for event, name in (("stop", "Stop"), ("session-end", "SessionEnd")):
+        body = payload(name, "s-detached", isolated_home, None)
+        run = run_hook(event, body, home=isolated_home, config=patient, timeout=30)
+        assert run.returncode == 0 and run.stdout == b"" and run.stderr == b""
+        assert misbehaving.answered == 0  # the agent got its answer while the server still held the event
+    wait_until(lambda: len(misbehaving.requests) == 2, what="the detached children to deliver both events")
+    assert misbehaving.requests == ["/tap/hooks/stop?agent=claude", "/tap/hooks/session-end?agent=claude"]
+    misbehaving.release.set()
+    wait_until(lambda: misbehaving.answered == 2, what="both answers to be read")
+    assert log_lines(isolated_home) == []  # the children had their answers: nothing failed
 
 
 @pytest.mark.parametrize("misbehaving", [(False, 401), (False, 500)], indirect=True)

@@ -24,9 +24,9 @@ from click.testing import CliRunner
 
 from bridges.hooks.hooklog import log_path
 from tap.cli.main import main
-from tests.bridges.hooks_fixtures import Transcript, payload, run_hook
-from tests.serve_process import ServeProcess
-from tests.waits import wait_until
+from testkit.agent_hooks import Transcript, payload, run_hook
+from testkit.serve_process import ServeProcess
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow
 HEAVY = ("chromadb", "onnxruntime", "anthropic", "aiohttp", "numpy", "msgspec", "click", "telegram")
@@ -39,11 +39,13 @@ class Served:
         self.home = root / "home"
         self.home.mkdir()
         self.config = root / "tap.toml"
-        self.config.write_text("[hooks]\ntimeout_s = 2.0\n")  # generous: the machine runs other tests too
+        # generous: the machine runs other tests too (prompt recalls keep to the proxy's deadline)
+        self.config.write_text("[hooks]\ntimeout_s = 2.0\n[recall]\ndeadline_ms = 1500\n")
         self.project = root / "billing"
         (self.project / ".git").mkdir(parents=True)
         self.projects = root / "claude" / "projects"
         self.server = ServeProcess(self.home, config=self.config).start()
+        self.cli_env = {"TAP_HOME": str(self.home), "HOME": str(self.home)}  # no real settings file is read
 
     def hook(self, event: str, body: bytes, **options: Any) -> Any:
         return run_hook(event, body, home=self.home, config=self.config, **options)
@@ -120,6 +122,15 @@ def test_scripted_session_end_to_end(served: Served) -> None:
     output = json.loads(second.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "Fly.io" in second.context() and second.context().startswith("<recalled-memories>")
+    why = CliRunner().invoke(main, ["--config", str(served.config), "why", "--last", "--json"], env=served.cli_env)
+    record = json.loads(why.output)  # the hook's recall went through the interception core: it has a record
+    assert (record["path"], record["conversation"], record["scope"]) == (
+        "/tap/hooks/user-prompt-submit",
+        session,
+        str(served.project),
+    )
+    assert record["query"] == "where do we deploy billing?" and record["injected"] >= 1
+    assert any(c["outcome"] == "injected" and "Fly.io" in c["content"] for c in record["candidates"])
     assert served.hook("user-prompt-submit", question).stdout == b""  # already in this session's context
 
     compacted = payload("SessionStart", session, served.project, transcript.path, source="compact")
@@ -136,7 +147,7 @@ def test_scripted_session_end_to_end(served: Served) -> None:
     status = CliRunner().invoke(
         main,
         ["--config", str(served.config), "hooks", "status", "--json"],
-        env={"TAP_HOME": str(served.home), "HOME": str(served.home)},  # no real settings file is read
+        env=served.cli_env,
     )
     fired = {f["event"]: f for f in json.loads(status.output)["last_fired"]}
     assert fired["user-prompt-submit"]["count"] == 3 and fired["stop"]["outcome"] == "queued 2 turns, 1 chunk"

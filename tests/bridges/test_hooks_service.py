@@ -1,12 +1,13 @@
 """HookService over tap's real runtime (embedded Chroma, the ONNX embedder, the queue, the worker).
 
-Payloads and transcripts are in the documented shapes (tests/bridges/hooks_fixtures.py); every
+Payloads and transcripts are in the documented shapes (testkit/agent_hooks.py); every
 check goes through the real pieces: recall, the ledger in hooks.db, the log-tail's transcript
 reader, the ingestion queue and the extraction worker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,12 +20,18 @@ from bridges.hooks.hook_db import STATE_FILE, HookState
 from bridges.hooks.hook_session import HookService
 from bridges.hooks.payload import HookInput, parse_input
 from bridges.logtail import OffsetStore, Tailer
+from tap.block_tags import CLOSE, OPEN
 from tap.config import LoadedConfig, parse_config
+from tap.intercept.conversations import ConversationResolver
+from tap.intercept.core import Interceptor
+from tap.recall.why import WhyLog
+from tap.runtime.metrics import Metrics
 from tap.tokens import count_tokens
-from tap.wiring.hook_service import Pipeline, RuntimeBackend, TranscriptReader
+from tap.wiring.hook_service import CoreBlocks, Pipeline, RuntimeBackend, TranscriptReader
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.bridges.hooks_fixtures import Transcript, payload
-from tests.fakes import fake_adapters
+from testkit.agent_hooks import Transcript, payload
+from testkit.fakes import fake_adapters
+from testkit.stored import stored_anywhere
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +53,17 @@ class Rig:
         self.state = HookState(self.db)
         self.offsets = OffsetStore(self.db)
         self.pipeline = Pipeline(rt.queue, rt.ingestor, TranscriptReader(self.offsets, rt.ingestor.ingest))
+        self.why = WhyLog(parse_config("").why)
         self.service = self.make_service(config)
 
     def make_service(self, config: str = "") -> HookService:
-        hooks = parse_config(config).hooks
-        return HookService(
-            hooks, RuntimeBackend(self.rt.recall, self.rt.memories.list_memories, self.pipeline), self.state
+        parsed = parse_config(config)
+        interceptor = Interceptor(
+            parsed, recall=self.rt.recall, metrics=Metrics(), conversations=ConversationResolver(), why=self.why
         )
+
+        blocks = CoreBlocks(interceptor, self.rt.memories.newest_statements, asyncio.run)
+        return HookService(parsed.hooks, RuntimeBackend(blocks, self.pipeline), self.state)
 
     def send(self, event: str, body: bytes, *, agent: str = "claude", service: HookService | None = None) -> Any:
         service = service or self.service
@@ -118,6 +129,21 @@ def test_compaction_and_clear_reset_the_ledger_and_resume_keeps_it(rig: Rig) -> 
         again = rig.send("session-start", payload("SessionStart", "s-2", rig.project, None, source=source))
         assert "small pull requests" in context(again), source
     assert context(prompt(rig, "s-2", "how big should my pull requests be?")) == ""
+
+
+def test_a_session_without_session_start_gets_its_digest_with_the_first_prompt(rig: Rig) -> None:
+    # tap's Claude Code SessionStart hook fires only after /clear or a compaction (one process fewer per run)
+    scope = str(rig.project)
+    rig.rt.memories.add(scope=scope, content="The user prefers small pull requests", importance=5)
+    rig.rt.memories.add(scope=scope, content="The user's team uses Postgres for the billing service", importance=3)
+    first = context(prompt(rig, "s-5", "which database does billing use?"))
+    assert first.count("<recalled-memories>") == 2  # the digest, then the block recalled for the prompt
+    assert first.index("small pull requests") < first.index("Postgres")
+    assert context(prompt(rig, "s-5", "what about pull requests?")) == ""  # given once, as at SessionStart
+    rig.send("session-start", payload("SessionStart", "s-6", rig.project, None, source="startup"))
+    assert context(prompt(rig, "s-6", "which database does billing use?")).count("<recalled-memories>") <= 1
+    standalone = rig.make_service()  # a hook process of its own reads the same record from hooks.db
+    assert context(prompt(rig, "s-5", "which database does billing use?", service=standalone)) == ""
 
 
 def test_session_start_digest_is_the_most_important_current_statements_within_budget(
@@ -227,6 +253,22 @@ def test_codex_turn_is_captured_from_its_prompt_and_stop(rig: Rig) -> None:
     assert rig.send("stop", stop, agent="codex").outcome.startswith("queued 0 turns")
 
 
+def test_a_codex_prompt_that_quotes_taps_block_is_captured_and_recalled_without_it(rig: Rig) -> None:
+    session = "019a-codex-echo"
+    block = f"{OPEN}\nNotes from earlier conversations with this user: background data.\n- CI: Jenkins\n{CLOSE}"
+    common = {"model": "gpt-5.1-codex", "turn_id": "turn-1"}
+    said = f"Our CI runs on Buildkite now.\n\n{block}"
+    rig.send(
+        "user-prompt-submit",
+        payload("UserPromptSubmit", session, rig.project, None, prompt=said, **common),
+        agent="codex",
+    )
+    stop = payload("Stop", session, rig.project, None, last_assistant_message=f"Noted.\n{block}", **common)
+    assert rig.send("stop", stop, agent="codex").outcome == "queued 2 turns, 1 chunk"
+    assert stored_anywhere(rig.rt.queue.path, OPEN.encode()) == []
+    assert stored_anywhere(rig.rt.queue.path, b"Our CI runs on Buildkite now.") != []
+
+
 def test_every_event_of_a_project_uses_its_git_root_as_scope(rig: Rig) -> None:
     subdir = rig.project / "services" / "api"
     subdir.mkdir(parents=True)
@@ -266,3 +308,19 @@ def test_forgetting_a_scope_drops_its_sessions_rows(rig: Rig) -> None:
     assert rig.state.forget_scope(str(rig.project)) == 1
     assert rig.state.given("s-forget") == frozenset() and rig.state.take_pending("s-forget", "t1") is None
     assert rig.state.forget_scope(str(other)) == 1
+
+
+def test_hook_recalls_go_through_the_interception_core_and_leave_a_why_record(rig: Rig) -> None:
+    scope = str(rig.project)
+    rig.rt.memories.add(scope=scope, content="The billing service deploys with Helm charts", importance=5)
+    start = rig.send("session-start", payload("SessionStart", "s-why", rig.project, None, source="startup"))
+    digest = rig.why.last()
+    assert digest is not None and "Helm" in context(start)
+    assert (digest.path, digest.scope, digest.conversation) == ("/tap/hooks/session-start", scope, "s-why")
+    assert [c.outcome for c in digest.candidates if "Helm" in c.content] == ["injected"]
+    prompt(rig, "s-why2", "how do we deploy billing?")  # a new session: its digest follows the prompt's recall
+    record = next((r for r in rig.why.recent(5) if r.conversation == "s-why2" and "prompt" in r.path), None)
+    assert record is not None and record.path == "/tap/hooks/user-prompt-submit"
+    assert record.query == "how do we deploy billing?" and record.injected == 1
+    assert record.conversation == "s-why2" and record.degraded == ""
+    assert any(c.outcome == "injected" and "Helm" in c.content for c in record.candidates)

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from tap.cli.main import main
 from tap.extract.worker import ExtractionWorker
+from testkit.waits import wait_until
 from tests.bridges.transcripts import (
     CWD,
     EXPECTED,
@@ -30,7 +31,6 @@ from tests.bridges.transcripts import (
     write_claude_session,
 )
 from tests.terminal import with_terminal_stderr
-from tests.waits import wait_until
 
 BO_CWD = "/home/bo/garden"
 BO_SESSION = "9d3f7a52-1b6e-4c0a-8f21-5e4d3c2b1a09"
@@ -101,10 +101,13 @@ def test_human_summary_warns_about_broken_lines_and_counts_them(tmp_path: Path) 
     (logs / "porto.txt").write_text(
         "User: I moved to Porto in March.\nAssistant: Welcome to Porto!\n", encoding="utf-8"
     )
+    (logs / "server.log").write_text("2024-01-01 12:00:00 INFO server started\n", encoding="utf-8")
     code, out, err = run("ingest", str(logs), "--scope", "me")
     assert code == 0
     assert f"{logs / 'tea.jsonl'}:2: broken JSON; line skipped" in err
-    assert "files: 2 (jsonl 1, text 1)" in out and "new turns queued: 4" in out
+    assert f"{logs / 'server.log'}: not a chat log tap recognises (first line: '2024-01-01 12:00:00 INFO" in err
+    assert f"not a chat log (skipped; looked at again when it grows, or give --format): {logs / 'server.log'}" in out
+    assert "files: 3 (jsonl 1, text 1)" in out and "new turns queued: 4" in out
     assert "skipped lines: 1 (broken JSON: 1)" in out and "memories written:" in out
     code, out, _ = run("memories", "search", "tea", "--scope", "me", "--json")
     assert any("green tea" in r["memory"]["content"] for r in json.loads(out))

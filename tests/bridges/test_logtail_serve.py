@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
+from testkit.serve_process import ServeProcess
+from testkit.waits import wait_until
 from tests.bridges.transcripts import CWD, EXPECTED, SESSION, claude_session_entries, jsonl_line, write_claude_session
-from tests.serve_process import ServeProcess
-from tests.waits import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -29,7 +29,7 @@ from tap.records import IngestEvent, Memory, Recalled, RecallResult, make_memory
 from tap.runtime.metrics import Metrics
 from tap.runtime.priority import HOT_PATH
 from tap.runtime.tasks import running_tasks
-from tests.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
+from testkit.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
 
 API = "api.anthropic.com"
 BLOCK = "<recalled-memories>\n- The user plays the cello\n</recalled-memories>"
@@ -204,6 +204,25 @@ async def test_request_gets_the_block_and_the_stream_is_teed_unchanged(core: Cor
     assert event.source == "mitm" and [m.role for m in event.messages] == ["user", "assistant"]
     assert event.messages[0].content == "cello?" and core.recall.queries == ["cello?"]
     assert "tap" not in f.metadata
+
+
+async def test_a_request_that_already_carries_a_block_is_captured_and_recalled_without_it(core: Core) -> None:
+    echoed = [{"type": "text", "text": "cello?"}, {"type": "text", "text": BLOCK}]  # tap's own request, again
+    f = api_flow(body={"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": echoed}]})
+    with taddons.context(core.addon):
+        core.addon.requestheaders(f)
+        await core.addon.request(f)
+        answer(f, "text/event-stream")
+        core.addon.responseheaders(f)
+        stream = f.response.stream if f.response is not None else None
+        assert callable(stream)
+        stream(load_transcript("anthropic_stream.sse"))
+        stream(b"")
+        core.addon.response(f)
+        await core.settle()
+    (event,) = core.events
+    assert event.messages[0].content == "cello?" and core.recall.queries == ["cello?"]
+    assert all("<recalled-memories>" not in e.user_text for e in core.turn_log.recent())
 
 
 async def test_settled_before_the_chunk_that_completes_the_reply(core: Core) -> None:

@@ -73,7 +73,7 @@ def test_env_prints_every_way_in(isolated_home: Path, tmp_path: Path) -> None:
     ):
         assert line in out, line
     ways = json.loads(run("env", "--json")[1])
-    assert set(ways) == {"proxy", "mitm", "reverse", "hooks"}
+    assert set(ways) == {"proxy", "mitm", "reverse", "hooks", "mcp"}
     only = run("env", "reverse")[1]
     assert "HTTPS_PROXY" not in only and "8083/v1" in only
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from testkit.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
+from testkit.waits import until
 from tests.bridges.mitm_harness import RunningMitm, TestCA
 from tests.proxy.harness import TapProxy, hold_embedder
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI, load_transcript
-from tests.waits import until
 
 if TYPE_CHECKING:
     import anthropic

@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from tap.ingest.capture import TurnLog
-from tests.serve_process import ServeProcess
-from tests.upstreams import FakeAnthropic
-from tests.waits import wait_until
+from testkit.serve_process import ServeProcess
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 

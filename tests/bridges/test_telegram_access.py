@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bridges.fake_telegram import BOT, FakeBotAPI
+from testkit.fake_telegram import BOT, FakeBotAPI
+from testkit.upstreams import FakeAnthropic
 from tests.bridges.telegram_harness import (
     ANTHROPIC_KEY,
     BOB,
@@ -22,7 +23,6 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.upstreams import FakeAnthropic
 
 
 @pytest.fixture(autouse=True)

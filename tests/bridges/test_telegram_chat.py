@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tap.recall.engine import HEADER
-from tests.bridges.fake_telegram import FakeBotAPI
+from testkit.fake_telegram import FakeBotAPI
+from testkit.upstreams import FakeAnthropic, FakeOllama
 from tests.bridges.telegram_harness import (
     ANTHROPIC_KEY,
     BOB,
@@ -30,7 +31,6 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.upstreams import FakeAnthropic, FakeOllama
 
 
 @pytest.fixture(autouse=True)

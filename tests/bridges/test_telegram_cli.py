@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
-from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
+from testkit.fake_telegram import TOKEN, FakeBotAPI
 from tests.bridges.telegram_harness import SECRET, set_env
 
 URL = "https://bot.example.org/telegram/webhook"

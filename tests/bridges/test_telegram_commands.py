@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from tap.ingest.chunker import Turn
-from tests.bridges.fake_telegram import FakeBotAPI
+from testkit.fake_telegram import FakeBotAPI
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 from tests.bridges.telegram_harness import (
     ANTHROPIC_KEY,
     BOB,
@@ -20,8 +22,6 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
 
 
 @pytest.fixture(autouse=True)

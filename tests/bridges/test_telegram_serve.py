@@ -9,10 +9,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
+from testkit.fake_telegram import TOKEN, FakeBotAPI
+from testkit.serve_process import ServeProcess
+from testkit.upstreams import FakeAnthropic
 from tests.bridges.telegram_harness import ANTHROPIC_KEY, SECRET, anthropic_text, last_user_text, set_env, text_update
-from tests.serve_process import ServeProcess
-from tests.upstreams import FakeAnthropic
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,10 @@ import pytest
 from aiohttp import web
 
 from bridges.telegram import bridge
-from tests.bridges.fake_telegram import TOKEN, BotCall, FakeBotAPI
+from testkit.fake_telegram import TOKEN, BotCall, FakeBotAPI
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 from tests.bridges.telegram_harness import ANTHROPIC_KEY, TapTelegram, anthropic_text, set_env, text_update
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
 
 
 class ResultlessBotAPI(FakeBotAPI):

@@ -15,7 +15,9 @@ import pytest
 
 from bridges.telegram import bridge
 from tap.errors import ConfigError
-from tests.bridges.fake_telegram import TOKEN, FakeBotAPI
+from testkit.fake_telegram import TOKEN, FakeBotAPI
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 from tests.bridges.telegram_harness import (
     ANN,
     ANTHROPIC_KEY,
@@ -25,8 +27,6 @@ from tests.bridges.telegram_harness import (
     set_env,
     text_update,
 )
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from testkit.serve_process import ServeProcess
 from tests.browser import launch
 from tests.proxy.ui_pages import Api
-from tests.serve_process import ServeProcess
 
 
 @pytest.fixture(scope="module")

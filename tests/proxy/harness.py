@@ -1,6 +1,6 @@
 """A real tap app (capture, ingestion, recall, admin API) on 127.0.0.1:0 in front of fake upstreams.
 
-The store and embedder are the fast fakes (tests/fakes.py) unless a test asks for the real ones
+The store and embedder are the fast fakes (testkit/fakes.py) unless a test asks for the real ones
 with `real_store=True` (Chroma and ONNX: restarts, the store's files, recall quality).
 """
 
@@ -22,7 +22,7 @@ from tap.records import IngestEvent
 from tap.runtime.tasks import running_tasks
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
 from tap.wiring.server import build_context
-from tests.fakes import fake_adapters
+from testkit.fakes import fake_adapters
 
 TEST_DEADLINE_MS = 3000
 
@@ -45,7 +45,8 @@ def hold_embedder(embedder: Any, release: threading.Event) -> None:
 
 
 class TapProxy:
-    """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories.service."""
+    """`async with TapProxy(home, anthropic=up.url) as tap:` → tap.url, tap.events, tap.memories.service
+    (`mcp=True`: with the MCP endpoint at `/mcp`)."""
 
     def __init__(
         self,
@@ -54,6 +55,7 @@ class TapProxy:
         extra_toml: str = "",
         read_timeout: float = 3.0,
         real_store: bool = False,
+        mcp: bool = False,
         **upstreams: str,
     ) -> None:
         lines = [
@@ -76,6 +78,7 @@ class TapProxy:
         self._runner: web.AppRunner | None = None
         self.turn_log: TurnLog | None = None
         self.adapters = configured_adapters if real_store else fake_adapters
+        self.mcp = mcp
 
     async def _ingest(self, event: IngestEvent) -> int:
         """Record the event, then hand it to the real ingestion entry point."""
@@ -90,7 +93,12 @@ class TapProxy:
         self.turn_log = TurnLog(self.turn_log_path)
         ctx = build_context(self.rt, "test-token", Capture(self.turn_log, self._ingest))
         self.ctx = ctx
-        self._runner = web.AppRunner(make_web_app(ctx), handle_signals=False, shutdown_timeout=2.0)
+        app = make_web_app(ctx)
+        if self.mcp:  # `/mcp`, as tap serve attaches it
+            from tap.wiring.mcp_service import attach_mcp
+
+            attach_mcp(app, self.rt, ctx.why, "test")
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -18,8 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.upstreams import FakeAnthropic, FakeOpenAI, Scripted, streaming
-from tests.wire import anthropic_stream
+from testkit.upstreams import FakeAnthropic, FakeOpenAI, Scripted, streaming
+from testkit.wire import anthropic_stream
 
 Block = dict[str, Any]
 

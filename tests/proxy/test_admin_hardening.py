@@ -12,8 +12,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from testkit.upstreams import FakeOllama
 from tests.proxy.harness import TapProxy
-from tests.upstreams import FakeOllama
 
 AUTH = {"Authorization": "Bearer test-token"}
 SECRET = "sk-ant-api03-Xy7vQ2mN9pL4kR8sT1uW6zA3bC5dE0fG"

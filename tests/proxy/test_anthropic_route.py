@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from tap.intercept.dialects import get_dialect
+from testkit.upstreams import FakeAnthropic, load_transcript
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic, load_transcript
 
 if TYPE_CHECKING:
     import anthropic

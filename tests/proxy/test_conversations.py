@@ -16,10 +16,10 @@ import aiohttp
 from tap.ingest.capture import Exchange
 from tap.intercept.conversations import fingerprint, turn_key
 from tap.intercept.dialects import ANTHROPIC, PlainMessage
+from testkit.upstreams import load_transcript
 from tests.proxy.harness import TapProxy
 from tests.proxy.loop_upstreams import ChattyAnthropic
 from tests.sdk import sdk
-from tests.upstreams import load_transcript
 
 if TYPE_CHECKING:
     import anthropic

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from testkit.upstreams import FakeAnthropic, FakeOllama
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic, FakeOllama
 
 if TYPE_CHECKING:
     import anthropic

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from testkit.upstreams import FakeAnthropic
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic
 
 if TYPE_CHECKING:
     import anthropic

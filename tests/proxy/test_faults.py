@@ -13,10 +13,10 @@ from typing import Any
 import aiohttp
 
 from tap.runtime.tasks import running_tasks
-from tests.chroma_server import free_port
+from testkit.chroma_server import free_port
+from testkit.upstreams import FakeAnthropic, FakeOllama, load_transcript
+from testkit.waits import until
 from tests.proxy.harness import TapProxy, hold_embedder
-from tests.upstreams import FakeAnthropic, FakeOllama, load_transcript
-from tests.waits import until
 
 H = {"x-api-key": "sk-ant-1", "anthropic-version": "2023-06-01"}
 

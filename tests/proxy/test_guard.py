@@ -18,9 +18,9 @@ import ollama
 import pytest
 
 from proxy.guard import host_allowed, same_origin, split_host
+from testkit.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic, FakeOllama, FakeOpenAI
 
 if TYPE_CHECKING:
     import anthropic

@@ -13,9 +13,9 @@ from aiohttp import web
 from proxy.hooks_routes import add_hook_routes, hooks_key
 from tap.runtime import priority
 from tap.runtime.priority import HOT_PATH, HotPath, yield_after
+from testkit.upstreams import FakeOllama
+from testkit.waits import until
 from tests.proxy.harness import TapProxy
-from tests.upstreams import FakeOllama
-from tests.waits import until
 
 
 async def test_a_request_counts_while_it_is_relayed_and_not_after(isolated_home: Path) -> None:

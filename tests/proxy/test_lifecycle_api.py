@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from tap.records import Memory
+from testkit.upstreams import FakeAnthropic
 from tests.proxy.harness import TapProxy
-from tests.upstreams import FakeAnthropic
 
 AUTH = {"Authorization": "Bearer test-token"}
 

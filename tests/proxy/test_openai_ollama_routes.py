@@ -10,9 +10,9 @@ import aiohttp
 import ollama
 
 from tap.intercept.dialects import get_dialect
+from testkit.upstreams import FakeOllama, FakeOpenAI, load_transcript
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeOllama, FakeOpenAI, load_transcript
 
 if TYPE_CHECKING:
     import openai

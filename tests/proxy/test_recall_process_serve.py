@@ -10,9 +10,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess, admin
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
+from testkit.serve_process import ServeProcess, admin
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 
 pytestmark = pytest.mark.slow
 

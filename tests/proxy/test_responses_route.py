@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from tap.intercept.dialects import OPENAI_RESPONSES
+from testkit.upstreams import FakeOpenAI, load_transcript
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeOpenAI, load_transcript
 
 if TYPE_CHECKING:
     import openai

@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.serve_process import ServeProcess
-from tests.upstreams import FakeAnthropic, load_transcript
+from testkit.serve_process import ServeProcess
+from testkit.upstreams import FakeAnthropic, load_transcript
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from testkit.serve_process import ServeProcess
 from tests.browser import CHROMIUM
 from tests.proxy.ui_pages import Api, card, pick_scope, signed_in
-from tests.serve_process import ServeProcess
 
 pytestmark = [
     pytest.mark.slow,

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from testkit.serve_process import ServeProcess
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import wait_until
 from tests.browser import CHROMIUM
 from tests.proxy.ui_pages import Api, card, pick_scope, signed_in
-from tests.serve_process import ServeProcess
 from tests.threaded import InThread
-from tests.upstreams import FakeAnthropic
-from tests.waits import wait_until
 
 pytestmark = [
     pytest.mark.slow,

@@ -15,9 +15,9 @@ from tap.cli.main import main
 from tap.config import parse_config
 from tap.recall.why import Candidate, RecallTrace, RequestNote, WhyLog
 from tap.records import Memory, Recalled, RecallResult
-from tests.serve_process import ServeProcess, admin
-from tests.upstreams import FakeAnthropic
-from tests.waits import until
+from testkit.serve_process import ServeProcess, admin
+from testkit.upstreams import FakeAnthropic
+from testkit.waits import until
 
 SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
 QUESTION = f"Where does Ann live in Lisbon, and what does she love there? (my key is {SECRET})"

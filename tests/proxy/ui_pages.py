@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 
 class Api:

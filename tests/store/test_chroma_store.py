@@ -55,7 +55,7 @@ def test_lexical_index_is_rebuilt_when_out_of_step(store: ChromaStore, embedder:
         dimensions=embedder.dimensions,
     )
     try:
-        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+        assert [h.memory.id for h in reopened.search_text(["kubernetes"], scope="ann", k=3)[0]] == [memory.id]
     finally:
         reopened.close()
 
@@ -140,7 +140,7 @@ def test_a_store_opened_again_where_its_folder_was_removed_and_made_anew_can_wri
 
 
 def test_unreachable_server_is_a_store_error(isolated_home: Path, embedder: Any) -> None:
-    from tests.chroma_server import free_port
+    from testkit.chroma_server import free_port
 
     with pytest.raises(StoreError, match="connect failed"):
         ChromaStore(
@@ -171,4 +171,16 @@ def test_a_delete_while_requests_are_relayed_goes_in_small_calls_and_deletes_eve
     assert store.delete([m.id for m in doomed] + ["m_unknown"]) == 5
     assert calls == ([2, 2, 1] if relaying else [5])
     assert store.get([m.id for m in doomed]) == [] and store.stats().by_scope == {"ann": 1}
-    assert [h.memory.id for h in store.text_search("garden shed", scope="ann", k=10)] == [kept[0].id]
+    assert [h.memory.id for h in store.search_text(["garden shed"], scope="ann", k=10)[0]] == [kept[0].id]
+
+
+def test_a_delete_leaves_no_trace_of_the_memory_in_the_lexical_index_file(isolated_home: Path, embedder: Any) -> None:
+    ids = {"embedder_id": embedder.model_id, "dimensions": embedder.dimensions}
+    store = ChromaStore(data_dir=isolated_home, url="", collection="erase", **ids)
+    try:
+        doomed, kept = _add(store, embedder, "Ann's locker code is Zanzibar", "Ann likes tea")
+        store.delete([doomed.id])
+        files = b"".join(p.read_bytes() for p in isolated_home.glob("lexical-erase.db*"))
+        assert b"Zanzibar" not in files and b"Ann likes tea" in files
+    finally:
+        store.close()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tap.ports import Embedder
-from tests.fakes import HashEmbedder
+from testkit.fakes import HashEmbedder
 
 
 @pytest.fixture(params=["hash", "onnx"])

@@ -167,12 +167,13 @@ def test_an_index_without_entries_is_rebuilt_from_chroma(isolated_home: Path, em
     store.close()
     db = sqlite3.connect(isolated_home / "lexical-fast.db")  # an index written before `entries` existed
     db.execute("DROP TABLE entries")
+    db.execute("DROP TABLE schema_versions")  # (and before numbered migrations)
     db.commit()
     db.close()
     reopened = _open(isolated_home, embedder)
     try:
-        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
-        hits = reopened.vector_search(embedder.embed_query("cluster upgrade"), scope="ann", k=3)
+        assert [h.memory.id for h in reopened.search_text(["kubernetes"], scope="ann", k=3)[0]] == [memory.id]
+        hits = reopened.search_vectors([embedder.embed_query("cluster upgrade")], scope="ann", k=3)[0]
         assert [_fields(h.memory) for h in hits] == [_fields(memory)]
     finally:
         reopened.close()
@@ -186,11 +187,12 @@ def test_an_index_from_before_scope_keys_is_rebuilt_from_chroma(isolated_home: P
     db = sqlite3.connect(isolated_home / "lexical-fast.db")  # the schema of an index without scope keys
     db.execute("DROP TABLE memories")
     db.execute("CREATE VIRTUAL TABLE memories USING fts5(id UNINDEXED, scope UNINDEXED, content)")
+    db.execute("DROP TABLE schema_versions")  # (and before numbered migrations)
     db.commit()
     db.close()
     reopened = _open(isolated_home, embedder)
     try:
-        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+        assert [h.memory.id for h in reopened.search_text(["kubernetes"], scope="ann", k=3)[0]] == [memory.id]
     finally:
         reopened.close()
 
@@ -256,7 +258,7 @@ def test_fast_vector_search_matches_exact_search(isolated_home: Path, embedder: 
                 allowed = [i for i, m in enumerate(memories) if m.scope == scope and m.active]
                 exact = sorted(allowed, key=lambda i: -float(vectors[i] @ query))
                 for k in (1, 10, 40):
-                    fast = store.vector_search(query.tolist(), scope=scope, k=k)
+                    fast = store.search_vectors([query.tolist()], scope=scope, k=k)[0]
                     assert len(fast) == min(k, len(allowed))
                     assert all(h.memory.active and h.memory.scope == scope for h in fast)
                     assert [h.score for h in fast] == sorted((h.score for h in fast), reverse=True)
@@ -296,8 +298,8 @@ def test_batched_search_with_a_floor_returns_a_prefix_of_the_full_search(isolate
         for old in retired:
             old.superseded_by = "m_newer"
         store.update_metadata(retired)
-        full = store.vector_search_many(queries.tolist(), scope="ana", k=8)
-        floored = store.vector_search_many(queries.tolist(), scope="ana", k=8, at_least=1)
+        full = store.search_vectors(queries.tolist(), scope="ana", k=8)
+        floored = store.search_vectors(queries.tolist(), scope="ana", k=8, at_least=1)
         for exact, quick in zip(full, floored, strict=True):
             assert len(exact) == 8 and 1 <= len(quick) <= 8
             assert [h.memory.id for h in quick] == [h.memory.id for h in exact[: len(quick)]]
@@ -409,7 +411,7 @@ def test_a_scope_is_loaded_from_the_vectors_the_index_keeps(isolated_home: Path,
     try:
         reopened._collection_size()  # (cached until a write)
         reopened._col = None  # Chroma is not read to load the scope
-        hits = reopened.vector_search(embedder.embed_query("bicycle repair"), scope="ann", k=3)
+        hits = reopened.search_vectors([embedder.embed_query("bicycle repair")], scope="ann", k=3)[0]
         assert [h.memory.id for h in hits] == [memory.id]
     finally:
         reopened.close()
@@ -428,7 +430,7 @@ def test_an_index_without_vectors_gets_them_from_chroma_once(isolated_home: Path
     db.close()
     reopened = _open(isolated_home, embedder)
     try:
-        hits = reopened.vector_search(embedder.embed_query("bicycle repair"), scope="ann", k=3)
+        hits = reopened.search_vectors([embedder.embed_query("bicycle repair")], scope="ann", k=3)[0]
         assert [h.memory.id for h in hits] == [memory.id]
         assert reopened._lexical.vectors("ann")[0][1] is not None
     finally:
@@ -450,7 +452,7 @@ def test_only_an_unclean_close_makes_the_next_open_compare_the_index(isolated_ho
     crashed._release_lock()
     reopened = _open(isolated_home, embedder)
     try:
-        assert [h.memory.id for h in reopened.text_search("kubernetes", scope="ann", k=3)] == [memory.id]
+        assert [h.memory.id for h in reopened.search_text(["kubernetes"], scope="ann", k=3)[0]] == [memory.id]
     finally:
         reopened.close()
 

@@ -1,4 +1,4 @@
-"""The LLM providers (store.llm) against fake Anthropic and Ollama servers on loopback (tests/upstreams/).
+"""The LLM providers (store.llm) against fake Anthropic and Ollama servers on loopback (testkit/upstreams/).
 
 The providers are synchronous; each test runs the fake in its own event loop and calls the
 provider through `asyncio.to_thread`, as the extraction worker does.
@@ -24,8 +24,8 @@ from tap.ingest.chunker import Chunk, Turn, render_chunk
 from tap.llm import Decision, ProviderCallError, Usage, cost_usd
 from tap.llm.prices import price_for
 from tap.records import Memory, make_memory
-from tests.upstreams import FakeAnthropic, FakeOllama, credential
-from tests.wire import anthropic_message
+from testkit.upstreams import FakeAnthropic, FakeOllama, credential
+from testkit.wire import anthropic_message
 
 if TYPE_CHECKING:
     from store.llm import AnthropicProvider, OllamaProvider

@@ -1,4 +1,4 @@
-"""OllamaEmbedder against the fake Ollama server (tests/upstreams/ollama.py) over real loopback HTTP.
+"""OllamaEmbedder against the fake Ollama server (testkit/upstreams/ollama.py) over real loopback HTTP.
 
 The embedder is synchronous, so the fake runs its own event loop in a background thread (InThread).
 """
@@ -16,8 +16,8 @@ from store.embedders import make_embedder
 from store.ollama_embedder import OllamaEmbedder
 from tap.config import parse_config
 from tap.errors import EmbedderError
+from testkit.upstreams import FakeOllama, embedding
 from tests.threaded import InThread
-from tests.upstreams import FakeOllama, embedding
 
 
 @pytest.fixture

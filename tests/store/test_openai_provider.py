@@ -1,5 +1,5 @@
 """The OpenAI-compatible provider (store.llm.openai_provider) against a fake OpenAI-compatible server on
-loopback (tests/upstreams/openai.py) speaking the real wire format: structured output through
+loopback (testkit/upstreams/openai.py) speaking the real wire format: structured output through
 `response_format`, the fallbacks for servers without it, malformed answers and HTTP errors.
 
 The provider is synchronous; each test runs the fake in its own event loop and calls the provider
@@ -24,7 +24,7 @@ from tap.ingest.chunker import Chunk, Turn, render_chunk
 from tap.llm import Decision, ProviderCallError, Usage, cost_usd
 from tap.llm.prices import openai_price_for
 from tap.records import make_memory
-from tests.upstreams import FakeOpenAI
+from testkit.upstreams import FakeOpenAI
 
 pytestmark = pytest.mark.xdist_group("sdk")  # the provider imports the openai SDK (tests/sdk.py)
 

@@ -12,7 +12,6 @@ import pytest
 from store.chroma import ChromaStore
 from store.lexical import Committed
 from store.replica import ReplicaStore
-from tap.errors import StoreError
 from tap.records import make_memory
 
 
@@ -45,22 +44,13 @@ def test_the_view_follows_writes_and_a_write_applied_twice_changes_nothing(
     for committed in told:
         replica.follow(committed)
     vector = embedder.embed_query("what does Bo drink?")
-    assert [h.memory.id for h in replica.vector_search_many([vector], scope="bo", k=1)[0]] == [tea]
-    assert [h.memory.id for h in replica.text_search_many(["green tea"], scope="bo", k=5)[0]] == [tea]
+    assert [h.memory.id for h in replica.search_vectors([vector], scope="bo", k=1)[0]] == [tea]
+    assert [h.memory.id for h in replica.search_text(["green tea"], scope="bo", k=5)[0]] == [tea]
     before = replica.revision("bo")
     store.delete([tea])
     for committed in told[-1:] * 2:  # the same write twice
         replica.follow(committed)
     assert replica.revision("bo") > before
-    assert tea not in [h.memory.id for h in replica.vector_search_many([vector], scope="bo", k=5)[0]]
-    assert replica.text_search_many(["green tea"], scope="bo", k=5) == [[]]
-    assert len(replica.get_active([tea])) == 0 and len(replica.vector_search_many([vector], scope="bo", k=5)[0]) == 1
-
-
-def test_the_view_writes_nothing(pair: tuple[ChromaStore, ReplicaStore, list[Committed]], embedder: Any) -> None:
-    store, replica, _ = pair
-    [tea] = add(store, embedder, "Bo drinks green tea every morning")
-    [memory] = store.get([tea])
-    with pytest.raises(StoreError):
-        replica.update_metadata([memory])
-    replica.update_metadata([])  # nothing to write: nothing refused
+    assert tea not in [h.memory.id for h in replica.search_vectors([vector], scope="bo", k=5)[0]]
+    assert replica.search_text(["green tea"], scope="bo", k=5) == [[]]
+    assert len(replica.get_active([tea])) == 0 and len(replica.search_vectors([vector], scope="bo", k=5)[0]) == 1

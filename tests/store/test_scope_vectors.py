@@ -11,6 +11,7 @@ import numpy as np
 from store.chroma import ChromaStore
 from store.scope_vectors import ScopeVectors
 from tap.records import make_memory
+from testkit.waits import wait_until
 
 
 def unit(rng: np.random.Generator, n: int, dims: int = 16) -> np.ndarray:
@@ -94,7 +95,7 @@ def test_store_serves_small_scopes_from_memory_and_follows_its_writes(isolated_h
         small = [make_memory(scope="ana", content=c) for c in facts]
         store.add(small, embedder.embed_documents(facts))
         query = embedder.embed_query("Where does Ana live?")
-        assert store.vector_search(query, scope="ana", k=1)[0].memory.id == small[0].id
+        assert store.search_vectors([query], scope="ana", k=1)[0][0].memory.id == small[0].id
         assert store._small.cached("ana")  # the small scope is now searched in memory
         small[1].access_count += 1
         store.update_metadata([small[1]])  # an access count: the vectors held are still right
@@ -104,11 +105,11 @@ def test_store_serves_small_scopes_from_memory_and_follows_its_writes(isolated_h
         store.add([moved], embedder.embed_documents([moved.content]))
         small[0].superseded_by = moved.id
         store.update_metadata([small[0]])
-        hits = store.vector_search(query, scope="ana", k=5)
+        hits = store.search_vectors([query], scope="ana", k=5)[0]
         assert [h.memory.id for h in hits][0] == moved.id and small[0].id not in {h.memory.id for h in hits}
 
         store.delete([moved.id])
-        ids = {h.memory.id for h in store.vector_search(query, scope="ana", k=5)}
+        ids = {h.memory.id for h in store.search_vectors([query], scope="ana", k=5)[0]}
         assert ids == {small[1].id, small[2].id}
     finally:
         store.close()
@@ -129,7 +130,7 @@ def test_equal_vectors_are_cut_and_ordered_by_id_whatever_order_they_were_loaded
     assert results == [["p0", "p1", "p2"]] * 3  # the passages of one turn share a vector: ties go by id
 
 
-def test_preparing_a_scope_loads_its_vectors_once_and_a_search_finds_them_there(
+def test_a_text_search_loads_the_scopes_vectors_ahead_once_and_the_vector_search_finds_them(
     isolated_home: Path, embedder: Any
 ) -> None:
     store = _embedded_store(isolated_home, embedder, "prepared")
@@ -144,19 +145,21 @@ def test_preparing_a_scope_loads_its_vectors_once_and_a_search_finds_them_there(
     try:
         only = [make_memory(scope="big", content=f"filler note number {i}") for i in range(30)]
         store.add(only, embedder.embed_documents([m.content for m in only]))
-        store.prepare_vector_search("big")
-        assert loads == ["big"] and store._small.cached("big")  # the whole collection: kept in memory too
+        store.search_text(["filler"], scope="big", k=3)
+        wait_until(lambda: store._small.cached("big"))  # the whole collection: kept in memory too
+        assert loads == ["big"]
 
         facts = ["Ana lives in Lisbon", "Ana plays the cello"]
         small = [make_memory(scope="ana", content=c) for c in facts]
         store.add(small, embedder.embed_documents(facts))
-        store.prepare_vector_search("ana")
-        assert loads == ["big", "ana"] and store._small.cached("ana")
-        store.prepare_vector_search("ana")
-        hits = store.vector_search(embedder.embed_query("Where does Ana live?"), scope="ana", k=1)
+        store.search_text(["Lisbon"], scope="ana", k=3)
+        wait_until(lambda: store._small.cached("ana"))
+        store.search_text(["cello"], scope="ana", k=3)
+        [hits] = store.search_vectors([embedder.embed_query("Where does Ana live?")], scope="ana", k=1)
         assert [h.memory.id for h in hits] == [small[0].id]
-        assert loads == ["big", "ana"]  # neither the second prepare nor the search loaded it again
-        store.prepare_vector_search("nobody")  # an empty scope: nothing to load, no error
+        assert loads == ["big", "ana"]  # neither the second text search nor the vector search loaded it again
+        store.search_text(["anything"], scope="nobody", k=3)  # an empty scope: nothing to load, no error
+        store._preloader.close()  # waits for what it was asked to do
         assert loads == ["big", "ana"]
     finally:
         store.close()

@@ -19,7 +19,7 @@ import pytest
 
 from store.chroma import ChromaStore
 from tap.records import make_memory
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow  # starts a `chroma run` server (see pyproject.toml: markers)
 
@@ -50,11 +50,11 @@ def eventually(check: Callable[[], bool]) -> None:
 
 
 def lexical_ids(store: ChromaStore, query: str) -> list[str]:
-    return [h.memory.id for h in store.text_search(query, scope="ann", k=5)]
+    return [h.memory.id for h in store.search_text([query], scope="ann", k=5)[0]]
 
 
 def vector_ids(store: ChromaStore, embedder: Any, query: str) -> list[str]:
-    return [h.memory.id for h in store.vector_search(embedder.embed_query(query), scope="ann", k=5)]
+    return [h.memory.id for h in store.search_vectors([embedder.embed_query(query)], scope="ann", k=5)[0]]
 
 
 def test_writes_through_one_store_reach_the_other(pair: tuple[ChromaStore, ChromaStore], embedder: Any) -> None:

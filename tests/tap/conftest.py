@@ -9,7 +9,7 @@ import pytest
 
 from tap.config import LoadedConfig, parse_config
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import real_embedder_in_memory
+from testkit.fakes import real_embedder_in_memory
 
 
 @pytest.fixture

@@ -33,7 +33,14 @@ from tap.intercept.dialects.registry import (
     memory_dialect,
     passthrough_dialect,
 )
-from tap.intercept.dialects.transcript import ClientIds, HumanTurn, PlainMessage, find_human_turn, history_end
+from tap.intercept.dialects.transcript import (
+    ClientIds,
+    HumanTurn,
+    PlainMessage,
+    find_human_turn,
+    history_end,
+    newest_turn_index,
+)
 from tap.intercept.dialects.wire import Reply, StreamParser
 
 __all__ = [
@@ -61,6 +68,7 @@ __all__ = [
     "find_human_turn",
     "get_dialect",
     "history_end",
+    "newest_turn_index",
     "memory_dialect",
     "passthrough_dialect",
 ]

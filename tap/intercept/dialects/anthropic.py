@@ -1,36 +1,25 @@
 """The Anthropic Messages dialect (`POST /v1/messages`): read the turns, inject memories.
 
-Cache safety (docs/protocols.md, Anthropic Messages, consequences 1-3) is the invariant of this module:
+Cache safety (docs/protocols.md, Anthropic Messages) is this module's invariant:
 - `system`, `tools` and every message before the last are never touched (the rewritten request
   shares those objects with the input, so they re-encode to the same bytes);
-- the memory block is appended as a new `{"type": "text"}` block at the very end of the last user
-  message, after any client block carrying `cache_control`, and has no `cache_control` itself;
-- every original block of that message stays byte-identical and in order; string content becomes
-  `[{"type": "text", "text": <original>}, <memory block>]` (the API defines a string as shorthand
-  for exactly that one text block);
-- top-level `cache_control` (automatic breakpoint on the *last* cacheable block) is *moved*: the
-  top-level field is dropped and the same object is put on the last original block of the last
-  user message, so the cached prefix ends where it ended before injection and the memories stay
-  outside it.  If that block already has its own `cache_control`, it is kept as is.
+- the block is a new `{"type": "text"}` block at the very end of the last user message, after any
+  client block with `cache_control`, without one of its own; every original block stays
+  byte-identical and in order (string content becomes `[{"type": "text", "text": <original>},
+  <block>]`, which the API defines as the same);
+- a top-level `cache_control` is moved onto the last original block of the last user message (kept
+  as is if that block has its own), so the cached prefix ends where it did before injection;
+- an agent-loop step (the last user message holds only `tool_result` blocks) gets the block of the
+  latest human turn after its tool results, never in the earlier human message (why:
+  docs/protocols.md);
+- `system` messages after the newest turn (Claude Code ends a session's first request with one)
+  are no turn: the block goes into the user message before them, never into or after a system
+  message, and a top-level `cache_control` is then left where it is (why: docs/protocols.md).
 
-Agent-loop steps (the last user message holds only `tool_result` blocks) get the block of the
-latest human turn, appended *after* the tool results of that last message (tool results must
-come first in a user message; text may follow them).  Why there and not back in the human
-message it was recalled for: every client breakpoint of step k lies on a block the client sent
-(Claude Code marks the newest message's last block), so the block sits after all of them and is
-never part of a cached prefix; step k+1 re-sends step k's messages without it, so the prefix up
-to each breakpoint of step k is byte-identical and its cache entry is read (the API looks back
-~20 blocks from the new breakpoint).  Re-inserting the block into the earlier human message
-would also keep steps of one human turn cache-consistent, but the next human turn's request
-carries that message without the block again, so every cache entry written during the loop
-would miss and the whole loop would be written again.  The block bytes are the same on every
-step of a human turn (tap.intercept.core caches them), so a retried step is also byte-identical.
-
-Transcript (tap.intercept.dialects.transcript): user text is the text blocks joined by newlines; a user
-message of only `tool_result` blocks has role "tool" and is identified by the tool-use ids and
-result text; assistant text is the text blocks joined with no separator (tool use and thinking
-are left out, as in the streamed reply).  `metadata.user_id` is the client's identity, see
-`client_ids`.
+Transcript (tap.intercept.dialects.transcript): user text is the text blocks joined by newlines; a
+message of only `tool_result` blocks is role "tool", identified by tool-use ids and result text;
+assistant text is the text blocks joined with no separator (as in the streamed reply).
+`metadata.user_id` is the client's identity (`client_ids`).
 """
 
 from __future__ import annotations
@@ -46,8 +35,8 @@ from tap.intercept.dialects.common import (
     as_list,
     block_text,
     encode_json,
-    last_user_or_raise,
     messages_of,
+    newest_user_or_raise,
     replace_message,
     require_block,
     str_field,
@@ -163,13 +152,14 @@ class AnthropicMessages(JsonDialect):
         return ClientIds(session=session_of(user_id), discriminator=user_id)
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """Append `block` as a text block to the last user message (see the module docstring)."""
+        """Append `block` as a text block to the newest user message (see the module docstring)."""
         text = require_block(block)
-        index, message = last_user_or_raise(req)
+        index, message = newest_user_or_raise(req)
         blocks = original_blocks(message.get("content"))
         out = req
         cache_control = req.get("cache_control")
-        if cache_control is not None and move_cache_control(blocks, cache_control):
+        last = index == len(messages_of(req)) - 1  # else the automatic breakpoint is after the block already
+        if cache_control is not None and last and move_cache_control(blocks, cache_control):
             out = {k: v for k, v in req.items() if k != "cache_control"}
         blocks.append({"type": "text", "text": text})
         return replace_message(out, index, {**message, "content": blocks})

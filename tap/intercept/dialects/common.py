@@ -82,17 +82,24 @@ def role_of(message: object) -> str:
     return str_field(as_dict(message), "role")
 
 
-def last_message_if(req: JsonObject, role: str) -> tuple[int, JsonObject] | None:
-    """(index, message) of the last message when it has `role`, else None."""
+def newest_message(req: JsonObject, system_roles: tuple[str, ...] = ("system",)) -> tuple[int, JsonObject] | None:
+    """(index, message) of the newest turn: the last message whose role is not in `system_roles`
+    (system messages after it belong to no turn, tap.intercept.dialects.transcript); None when
+    there is none or it is malformed."""
     messages = messages_of(req)
-    if not messages or role_of(messages[-1]) != role:
-        return None
-    return len(messages) - 1, messages[-1]
+    for index in range(len(messages) - 1, -1, -1):
+        if role_of(messages[index]) not in system_roles:
+            message = as_dict(messages[index])
+            return (index, message) if message is not None else None
+    return None
 
 
-def nonblank(text: str) -> str | None:
-    """`text` unless it is empty or only whitespace."""
-    return text if text.strip() else None
+def newest_message_if(
+    req: JsonObject, role: str, system_roles: tuple[str, ...] = ("system",)
+) -> tuple[int, JsonObject] | None:
+    """(index, message) of the newest turn when it has `role`, else None."""
+    found = newest_message(req, system_roles)
+    return found if found is not None and role_of(found[1]) == role else None
 
 
 def block_text(content: object, block_type: str = "text") -> str:
@@ -117,12 +124,19 @@ def require_block(block: str) -> str:
     return block
 
 
-def last_user_or_raise(req: JsonObject) -> tuple[int, JsonObject]:
-    """(index, message) of the last message, which must be a user message."""
-    found = last_message_if(req, "user")
+def newest_user_or_raise(req: JsonObject, system_roles: tuple[str, ...] = ("system",)) -> tuple[int, JsonObject]:
+    """(index, message) of the newest turn, which must be a user message."""
+    found = newest_message_if(req, "user", system_roles)
     if found is None:
-        raise ValueError("the last message is not a user message")
+        raise ValueError("the newest turn is not a user message")
     return found
+
+
+def insert_message(req: JsonObject, index: int, message: JsonObject) -> JsonObject:
+    """A new request with `message` inserted at `index` of `messages`; everything else is shared."""
+    messages = list(messages_of(req))
+    messages.insert(index, message)
+    return {**req, "messages": messages}
 
 
 def stream_flag(req: JsonObject, *, default: bool) -> bool:

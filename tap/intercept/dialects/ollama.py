@@ -22,9 +22,10 @@ from tap.intercept.dialects.common import (
     as_dict,
     as_list,
     encode_json,
-    last_message_if,
-    last_user_or_raise,
+    insert_message,
     messages_of,
+    newest_message_if,
+    newest_user_or_raise,
     replace_message,
     require_block,
     str_field,
@@ -87,9 +88,10 @@ class OllamaChat(OllamaBase):
     def inject(self, req: JsonObject, block: str) -> JsonObject:
         """Append a blank line and `block` to the last user message, or a user message after tools."""
         text = require_block(block)
-        if last_message_if(req, "tool") is not None:
-            return {**req, "messages": [*messages_of(req), {"role": "user", "content": text}]}
-        index, message = last_user_or_raise(req)
+        step = newest_message_if(req, "tool")
+        if step is not None:
+            return insert_message(req, step[0] + 1, {"role": "user", "content": text})
+        index, message = newest_user_or_raise(req)
         content = appended(message.get("content"), text)
         return replace_message(req, index, {**message, "content": content})
 

@@ -3,7 +3,8 @@
 Invariants (same cache logic as Anthropic, docs/protocols.md, OpenAI Chat Completions: OpenAI caches exact prefixes):
 - only the end of the request changes: `system`/`developer` messages, `tools` and every earlier
   message are shared with the input untouched;
-- when the last message is a `user` message, the memory block is appended to it as a new
+- when the newest turn is a `user` message (system and developer messages after it, if any, are
+  no turn: tap.intercept.dialects.transcript), the memory block is appended to it as a new
   `{"type": "text"}` content part; string content becomes
   `[{"type": "text", "text": <original>}, <memory part>]` (user messages accept content parts),
   so the original text is kept byte-identical instead of being edited in place;
@@ -32,10 +33,11 @@ from tap.intercept.dialects.common import (
     as_list,
     block_text,
     encode_json,
-    last_message_if,
-    last_user_or_raise,
+    insert_message,
     markers,
     messages_of,
+    newest_message_if,
+    newest_user_or_raise,
     replace_message,
     require_block,
     str_field,
@@ -102,11 +104,13 @@ class OpenAIChat(JsonDialect):
         return ClientIds(discriminator="&".join(found))
 
     def inject(self, req: JsonObject, block: str) -> JsonObject:
-        """Append `block` to the last user message, or after the tool messages of a loop step."""
+        """Append `block` to the newest user message, or after the tool messages of a loop step
+        (system and developer messages after the newest turn stay after it)."""
         text = require_block(block)
-        if last_message_if(req, "tool") is not None:
-            return {**req, "messages": [*messages_of(req), {"role": "user", "content": text}]}
-        index, message = last_user_or_raise(req)
+        step = newest_message_if(req, "tool", _SYSTEM_ROLES)
+        if step is not None:
+            return insert_message(req, step[0] + 1, {"role": "user", "content": text})
+        index, message = newest_user_or_raise(req, _SYSTEM_ROLES)
         parts = [*original_parts(message.get("content")), {"type": "text", "text": text}]
         return replace_message(req, index, {**message, "content": parts})
 

@@ -1,35 +1,26 @@
 """The OpenAI Responses API dialect (`POST /v1/responses`; the current OpenAI SDKs and Codex).
 
-Request (openai-python `types/responses/response_create_params.py`): `input` is a string (one
-user message) or a list of items — messages `{"role": "user"|"assistant"|"system"|"developer",
-"content": str | [parts], "type"?: "message"}` whose user parts are `input_text` / `input_image` /
-`input_file` and whose assistant parts are `output_text` / `refusal`, and the items of earlier
-replies and tool loops (`reasoning`, `function_call`, `function_call_output`, `custom_tool_call`,
-`*_call_output`, `item_reference`, ...); `instructions` is the system prompt; `previous_response_id`
-or `conversation` keep the history upstream, so the request then carries only the new items.
+Request (openai-python `types/responses/response_create_params.py`): `input` is a string (one user
+message) or a list of items (messages with `input_text` / `input_image` / `input_file` parts or
+`output_text` / `refusal` ones, and the items of earlier replies and tool loops); `instructions` is
+the system prompt; `previous_response_id` or `conversation` keep the history upstream, so the
+request then carries only the new items.
 
-Injection (cache-safe, docs/protocols.md, OpenAI Responses: OpenAI caches exact prefixes; same rules
-as tap.intercept.dialects.openai):
-- only the newest input item changes or one item is appended; `instructions`, `tools` and every
-  earlier item are shared with the input untouched;
-- when the last item is a user message, the block is appended to it as a new `input_text` part
-  (string content becomes `[{"type": "input_text", "text": <original>}, <memory part>]`); a string
-  `input` becomes one user message of those two parts (the API defines a string as exactly that
-  message), so the original text stays byte-identical;
-- an agent-loop step (the input ends with tool outputs, e.g. `function_call_output`) gets the block
-  as one new user message after them: tool outputs must follow their calls, and a block inside a
-  tool output would present memories as tool output.  With `previous_response_id` such a step may
-  carry no human turn at all; tap.intercept.core then uses the block of the human turn the chain
-  started from (`ClientIds.follows`).
+Injection, cache-safe as in tap.intercept.dialects.openai (OpenAI caches exact prefixes):
+- only the newest input item changes, or one item is appended; `instructions`, `tools` and earlier
+  items are shared with the input untouched;
+- the newest user message (system and developer items after it are no turn) gets the block as a
+  new `input_text` part; a string `input` becomes that one message of two parts (the original text
+  byte-identical);
+- an agent-loop step (the input ends with tool outputs) gets the block as a new user message after
+  them; with `previous_response_id` such a step may carry no human turn, and tap.intercept.core
+  uses the block of the turn the chain started from (`ClientIds.follows`).
 
-Transcript (tap.intercept.dialects.transcript), one entry per *turn* rather than per item: the items of one
-reply (reasoning, messages, tool calls) come back as several consecutive items, so consecutive
-assistant-side items are one "assistant" entry whose text is their `output_text` joined with no
-separator — exactly the streamed reply's text (tap.intercept.dialects.openai_responses_stream), so
-conversation continuity recognises a reply when the client sends it back.  User messages are
-"user" (their `input_text` parts joined by newlines, markers for images and files); system and
-developer messages are "system"; each tool output item is one "tool" entry identified by its type,
-call id and output.
+Transcript: one entry per *turn*: consecutive assistant-side items (reasoning, messages, tool
+calls) are one "assistant" entry whose text is their `output_text` joined with no separator, the
+streamed reply's text exactly (so continuity recognises a reply sent back); user messages are
+"user", system and developer messages "system", each tool output one "tool" entry (type, call id,
+output).
 """
 
 from __future__ import annotations
@@ -183,14 +174,18 @@ class OpenAIResponses(JsonDialect):
         if isinstance(value, str):
             return {**req, "input": [{"role": "user", "content": [*_user_parts(value), part]}]}
         items = as_list(value)
-        side = item_side(items[-1]) if items else ""
+        newest = len(items) - 1
+        while newest >= 0 and item_side(items[newest]) == "system":
+            newest -= 1  # system and developer items after the newest turn stay after it
+        side = item_side(items[newest]) if newest >= 0 else ""
         if side == "tool":
-            return {**req, "input": [*items, {"type": "message", "role": "user", "content": [part]}]}
+            turn = {"type": "message", "role": "user", "content": [part]}
+            return {**req, "input": [*items[: newest + 1], turn, *items[newest + 1 :]]}
         if side != "user":
-            raise ValueError("the last input item is not a user message")
-        last = items[-1]
-        changed = {**last, "content": [*_user_parts(last.get("content")), part]}
-        return {**req, "input": [*items[:-1], changed]}
+            raise ValueError("the newest turn is not a user message")
+        item = items[newest]
+        changed = {**item, "content": [*_user_parts(item.get("content")), part]}
+        return {**req, "input": [*items[:newest], changed, *items[newest + 1 :]]}
 
     def error_body(self, status: int, message: str) -> tuple[bytes, str]:
         """`{"error": {"message", "type", "param": null, "code": null}}` as JSON (OpenAI's shape)."""

@@ -13,7 +13,10 @@ Invariants:
   parsers reassemble a streamed reply (`tap.intercept.dialects.wire.Reply.text`), so a reply recorded after
   one exchange equals the assistant message the client sends back in the next;
 - a user message that holds only tool results (Anthropic `tool_result` blocks) has role "tool",
-  like OpenAI's and Ollama's `role: "tool"` messages: it is an agent-loop step, not a human.
+  like OpenAI's and Ollama's `role: "tool"` messages: it is an agent-loop step, not a human;
+- system messages at the very end of a request (Claude Code ends the first request of a session
+  with its environment notes as a `role: "system"` message) belong to no turn: the newest turn is
+  the last message before them (`newest_turn_index`), and that is where a memory block goes.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from tap.block_tags import remove_blocks
 
 
 class PlainMessage(NamedTuple):
@@ -63,21 +68,32 @@ class ClientIds(NamedTuple):
 _LOOP_ROLES = ("assistant", "tool", "system")
 
 
-def find_human_turn(said: Sequence[PlainMessage]) -> HumanTurn | None:
-    """The latest human turn, or None when the request ends with neither a human nor tool results.
+def newest_turn_index(said: Sequence[PlainMessage]) -> int | None:
+    """The index of the last entry that is not a system message (None when there is none)."""
+    for index in range(len(said) - 1, -1, -1):
+        if said[index].role != "system":
+            return index
+    return None
 
-    A request ending with a user message that has text is a human turn.  One ending with tool
-    results is a step of an agent loop: walking back over assistant, tool and system entries,
-    the first user message with text is the human turn it works on.  A user message without text
-    (only an image, say) ends the search with None, as does a malformed message.
+
+def find_human_turn(said: Sequence[PlainMessage]) -> HumanTurn | None:
+    """The latest human turn, or None when the newest turn is neither a human nor tool results.
+
+    System messages after the newest turn are passed over (see the module docstring).  A newest
+    turn that is a user message with text is a human turn.  One of tool results is a step of an
+    agent loop: walking back over assistant, tool and system entries, the first user message with
+    text is the human turn it works on.  A user message without text (only an image, say) ends the
+    search with None, as does a malformed message.  The turn's text leaves out any memory block of
+    tap's that the message already carries (tap.block_tags).
     """
-    if not said or said[-1].role not in ("user", "tool"):
+    last = newest_turn_index(said)
+    if last is None or said[last].role not in ("user", "tool"):
         return None
-    last = len(said) - 1
     for index in range(last, -1, -1):
         entry = said[index]
         if entry.role == "user":
-            return HumanTurn(index, entry.text, index != last) if entry.text.strip() else None
+            text = remove_blocks(entry.text)  # a replayed request's own block is no part of the turn
+            return HumanTurn(index, text, index != last) if text.strip() else None
         if entry.role not in _LOOP_ROLES:
             return None
     return None

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 from tests.terminal import with_terminal_stderr
 
 

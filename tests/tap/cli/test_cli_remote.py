@@ -1,5 +1,5 @@
 """The CLI against a running server, in one process: the commands go through the admin-API client
-(tap.client.AdminClient) to a real tap app on loopback, never opening the store themselves.
+(tap.cli.admin_client.AdminClient) to a real tap app on loopback, never opening the store themselves.
 
 tests/tap/wiring/test_serve.py does the same against a `tap serve` process (slow); here the server is the
 in-process harness (tests/proxy/harness.py) with its server record written as `tap serve` writes it.
@@ -20,8 +20,8 @@ from click.testing import CliRunner, Result
 
 from tap.admin_token import ServerInfo, write_server_info
 from tap.cli.main import main
+from testkit.upstreams import FakeAnthropic
 from tests.proxy.harness import TapProxy
-from tests.upstreams import FakeAnthropic
 
 
 def record_server(tap: TapProxy) -> None:

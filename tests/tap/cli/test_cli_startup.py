@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 STORE_AND_MODEL = {"chromadb", "onnxruntime", "numpy", "tokenizers"}
 EVERY_HEAVY = STORE_AND_MODEL | {"telegram", "aiohttp", "mitmproxy", "rich", "httpx", "ollama", "anthropic"}

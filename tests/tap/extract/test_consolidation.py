@@ -23,8 +23,8 @@ from tap.records import Memory
 from tap.runtime import priority
 from tap.runtime.priority import HotPath, lower_thread_priority, thread_nice
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
-from tests.fakes import real_embedder_in_memory
-from tests.waits import until
+from testkit.fakes import real_embedder_in_memory
+from testkit.waits import until
 
 NOW = 1_780_000_000.0
 DAY = 86400.0
@@ -261,7 +261,7 @@ def test_a_crash_mid_consolidation_leaves_the_store_consistent_and_the_next_run_
         assert len(merged) == 3 and all(m.active for m in merged)
         for m in merged:
             assert all(stored[i].superseded_by == m.id for i in m.merged_from)
-        hits = rt.store.text_search("Lisbon partner", scope=SCOPE, k=10)  # the lexical index is in step
+        hits = rt.store.search_text(["Lisbon partner"], scope=SCOPE, k=10)[0]  # the lexical index is in step
         assert {h.memory.id for h in hits} <= {m.id for m in stored.values() if m.active}
     finally:
         rt.close()

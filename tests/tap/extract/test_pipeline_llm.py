@@ -15,7 +15,7 @@ import pytest
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.upstreams import FakeAnthropic
+from testkit.upstreams import FakeAnthropic
 
 # The runtime's Anthropic provider imports the SDK: with the other tests that do (tests/sdk.py).
 pytestmark = pytest.mark.xdist_group("sdk")

@@ -19,7 +19,7 @@ import pytest
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.upstreams import FakeOpenAI
+from testkit.upstreams import FakeOpenAI
 
 pytestmark = pytest.mark.xdist_group("sdk")  # the runtime's provider imports the openai SDK
 

@@ -1,31 +1,26 @@
 """Tentative statements: what the rules leave out for its wording alone is written when the keep
-probe is sure of it, or when it continues a line of stored statements; otherwise only its
-excerpt stays. The probes here are set by the test (tap.extract.pipeline.Extraction.probes) so
-each outcome is the pipeline's rule, not the trained weights'; the runtime is the real offline
-default (rules, real embedder)."""
+probe says it is worth a memory; otherwise only its excerpt stays. The probe here is set by the
+test (tap.extract.pipeline.Extraction.probes) so each outcome is the pipeline's rule, not the
+trained weights'; the runtime is the real offline default (rules, real embedder)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tap.language.probes import LINK_FEATURES, Probe, Probes
+from tap.language.probes import Probe, Probes
 from tap.language.rules.extractor import TENTATIVE
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import Runtime
 
 AT = datetime(2025, 3, 1, 9, 0, tzinfo=UTC).timestamp()
 SURE = "Kettlebell swings every morning now"
-WIDTH = 384
 
 
-def probes_sure_of(rt: Runtime, text: str, *, link_everything: bool = False) -> Probes:
-    """Probes whose keep probe is sure only of statements that mean `text` (cosine near 1), that
-    rate every other statement above the floor, and whose link probe links everything or nothing."""
+def probes_sure_of(rt: Runtime, text: str) -> Probes:
+    """Probes whose keep probe is sure only of statements that mean `text` (cosine near 1)."""
     [target] = rt.embedder.embed_documents([text])
     keep = Probe(weights=tuple(8.0 * x for x in target), bias=0.2, threshold=0.995)  # 0.9997 at cosine 1, 0.73 at 0.1
-    never = Probe(weights=(0.0,) * WIDTH, bias=-10.0, threshold=0.5)
-    link = Probe(weights=(0.0,) * len(LINK_FEATURES), bias=10.0 if link_everything else -10.0, threshold=0.99)
-    return Probes(embedder=rt.embedder.model_id, keep=keep, change=never, link=link, topic_threshold=0.5)
+    return Probes(embedder=rt.embedder.model_id, keep=keep)
 
 
 def say(rt: Runtime, conversation: str, *texts: str, at: float = AT) -> None:
@@ -48,16 +43,6 @@ def test_a_tentative_statement_is_written_when_the_keep_probe_is_sure(rt: Runtim
     assert TENTATIVE in written[0].tags
     excerpts = [m.content for m in rt.store.iter_memories(scope="me") if m.kind == "episode"]
     assert any("weather" in e for e in excerpts)  # what is left out stays in the excerpt layer
-
-
-def test_a_tentative_statement_that_continues_a_line_is_written(rt: Runtime) -> None:
-    rt.worker.extraction.probes = probes_sure_of(rt, SURE, link_everything=True)
-    say(rt, "c1", "I train with kettlebells at home.")
-    say(rt, "c2", "the weather has been grim all week in the valley", at=AT + 86400)
-    by_content = {m.content: m for m in statements(rt)}
-    first = by_content["The user trains with kettlebells at home"]
-    assert by_content["The weather has been grim all week in the valley"].topic == first.id  # its line's
-    assert first.active  # a line, not a replacement: the link probe was never sure enough
 
 
 def test_without_probes_no_tentative_statement_is_written(rt: Runtime) -> None:

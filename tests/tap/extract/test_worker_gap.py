@@ -12,7 +12,7 @@ from tap.records import IngestEvent, Message
 from tap.runtime import priority
 from tap.runtime.priority import HotPath
 from tap.wiring.runtime import Runtime
-from tests.waits import until
+from testkit.waits import until
 
 
 def queue_chunks(rt: Runtime, conversations: int) -> None:

@@ -17,7 +17,7 @@ from tap.records import IngestEvent, Memory, Message, make_memory
 from tap.runtime import priority
 from tap.runtime.priority import HotPath
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import real_embedder_in_memory
+from testkit.fakes import real_embedder_in_memory
 
 
 class CountingStore:
@@ -53,13 +53,13 @@ def test_write_buffer_reads_its_own_writes_and_flushes_once(store: Any, embedder
     old.superseded_by = new.id
     buffer.update_metadata([old])
     query = embedder.embed_query("Where does Ana live?")
-    hits = buffer.vector_search(query, scope="ana", k=5)
+    hits = buffer.search_vectors([query], scope="ana", k=5)[0]
     assert [h.memory.id for h in hits] == [new.id]  # the superseded one is gone, the new one found
     assert [m.id for m in buffer.get([new.id, old.id, "nope"])] == [new.id, old.id]
     assert buffer.get([old.id])[0].superseded_by == new.id
     assert store.get([new.id]) == [] and counting.writes == 0
     assert buffer.flush() == 2 and counting.writes == 2
-    assert [h.memory.id for h in store.vector_search(query, scope="ana", k=5)] == [new.id]
+    assert [h.memory.id for h in store.search_vectors([query], scope="ana", k=5)[0]] == [new.id]
     assert store.get([old.id])[0].superseded_by == new.id
 
 

@@ -159,6 +159,48 @@ def test_anthropic_tool_step_finds_the_human_turn_it_works_on() -> None:
     assert ANTHROPIC.human_turn({"messages": []}) is None
 
 
+def test_system_messages_after_the_newest_turn_belong_to_no_turn() -> None:
+    notes = {"role": "system", "content": [text("# Environment\ncwd: /repo", cache_control=CC)]}
+    first = {
+        "messages": [{"role": "user", "content": [text("<system-reminder>x</system-reminder>"), text("hi")]}, notes]
+    }
+    assert ANTHROPIC.human_turn(first) == HumanTurn(0, "<system-reminder>x</system-reminder>\nhi", tool_step=False)
+    step = anthropic_req([tool_result(3)])
+    step["messages"].append(notes)
+    assert ANTHROPIC.human_turn(step) == HumanTurn(0, "Bonjour, je suis à Zürich.", tool_step=True)
+    after_reply = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Sure"}, notes]}
+    assert ANTHROPIC.human_turn(after_reply) is None
+    assert ANTHROPIC.human_turn({"messages": [notes]}) is None
+    developer = {"role": "developer", "content": "d"}
+    assert OPENAI.human_turn({"messages": [{"role": "user", "content": "q"}, developer]}) == HumanTurn(0, "q", False)
+
+
+def test_anthropic_block_goes_into_the_human_message_before_trailing_system_notes() -> None:
+    notes = {"role": "system", "content": [text("# Environment", cache_control=CC)], "output_config": {"effort": "low"}}
+    req = {"messages": [{"role": "user", "content": [text("hi")]}, notes], "cache_control": CC}
+    out = ANTHROPIC.inject(req, BLOCK)
+    assert out["messages"][0]["content"] == [text("hi"), text(BLOCK)]
+    assert out["messages"][1] is notes  # the system turn is shared, untouched
+    assert out["cache_control"] == CC  # the automatic breakpoint is on the notes, after the block already
+    step = anthropic_req([tool_result(1)])
+    step["messages"].append(notes)
+    assert ANTHROPIC.inject(step, BLOCK)["messages"][2]["content"] == [tool_result(1), text(BLOCK)]
+    with pytest.raises(ValueError, match="not a user message"):
+        ANTHROPIC.inject({"messages": [{"role": "assistant", "content": "x"}, notes]}, BLOCK)
+
+
+def test_openai_and_ollama_blocks_go_before_trailing_system_messages() -> None:
+    tail = [{"role": "developer", "content": "d"}, {"role": "system", "content": "s"}]
+    out = OPENAI.inject({"messages": [{"role": "user", "content": "q"}, *tail]}, BLOCK)
+    assert out["messages"] == [{"role": "user", "content": [text("q"), text(BLOCK)]}, *tail]
+    tools = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "content": "4"}]
+    step = OPENAI.inject({"messages": [{"role": "user", "content": "q"}, *tools, *tail]}, BLOCK)
+    assert step["messages"] == [{"role": "user", "content": "q"}, *tools, {"role": "user", "content": BLOCK}, *tail]
+    system = {"role": "system", "content": "s"}
+    ollama = OLLAMA_CHAT.inject({"messages": [{"role": "user", "content": "q"}, system]}, BLOCK)
+    assert ollama["messages"] == [{"role": "user", "content": "q\n\n" + BLOCK}, system]
+
+
 # --- Anthropic injection ------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tap.intercept.dialects import OPENAI_RESPONSES, HumanTurn, PlainMessage, memory_dialect
 from tap.intercept.dialects.openai_responses_stream import ResponsesStream, parse_responses_response
-from tests.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
+from testkit.upstreams import AWKWARD_CHUNKS, chunks, load_transcript
 
 R = OPENAI_RESPONSES
 BLOCK = "<recalled-memories>\n- the user lives in Zürich\n</recalled-memories>"
@@ -119,6 +119,20 @@ def test_inject_after_tool_outputs_is_a_new_user_message() -> None:
     out = R.inject(req, BLOCK)
     assert out["input"][:2] == outputs
     assert out["input"][2] == {"type": "message", "role": "user", "content": [{"type": "input_text", "text": BLOCK}]}
+
+
+def test_inject_passes_over_trailing_developer_items() -> None:
+    developer = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "d"}]}
+    out = R.inject({"input": [user("hi"), developer]}, BLOCK)
+    assert out["input"][1] is developer
+    assert out["input"][0]["content"][-1] == {"type": "input_text", "text": BLOCK}
+    output = {"type": "function_call_output", "call_id": "c", "output": "x"}
+    step = R.inject({"input": [user("hi"), output, developer]}, BLOCK)
+    assert step["input"][1:] == [
+        output,
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": BLOCK}]},
+        developer,
+    ]
 
 
 @pytest.mark.parametrize("req", [{"input": [user("hi"), *said_reply("prefill")[:2]]}, {"input": []}, {}])

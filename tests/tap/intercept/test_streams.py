@@ -17,8 +17,8 @@ from tap.intercept.dialects.anthropic_stream import AnthropicStream
 from tap.intercept.dialects.ollama_stream import OllamaStream
 from tap.intercept.dialects.openai_stream import OpenAIStream
 from tap.intercept.dialects.wire import LineSplitter, Reply, SSEDecoder, SSEEvent, StreamParser
-from tests.upstreams import load_transcript
-from tests.waits import finishes
+from testkit.upstreams import load_transcript
+from testkit.waits import finishes
 
 TEXT = "Bonjour ! Le café est prêt — 日本語のテキスト and emoji 🎉🙂👩\u200d💻. Let me check the weather.\n"
 PARTIAL = "Voilà, à moitié é"

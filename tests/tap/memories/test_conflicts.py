@@ -13,7 +13,7 @@ from tap.cli.main import main
 from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import Runtime, configured_adapters, open_runtime
-from tests.fakes import real_embedder_in_memory
+from testkit.fakes import real_embedder_in_memory
 
 T0 = 1_700_000_000.0
 MONTH = 30 * 86400.0

@@ -26,7 +26,7 @@ from tap.ingest.chunker import Turn
 from tap.ingest.retention import prune
 from tap.records import IngestEvent, Message
 from tap.wiring.runtime import Runtime, open_runtime
-from tests.fakes import fake_adapters
+from testkit.fakes import fake_adapters
 
 SECRET = "sk-ant-api03-Xy7vQ2mN9pL4kR8sT1uW6zA3bC5dE0fG"
 SCOPE = "ann"

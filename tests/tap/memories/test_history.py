@@ -16,9 +16,9 @@ from tap.ingest.capture import Exchange, TurnLog
 from tap.memories.history import order
 from tap.records import IngestEvent, Memory, Message
 from tap.wiring.runtime import open_runtime
+from testkit.upstreams import FakeAnthropic
 from tests.proxy.harness import TapProxy
 from tests.sdk import sdk
-from tests.upstreams import FakeAnthropic
 
 if TYPE_CHECKING:
     import anthropic

@@ -52,9 +52,9 @@ def _memory(rng: random.Random, others: list[Memory]) -> Memory:
     )
     if others and rng.random() < 0.1:
         memory.conflicts_with = [rng.choice(others).id]
-    lines = [m for m in others if m.kind != "episode"]
-    if not excerpt and lines and rng.random() < 0.3:  # a line of statements: its earlier values go under it
-        memory.topic = rng.choice(lines).topic or rng.choice(lines).id
+    if not excerpt and rng.random() < 0.3:  # one holder's values over time: lines, earlier values under the newest
+        memory.holder = "ann"
+        memory.content = f"Ann's rate is {rng.randint(1, 99)} now. " + memory.content
     return memory
 
 

@@ -21,7 +21,7 @@ from tap.records import RecallResult, make_memory
 from tap.runtime import priority
 from tap.runtime.priority import HotPath
 from tap.tokens import count_tokens
-from tests.waits import until
+from testkit.waits import until
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -37,7 +37,7 @@ def _store(home: Path, embedder: Any, collection: str = "recall") -> ChromaStore
 @pytest.fixture
 def engine(isolated_home: Path, embedder: Any) -> Any:
     store = _store(isolated_home, embedder)
-    yield RecallEngine(store, embedder, parse_config("").recall, now=lambda: NOW)
+    yield RecallEngine(store, embedder, parse_config("").recall, now=lambda: NOW, access_counts=store)
     store.close()
 
 
@@ -197,14 +197,14 @@ async def test_async_recall_respects_the_deadline(engine: RecallEngine) -> None:
     _put(engine, "Ann plays the cello")
     result = await engine.recall_async("cello", scope="ann", deadline_ms=5000)
     assert result.memories
-    search = engine.store.vector_search_many
+    search = engine.store.search_vectors
     release = threading.Event()
 
     def stuck(*args: Any, **kwargs: Any) -> Any:
         release.wait(30)  # returns only once the caller has given up
         return search(*args, **kwargs)
 
-    engine.store.vector_search_many = stuck  # type: ignore[method-assign]
+    engine.store.search_vectors = stuck  # type: ignore[method-assign]
     try:
         with pytest.raises(TimeoutError):
             await engine.recall_async("who plays the cello?", scope="ann", deadline_ms=50)
@@ -522,21 +522,8 @@ def test_a_question_that_names_a_day_prefers_what_was_said_that_day(engine: Reca
 
 def test_day_headings_name_the_year_where_it_changes(engine: RecallEngine) -> None:
     for age in (800, 500, 400, 30):
-        _put(engine, f"Ann visited the lighthouse, visit number {age}", age_days=age)
+        _put(engine, f"Ann visited the lighthouse, visit number {age}", age_days=age, kind="event")
     block = engine.recall("When did Ann visit the lighthouse?", scope="ann").block
     years = [line for line in block.splitlines() if line.endswith(":") and line[0].isdigit()]
     assert len(years) == 4 and sum(1 for line in years if line[-5:-1].isdigit()) < 4
     assert count_tokens(block) <= 500
-
-
-async def test_a_lone_recall_has_the_store_prepare_the_scopes_vectors_beside_the_embedding(
-    memory_store: Any, hash_embedder: Any
-) -> None:
-    engine = RecallEngine(memory_store, hash_embedder, parse_config("").recall, now=lambda: NOW)
-    try:
-        memory = make_memory(scope="ann", content="Ann moved to Lisbon", now=NOW)
-        memory_store.add([memory], hash_embedder.embed_documents([memory.content]))
-        assert [r.memory.id for r in engine.recall("Where does Ann live now?", scope="ann").memories] == [memory.id]
-        await until(lambda: memory_store.prepared == ["ann"], what="the scope's vectors prepared")
-    finally:
-        engine.close()

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from tap.runtime.loop_lag import LoopLag
-from tests.waits import until
+from testkit.waits import until
 
 
 def _block(seconds: float) -> None:

@@ -23,7 +23,7 @@ from tap.recall.why import RecallTrace
 from tap.records import RecallResult, make_memory
 from tap.wiring import recall_process
 from tap.wiring.recall_process import ChildSettings, RecallProcess
-from tests.waits import wait_until
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow
 

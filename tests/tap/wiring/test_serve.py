@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 

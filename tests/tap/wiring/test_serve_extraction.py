@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.serve_process import ServeProcess
-from tests.upstreams import FakeOllama
-from tests.waits import until
+from testkit.serve_process import ServeProcess
+from testkit.upstreams import FakeOllama
+from testkit.waits import until
 
 pytestmark = pytest.mark.slow  # starts other processes (see pyproject.toml: markers)
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from tap.cli.main import main
 from tap.ingest.chunker import Turn
 from tap.ingest.queue import ChunkQueue
-from tests.serve_process import ServeProcess
+from testkit.serve_process import ServeProcess
 
 pytestmark = pytest.mark.slow
 

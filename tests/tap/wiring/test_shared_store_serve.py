@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.serve_process import ServeProcess
-from tests.waits import wait_until
+from testkit.serve_process import ServeProcess
+from testkit.waits import wait_until
 
 pytestmark = pytest.mark.slow
 

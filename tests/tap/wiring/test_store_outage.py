@@ -14,8 +14,8 @@ from tap.config import LoadedConfig, parse_config
 from tap.records import IngestEvent, Message
 from tap.runtime.health import check_health
 from tap.wiring.runtime import open_runtime
-from tests.chroma_server import ChromaServer
-from tests.waits import until
+from testkit.chroma_server import ChromaServer
+from testkit.waits import until
 
 pytestmark = pytest.mark.slow
 
