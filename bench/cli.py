@@ -1,15 +1,18 @@
-"""Benchmark of the CLI's start-up: wall time of `tap --help`, `tap status`, `tap memories list`
-and `tap recall TEXT`, with a `tap serve` running on the data dir and without one.
+"""Benchmark of the CLI's start-up: wall time of `tap --help`, `tap status`, `tap memories list`,
+`tap recall TEXT`, `tap env` and `tap mitm ca`, with a `tap serve` running on the data dir and
+without one.
 
 Run: ``./dev bench cli [--runs 7] [--memories 50] [--quick] [--out FILE]``. Writes
 ``bench/results/cli.json`` and prints a table. Each command is run as a user runs it (the venv's
 `tap` script, a new process each time, output to a pipe) `--runs` times; the median counts. The
 machine is shared, so every round also times ``python -c pass`` (the interpreter alone) and each
 command is reported as a ratio to that baseline's median as well. Rounds interleave the baseline
-and the commands, so both see the same load. Target: each command ≤ 0.5 s against a running
-server (`tap --help` always); without a server the memory commands open the store and the
-embedder themselves, which takes seconds, and are reported for comparison. The CPU seconds each
-process used (median) are recorded too: less sensitive to other load than wall time.
+and the commands, so both see the same load. Target: each command ≤ 0.5 s, with a server and
+without one. Without a server `tap status` and `tap memories list` read the store's read view (the
+lexical index's file: tap.wiring.cli_reads) and `tap recall` loads the embedder too; the store
+the benchmark leaves was closed cleanly, so the view answers (what it cannot answer exactly, such
+as old versions, opens the store: seconds, not measured here). The CPU seconds each process used
+(median) are recorded too: less sensitive to other load than wall time.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ COMMANDS: dict[str, list[str]] = {
     "tap status": ["status"],
     "tap memories list": ["memories", "list"],
     "tap recall TEXT": ["recall", QUERY],
+    "tap env": ["env"],
+    "tap mitm ca": ["mitm", "ca"],
 }
 FACTS = [
     "The user moved to Lisbon in May",
@@ -76,7 +81,7 @@ def measure(runs: int, env: dict[str, str], cwd: Path) -> dict[str, list[tuple[f
     return times
 
 
-def summarise(times: dict[str, list[tuple[float, float]]], *, target: bool) -> dict[str, Any]:
+def summarise(times: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
     """Median and min wall time per command, median CPU time, and the ratio of wall medians to
     the interpreter baseline's."""
     base = statistics.median(wall for wall, _ in times["python -c pass"])
@@ -91,7 +96,7 @@ def summarise(times: dict[str, list[tuple[float, float]]], *, target: bool) -> d
             "runs": len(values),
             "ratio_to_python": round(median / base, 1),
         }
-        if name != "python -c pass" and (target or name == "tap --help"):
+        if name != "python -c pass":
             row["meets_target"] = median <= TARGET_S
         out[name] = row
     return out
@@ -125,8 +130,8 @@ def run(runs: int, memories: int) -> dict[str, Any]:
         | {"loadavg_1m_before": round(load_before[0], 2), "loadavg_1m_after": round(os.getloadavg()[0], 2)},
         "target_s": TARGET_S,
         "memories": memories,
-        "with_server": summarise(with_server, target=True),
-        "without_server": summarise(without_server, target=False),
+        "with_server": summarise(with_server),
+        "without_server": summarise(without_server),
     }
 
 

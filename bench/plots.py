@@ -320,7 +320,7 @@ def throughput(results: Results) -> str:
 def everyday(results: Results) -> str:
     cli, hooks = results("cli"), results("hooks")
     rows: list[list[object]] = []
-    for command in ("tap --help", "tap status", "tap memories list", "tap recall TEXT"):
+    for command in ("tap --help", "tap status", "tap memories list", "tap recall TEXT", "tap env", "tap mitm ca"):
         rows.append(
             [
                 f"`{command}`",

@@ -156,14 +156,31 @@ async def scopes(request: web.Request) -> web.Response:
 
 
 async def search_memories(request: web.Request) -> web.Response:
-    """`?q=&scope=&limit=` → hybrid-ranked memories (every scope when `scope` is absent)."""
+    """`?q=&scope=&limit=&layer=all|memories|excerpts&archived=0|1|all&all=1` → hybrid-ranked
+    memories (every scope when `scope` is absent), filtered as the listing is, except that
+    `archived` defaults to 0: a search finds what recall can use unless told otherwise."""
     ctx: ServerContext = request.app[context_key]
-    query, scope = request.query.get("q", ""), request.query.get("scope") or None
+    q = request.query
+    query, scope = q.get("q", ""), q.get("scope") or None
     try:
-        limit = int(request.query.get("limit", "20"))
+        limit = int(q.get("limit", "20"))
     except ValueError:
         return error(400, "limit must be an integer")
-    results = await _run(lambda: ctx.memories.search(query, scope=scope, limit=max(1, min(limit, 500))))
+    layer, archived_arg = q.get("layer", "all"), q.get("archived", "0")
+    if layer not in _LAYERS:
+        return error(400, f"layer must be one of {', '.join(_LAYERS)}")
+    if archived_arg not in _ARCHIVED:
+        return error(400, "archived must be 0, 1 or all")
+    results = await _run(
+        lambda: ctx.memories.search(
+            query,
+            scope=scope,
+            limit=max(1, min(limit, 500)),
+            excerpts=_LAYERS[layer],
+            archived=_ARCHIVED[archived_arg],
+            all_versions=q.get("all") == "1",
+        )
+    )
     return json_response({"results": search_view(results)})
 
 

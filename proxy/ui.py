@@ -1,4 +1,5 @@
-"""The memory browser page at `/ui`: three static files (HTML, CSS, JS) from proxy/static.
+"""The memory browser page at `/ui`: three static files (HTML, CSS, JS) from proxy/static, and
+the site's icon at `/favicon.ico` (where browsers look for it), also from there.
 
 The page holds no secret: its script asks for the admin token (or reads it from the `#token=` part
 of the link, which never leaves the browser) and keeps it in the tab's sessionStorage. Every file
@@ -41,7 +42,14 @@ async def asset(request: web.Request) -> web.Response:
     return web.Response(body=(STATIC / name).read_bytes(), content_type=_FILES[name], charset="utf-8", headers=_HEADERS)
 
 
+async def favicon(request: web.Request) -> web.Response:
+    """The icon browsers ask every site for (a 32-pixel ICO: a white drop on tap's blue)."""
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
+    return web.Response(body=(STATIC / "favicon.ico").read_bytes(), content_type="image/x-icon", headers=headers)
+
+
 def add_ui_routes(app: web.Application) -> None:
-    """Register `/ui` and its two assets."""
+    """Register `/ui`, its two assets and `/favicon.ico`."""
     app.router.add_get("/ui", page)
     app.router.add_get("/ui/{name}", asset)
+    app.router.add_get("/favicon.ico", favicon)

@@ -45,7 +45,7 @@ from store.changes import OVERLAP_S, RETAIN_S, ChangeFeed  # noqa: E402
 from store.codec import from_metadata, to_metadata  # noqa: E402
 from store.lexical import Follower, LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
-from store.scope_vectors import Preloader, ScopeVectors  # noqa: E402
+from store.scope_vectors import EXACT_SCOPE_MAX, VECTOR_CACHE_BYTES, Preloader, ScopeVectors  # noqa: E402
 from tap.errors import StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
@@ -58,7 +58,6 @@ DELETE_BATCH = 100  # deletes per call while requests are relayed (each holds th
 FOLLOW_S = 1.0  # how often a process sharing a Chroma server reads the change feed
 _PRUNE_EVERY_S = 300.0
 _SAVE_CURSOR_EVERY_S = 10.0
-VECTOR_CACHE_BYTES = 192 * 1024 * 1024  # in-memory scope vectors (float32), all scopes together
 _OVERFETCH = 2.0  # unfiltered vector query: fetch this many times the scope's expected share
 _MAX_FAST_FETCH = 1000  # beyond this, the filtered Chroma query is the cheaper one
 _decode = msgspec.json.Decoder(Memory).decode
@@ -130,7 +129,7 @@ class ChromaStore:
         collection: str,
         embedder_id: str,
         dimensions: int,
-        exact_scope_max: int = 16384,
+        exact_scope_max: int = EXACT_SCOPE_MAX,
         vector_cache_bytes: int = VECTOR_CACHE_BYTES,
     ) -> None:
         self.embedder_id = embedder_id
@@ -139,6 +138,7 @@ class ChromaStore:
         self._data_dir = data_dir
         self._exclusive = not url  # embedded: this process is the only writer
         self._total: int | None = None  # cached collection size, reset by every write
+        self._archived: int | None = None  # current archived memories, while known (store.read_view)
         # scopes' vectors for exact in-memory search (embedded mode only)
         self._small = ScopeVectors(max_scope=exact_scope_max, max_total=max(1, vector_cache_bytes // (4 * dimensions)))
         self._vector_load = threading.Lock()  # one scope's vectors loaded at a time (ahead and by a search)
@@ -220,9 +220,10 @@ class ChromaStore:
             self._cursor = started
             self._save_cursor(force=True)
             return
-        clean = self._lexical.clean_total()
+        clean = self._lexical.clean_state()
         self._lexical.set_clean_total(None)  # until this process closes cleanly
-        if clean is not None and clean == self._collection_size():
+        if clean is not None and clean.total == self._collection_size():
+            self._archived = clean.archived  # known until the first write
             return  # the only writer closed cleanly and nothing wrote since: no need to read every id
         with _translated("read", self.where):
             active = self._col.get(where={"active": True}, include=[])["ids"]
@@ -315,7 +316,7 @@ class ChromaStore:
     def _index(self, memories: Sequence[Memory], vectors: Sequence[Sequence[float]] | None = None) -> None:
         self._changed(m.scope for m in memories)
         self._announce([(m.id, m.scope) for m in memories])
-        self._total = None
+        self._total = self._archived = None
         packed: Sequence[bytes | None] = [_pack(v) for v in vectors] if vectors is not None else [None] * len(memories)
         self._lexical.upsert(
             (m.id, m.scope, m.index_text, _encode(m), v) for m, v in zip(memories, packed, strict=True) if m.active
@@ -459,6 +460,15 @@ class ChromaStore:
                 loaded += 1
                 room -= size
         return loaded
+
+    def _count_archived(self, total: int) -> int:
+        """Current memories that are archived (0 at once when every memory is active): what a read
+        view of the index needs to know to list memories without Chroma (store.read_view)."""
+        if total == self._lexical.count():
+            return 0
+        with _translated("count", self.where):
+            got = self._col.get(where={"$and": [{"archived_at": {"$gt": 0}}, {"superseded_by": ""}]}, include=[])
+        return len(got["ids"])
 
     def _collection_size(self) -> int:
         """Items in the collection (superseded versions included), cached until the next write."""
@@ -630,7 +640,7 @@ class ChromaStore:
                 gone = [m.id for m in part]
                 with _translated("delete", self.where):
                     self._col.delete(ids=gone)
-                self._total = None
+                self._total = self._archived = None
                 self._lexical.remove(gone)
                 for memory_id in gone:
                     self._small.remove(memory_id)
@@ -739,7 +749,9 @@ class ChromaStore:
                 self._save_cursor(force=True)
         if self._exclusive:  # every write reached both: the next open need not compare them
             with contextlib.suppress(Exception):  # closing never fails (a broken index is compared at open)
-                self._lexical.set_clean_total(self._collection_size())
+                total = self._collection_size()
+                archived = self._archived if self._archived is not None else self._count_archived(total)
+                self._lexical.set_clean_total(total, embedder=self.embedder_id, archived=archived)
         self._lexical.close()
         # Chroma keeps one System per embedded path for the life of the process unless its last
         # client is closed: left open, its SQLite handle outlived the store, and a store opened

@@ -11,7 +11,20 @@ from __future__ import annotations
 from tap.config import EmbedderConfig
 from tap.ports import Embedder
 
-__all__ = ["make_embedder"]
+__all__ = ["ONNX_MODEL_ID", "embedder_id", "make_embedder", "ollama_model_id"]
+
+ONNX_MODEL_ID = "all-MiniLM-L6-v2-q8"
+"""The embedded model's id (store.onnx_embedder), kept here so it is known without loading it."""
+
+
+def ollama_model_id(model: str) -> str:
+    """The id of an Ollama embedding model (store.ollama_embedder)."""
+    return f"ollama:{model}"
+
+
+def embedder_id(cfg: EmbedderConfig) -> str:
+    """The `model_id` of the embedder the config names, without building it (what a store records)."""
+    return ollama_model_id(cfg.ollama_model) if cfg.provider == "ollama" else ONNX_MODEL_ID
 
 
 def make_embedder(cfg: EmbedderConfig, *, queries_only: bool = False) -> Embedder:

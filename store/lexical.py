@@ -47,6 +47,20 @@ LARGE_SCOPE_SHARE = 8
 _RECORD_ROWS = msgspec.json.Decoder(list[tuple[str, msgspec.Raw]])  # (id, record) read in one step
 
 
+_CLEAN_KEYS = "('clean_total', 'clean_embedder', 'clean_archived')"
+
+
+@dataclass(frozen=True)
+class CleanState:
+    """What the store's only writer recorded at a clean close (LexicalIndex.clean_state): the
+    collection's size (superseded versions included), the embedder of its vectors and how many
+    current memories are archived (None when it did not say)."""
+
+    total: int
+    embedder: str
+    archived: int | None
+
+
 def query_terms(text: str, limit: int = _MAX_CANDIDATES) -> list[str]:
     """The distinct, lower-cased, non-stop-word terms of a query, in order (at most `limit`)."""
     seen: dict[str, None] = {}
@@ -272,21 +286,39 @@ class LexicalIndex:
     def clean_total(self) -> int | None:
         """The collection's size recorded when its only writer closed cleanly (and since not
         reopened), else None."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'clean_total'").fetchone()
-        return int(row[0]) if row else None
+        state = self.clean_state()
+        return state.total if state is not None else None
 
-    def set_clean_total(self, total: int | None) -> None:
-        """Record (at a clean close) or forget (at open, before any write) the collection's size."""
+    def clean_state(self) -> CleanState | None:
+        """What the only writer recorded when it closed cleanly (and nobody opened it to write
+        since), else None: then this index is exactly the collection's active memories."""
         with self._lock:
+            rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN " + _CLEAN_KEYS).fetchall())
+        if "clean_total" not in rows:
+            return None
+        archived = rows.get("clean_archived")
+        return CleanState(
+            int(rows["clean_total"]), rows.get("clean_embedder", ""), int(archived) if archived is not None else None
+        )
+
+    def set_clean_total(self, total: int | None, *, embedder: str = "", archived: int | None = None) -> None:
+        """Record (at a clean close) or forget (at open, before any write) the collection's size,
+        with the embedder its vectors come from and how many current memories are archived."""
+        with self._lock, transaction(self._db, "DEFERRED"):
+            self._db.execute("DELETE FROM meta WHERE key IN " + _CLEAN_KEYS)
             if total is None:
-                self._db.execute("DELETE FROM meta WHERE key = 'clean_total'")
-            else:
-                self._db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('clean_total', ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (str(total),),
-                )
+                return
+            notes = {"clean_total": str(total), "clean_embedder": embedder}
+            if archived is not None:
+                notes["clean_archived"] = str(archived)
+            self._db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", list(notes.items()))
+
+    def all_records(self, scope: str | None = None) -> list[bytes]:
+        """The records of every memory the index holds (of one scope, or of all), as stored."""
+        reader = self._reader()
+        if scope is None:
+            return [bytes(row[0]) for row in reader.execute("SELECT record FROM entries")]
+        return [bytes(row[0]) for row in reader.execute("SELECT record FROM entries WHERE scope = ?", (scope,))]
 
     def cursor(self) -> float | None:
         """Where this index stands in a shared store's change feed (store.changes), if it follows one."""

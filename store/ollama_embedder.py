@@ -25,6 +25,7 @@ from typing import Final
 import httpx
 import ollama
 
+from store.embedders import ollama_model_id
 from tap.errors import EmbedderError
 
 __all__ = ["DEFAULT_MODEL", "DOCUMENT_PREFIX", "QUERY_PREFIX", "OllamaEmbedder"]
@@ -55,7 +56,7 @@ class OllamaEmbedder:
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.model_id: str = f"ollama:{model}"
+        self.model_id: str = ollama_model_id(model)
         self._url = url
         self._model = model
         self._batch_size = batch_size

@@ -42,13 +42,14 @@ import numpy.typing as npt  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from tokenizers import Encoding, Tokenizer  # noqa: E402
 
+from store.embedders import ONNX_MODEL_ID  # noqa: E402
 from store.onnx_quantize import quantized_model  # noqa: E402
 from tap.errors import EmbedderError, ModelError  # noqa: E402
 from tap.runtime.priority import lower_thread_priority  # noqa: E402
 
 __all__ = ["MODEL_ID", "MODEL_SHA256", "OnnxMiniLMEmbedder", "default_model_path", "verify_model"]
 
-MODEL_ID: Final = "all-MiniLM-L6-v2-q8"
+MODEL_ID: Final = ONNX_MODEL_ID
 MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DIMENSIONS: Final = 384
 MAX_TOKENS: Final = 256

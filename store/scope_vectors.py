@@ -9,8 +9,8 @@ A scope that is the whole collection too: a matrix product beats Chroma's index 
 
 Bounds: a scope is cached only while it has at most `max_scope` active memories, and all cached
 scopes together hold at most `max_total` vectors (least recently searched scopes are dropped
-first; the store sizes it by bytes: store.chroma.VECTOR_CACHE_BYTES). `Preloader` loads a scope
-ahead of the search that needs it.
+first; the store sizes it by bytes: VECTOR_CACHE_BYTES). `Preloader` loads a scope ahead of the
+search that needs it.
 
 Thread-safe: recall threads search while the extraction worker writes; one lock guards it all.
 Invariants: a cached scope holds exactly the ids and unit vectors of that scope's active memories;
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Preloader", "ScopeVectors"]
+__all__ = ["EXACT_SCOPE_MAX", "VECTOR_CACHE_BYTES", "Preloader", "ScopeVectors"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,12 @@ def _to_unit(rows: Matrix) -> Matrix:
     norms[norms == 0] = 1.0
     rows /= norms[:, None]
     return rows
+
+
+EXACT_SCOPE_MAX = 16384
+"""The largest scope searched exactly in memory (a larger one is searched by Chroma)."""
+VECTOR_CACHE_BYTES = 192 * 1024 * 1024
+"""In-memory scope vectors (float32), all scopes together."""
 
 
 class _Scope:

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = {"python -c pass", "tap --help", "tap status", "tap memories list", "tap recall TEXT"}
+COMMANDS = {
+    "python -c pass",
+    "tap --help",
+    "tap status",
+    "tap memories list",
+    "tap recall TEXT",
+    "tap env",
+    "tap mitm ca",
+}
 
 pytestmark = pytest.mark.slow
 
@@ -38,3 +46,4 @@ def test_cli_benchmark_quick_run(tmp_path: Path) -> None:
         assert result[mode]["python -c pass"]["ratio_to_python"] == 1.0
         assert all("cpu_median_s" in row for row in result[mode].values())
     assert "meets_target" in result["with_server"]["tap status"]
+    assert "meets_target" in result["without_server"]["tap recall TEXT"]

@@ -246,8 +246,8 @@ class Tailer:
         """Hand the decided events to the sink, then (only then) move the offset."""
         events = parser.take(final=final)
         if events:
+            self.stats.turns += self.sink(events)  # raises when refused: counted when it is taken again
             self.stats.messages += sum(len(e.messages) for e in events)
-            self.stats.turns += self.sink(events)
         offset, lines = parser.resume_point() or (end, lineno)
         record.offset, record.lines = offset, lines
         record.mark = mark_at(fd, offset)

@@ -6,7 +6,8 @@ CA).  The policy is the interception core's (tap.intercept.core), exactly as for
 
 Modules: `hosts` (which hosts are intercepted, reverse targets), `link` (calls into the core on its
 loop), `addon` (mitmproxy's hooks), `runner` (mitmproxy on the current loop or in a thread), `ca`
-(tap's CA and how clients trust it), `remote` (recall and ingestion through a running `tap serve`).
-Importing this package imports mitmproxy (about two seconds): the server and CLI import it only
-when the mitm way in is used.
+(tap's CA and how clients trust it), `remote` (recall and ingestion through a running `tap serve`),
+`spool` (captured exchanges waiting on disk while that server does not answer).
+`runner` and `addon` import mitmproxy (about two seconds): the server and CLI import them only when
+the mitm way in is used; `spool`, `hosts` and `ca` (but to create the CA) import none of it.
 """

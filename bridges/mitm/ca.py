@@ -11,6 +11,9 @@ Files (mitmproxy's names, so mitmproxy itself finds them):
 - `tap-ca-bundle.pem` — the CA plus the usual public roots (certifi's): for settings that *replace*
   the trust store (Python `SSL_CERT_FILE` / `REQUESTS_CA_BUNDLE`, Codex `CODEX_CA_CERTIFICATE`),
   so hosts tap passes through untouched still verify against their real certificates.
+
+mitmproxy is imported only to create the CA: printing where it is and how to trust it (`tap mitm
+ca`, `tap env`) imports none of it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import certifi
-from mitmproxy.certs import CertStore
 
 BASENAME = "mitmproxy"
 CA_CERT = f"{BASENAME}-ca-cert.pem"
@@ -51,10 +53,17 @@ def default_confdir(data_dir: Path) -> Path:
     return data_dir / "mitmproxy"
 
 
+def confdir_of(setting: str, data_dir: Path) -> Path:
+    """mitmproxy's conf dir for a `[mitm] confdir` value ("" for the default under the data dir)."""
+    return Path(setting).expanduser() if setting else default_confdir(data_dir)
+
+
 def ensure_ca(confdir: Path) -> CaFiles:
     """Create the CA (once) and the bundle (whenever it is missing or older than the CA)."""
     created = False
     if not (confdir / CA_KEY).exists():
+        from mitmproxy.certs import CertStore  # mitmproxy's certificate code: only to create the CA
+
         confdir.mkdir(parents=True, exist_ok=True)
         confdir.chmod(0o700)
         CertStore.create_store(confdir, BASENAME, KEY_SIZE, organization="tap", cn="tap mitm CA")

@@ -21,11 +21,14 @@ from typing import Any
 import aiohttp
 import msgspec
 
+from bridges.mitm.spool import ServerGone
 from tap.errors import StoreError
 from tap.recall.engine import pack_block
 from tap.recall.why import RecallTrace
 from tap.records import IngestEvent, Memory, Recalled, RecallResult
 
+INGEST_TIMEOUT = aiohttp.ClientTimeout(total=60, connect=5)
+HEALTH_TIMEOUT = aiohttp.ClientTimeout(total=2)
 _VIEW_FIELDS = ("id", "scope", "content", "kind", "importance", "conversation", "sources", "valid_from")
 
 
@@ -85,11 +88,31 @@ class AdminApiRecaller:
         return result_of(view, skip, self.budget)
 
     async def ingest(self, event: IngestEvent) -> int:
-        """Hand a captured exchange to the server's ingestion entry point."""
-        async with self._client().post(self.url + "/tap/ingest", data=msgspec.json.encode(event)) as response:
-            if response.status != 202:
-                raise StoreError(f"tap serve at {self.url} refused the exchange ({response.status})")
-            return int((await response.json())["queued"])
+        """Hand a captured exchange to the server's ingestion entry point; ServerGone when it does
+        not answer (or answers 5xx), StoreError when it refuses the exchange."""
+        try:
+            async with self._client().post(
+                self.url + "/tap/ingest", data=msgspec.json.encode(event), timeout=INGEST_TIMEOUT
+            ) as response:
+                if response.status >= 500:
+                    raise ServerGone(f"tap serve at {self.url} answered {response.status}")
+                if response.status != 202:
+                    raise StoreError(f"tap serve at {self.url} refused the exchange ({response.status})")
+                return int((await response.json())["queued"])
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ServerGone(f"tap serve at {self.url} is not answering ({exc or type(exc).__name__})") from exc
+
+    async def answers(self, url: str) -> bool:
+        """Whether a tap serve answers `/tap/health` at `url`; if so, later calls go there (a server
+        that restarted may listen on another port)."""
+        try:
+            async with self._client().get(url.rstrip("/") + "/tap/health", timeout=HEALTH_TIMEOUT) as response:
+                if response.status != 200:
+                    return False
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        self.url = url.rstrip("/")
+        return True
 
     async def close(self) -> None:
         """Close the HTTP session."""

@@ -28,7 +28,7 @@ from typing import Any
 from mitmproxy import addons, master, options
 
 from bridges.mitm.addon import TapAddon
-from bridges.mitm.ca import CaFiles, default_confdir, ensure_ca
+from bridges.mitm.ca import CaFiles, confdir_of, ensure_ca
 from bridges.mitm.hosts import HostPolicy, ReverseTarget
 from bridges.mitm.link import CoreLink
 from tap.config import MitmConfig
@@ -61,7 +61,7 @@ class MitmSettings:
             regular_port=config.port if config.regular else None,
             reverse=reverse,
             hosts=tuple(config.hosts),
-            confdir=Path(config.confdir).expanduser() if config.confdir else default_confdir(data_dir),
+            confdir=confdir_of(config.confdir, data_dir),
             upstream_ca=str(Path(config.upstream_ca).expanduser()) if config.upstream_ca else "",
         )
         try:

@@ -116,10 +116,14 @@ async function connect() {
 
 async function loadScopes() {
   // with the number of unresolved conflicts, shown on the Conflicts tab
-  const [listed, open] = await Promise.all([api("GET", "/tap/scopes"), api("GET", "/tap/conflicts")]);
+  const [listed, open] = await Promise.all([api("GET", "/tap/scopes"), api("GET", conflictsPath())]);
   state.scopes = listed.scopes;
   renderScopes();
   showConflictCount(open.conflicts.length);
+}
+
+function conflictsPath() { // the selected scope's conflicts (all scopes' when none is selected)
+  return "/tap/conflicts" + (state.scope === null ? "" : "?scope=" + enc(state.scope));
 }
 
 function layerCount(s) {
@@ -150,6 +154,7 @@ async function pickScope(scope) {
     b.setAttribute("aria-current", String((b.dataset.scope || null) === scope));
   }
   $("new-scope").value = scope ?? "default";
+  if (state.view !== "conflicts") refreshConflictCount(); // the conflicts view counts them itself
   await showView(state.view);
 }
 
@@ -203,8 +208,10 @@ async function loadListing(ticket) {
 async function loadSearch(ticket) {
   // the search API ranks the best `limit`; a later page asks for more and shows its slice
   const want = Math.min(state.offset + state.limit, 500);
-  const params = new URLSearchParams({q: state.query, limit: String(want)});
-  if (state.scope !== null) params.set("scope", state.scope);
+  const params = listParams(); // the same filters as the listing: layer, archived, old versions
+  params.set("q", state.query);
+  params.set("limit", String(want));
+  params.delete("offset");
   const data = await api("GET", "/tap/memories/search?" + params);
   if (ticket !== latest) return;
   const page = data.results.slice(state.offset, state.offset + state.limit);
@@ -379,10 +386,19 @@ function version(m) {
 // ---- conflicts -------------------------------------------------------------------------------
 
 function showConflictCount(n) {
+  // the count is of the scope the views show (all scopes' when none is selected)
   const badge = $("conflict-count");
   badge.textContent = String(n);
   badge.hidden = !n;
-  $("tab-conflicts").title = n ? `${plural(n, "unresolved conflict", "unresolved conflicts")} in all scopes` : "";
+  $("tab-conflicts").title = n ? `${plural(n, "unresolved conflict", "unresolved conflicts")} ${where()}` : "";
+}
+
+async function refreshConflictCount() {
+  const scope = state.scope;
+  try {
+    const open = await api("GET", conflictsPath());
+    if (scope === state.scope) showConflictCount(open.conflicts.length); // another scope picked since: not its count
+  } catch (err) { /* the badge keeps its count; the views say what failed */ }
 }
 
 async function loadConflicts() {
@@ -390,9 +406,9 @@ async function loadConflicts() {
   list.replaceChildren();
   say("conflicts-status", "Loading…");
   try {
-    const data = await api("GET", "/tap/conflicts" + (state.scope === null ? "" : "?scope=" + enc(state.scope)));
+    const data = await api("GET", conflictsPath());
     list.replaceChildren(...data.conflicts.map(conflict));
-    if (state.scope === null) showConflictCount(data.conflicts.length);
+    showConflictCount(data.conflicts.length);
     say("conflicts-status", data.conflicts.length
       ? `${plural(data.conflicts.length, "conflict", "conflicts")} ${where()}, newest first.`
       : `No conflicts ${where(true)}.`);
@@ -460,7 +476,8 @@ function whyRow(r) {
 // each outcome's badge colour and, as `tap why` words it, why the memory was or was not injected
 const OUTCOMES = {
   injected: ["ok", "in the block"],
-  "over-budget": ["warn", "relevant, but the block was full"],
+  "over-budget": ["warn", "relevant, but no room was left for it in the block"],
+  repeat: ["old", "left out: a line in the block says the same already"],
   visible: ["old", "left out: the model already sees it in the request"],
   skipped: ["old", "left out: already given"],
   "below-threshold": ["old", "below the relevance threshold"],

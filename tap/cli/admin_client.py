@@ -222,8 +222,26 @@ class AdminClient:
         )
         return int(data["total"])
 
-    def search(self, query: str, *, scope: str | None, limit: int = 20) -> list[tuple[Memory, float]]:
-        data = self._json("GET", "/tap/memories/search", q=query, scope=scope, limit=limit)
+    def search(
+        self,
+        query: str,
+        *,
+        scope: str | None,
+        limit: int = 20,
+        excerpts: bool | None = None,
+        archived: bool | None = False,
+        all_versions: bool = False,
+    ) -> list[tuple[Memory, float]]:
+        data = self._json(
+            "GET",
+            "/tap/memories/search",
+            q=query,
+            scope=scope,
+            limit=limit,
+            layer=None if excerpts is None else "excerpts" if excerpts else "memories",
+            archived="all" if archived is None else "1" if archived else "0",
+            all="1" if all_versions else None,
+        )
         return [(msgspec.convert(r["memory"], Memory), float(r["score"])) for r in data["results"]]
 
     def recall_json(self, text: str, *, scope: str, budget_tokens: int | None = None) -> dict[str, Any]:

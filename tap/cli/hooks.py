@@ -88,10 +88,10 @@ def hooks() -> None:
 
 
 agent_options: list[Any] = [
-    click.option("--claude", "agent", flag_value="claude", default=True, help="Claude Code (default)."),
-    click.option("--codex", "agent", flag_value="codex", help="Codex."),
-    click.option("--user", "level", flag_value="user", default=True, help="Your user settings (default)."),
-    click.option("--project", "level", flag_value="project", help="This project's settings (git root, else here)."),
+    click.option("--claude", is_flag=True, help="Claude Code (the default when no agent is named)."),
+    click.option("--codex", is_flag=True, help="Codex (with --claude: both)."),
+    click.option("--user", is_flag=True, help="Your user settings (default)."),
+    click.option("--project", is_flag=True, help="This project's settings (git root, else here)."),
     click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing."),
 ]
 
@@ -100,6 +100,18 @@ def _with_agent_options(fn: Any) -> Any:
     for option in reversed(agent_options):
         fn = option(fn)
     return fn
+
+
+def chosen_agents(claude: bool, codex: bool) -> list[str]:
+    """The agents the flags name, in a fixed order: Claude Code when none is named, both when both are."""
+    return [agent for agent, named in (("claude", claude), ("codex", codex)) if named] or ["claude"]
+
+
+def chosen_level(user: bool, project: bool) -> str:
+    """`user` (the default) or `project`; naming both is an error (they are different files)."""
+    if user and project:
+        raise click.UsageError("give --user or --project, not both (run the command once for each)")
+    return "project" if project else "user"
 
 
 def server_url(loaded: LoadedConfig) -> str:
@@ -133,31 +145,37 @@ def _apply(change_target: Target, change: Any, dry_run: bool, verb: str) -> bool
     help="Codex: record that you trust tap's hooks (as /hooks does), so headless `codex exec` runs them.",
 )
 @click.option("--no-mcp", is_flag=True, help="Do not register tap's MCP server (`tap mcp`).")
-def install(agent: str, level: str, dry_run: bool, http: bool, trust: bool, no_mcp: bool) -> None:
-    """Add tap's hooks to Claude Code's or Codex's settings, next to your own hooks."""
+def install(
+    claude: bool, codex: bool, user: bool, project: bool, dry_run: bool, http: bool, trust: bool, no_mcp: bool
+) -> None:
+    """Add tap's hooks to Claude Code's or Codex's settings (or both's), next to your own hooks."""
     loaded = state().load()
-    if http and agent == "codex":
-        raise click.UsageError("Codex runs command hooks only; drop --http")
-    if trust and agent != "codex":
+    agents, level = chosen_agents(claude, codex), chosen_level(user, project)
+    if http and "codex" in agents:
+        raise click.UsageError("Codex runs command hooks only; drop --http (or install Claude Code's on its own)")
+    if trust and "codex" not in agents:
         raise click.UsageError("--trust is for Codex (Claude Code runs the hooks in its settings without it)")
-    where = target(agent, level, Path.cwd())
     token_env = loaded.config.admin.token_env or "TAP_ADMIN_TOKEN"
     call = HookCall(tap_command(loaded.path), server_url(loaded) if http else "", token_env)
     if http and not dry_run:
         ensure_token(loaded.data_dir, token_env)  # so the `export` line below works before the first `tap serve`
-    try:
-        change = plan_install(where.path, entries(agent, call), group_matchers(agent))
-        _apply(where, change, dry_run, "installed")
-        codex = _codex_trust(change, trust=trust, dry_run=dry_run) if agent == "codex" else ""
-    except InstallError as exc:
-        raise click.ClickException(str(exc)) from exc
-    if not no_mcp:
-        register_server(agent, level, loaded.path, dry_run=dry_run)
+    trusted = ""
+    for agent in agents:
+        where = target(agent, level, Path.cwd())
+        try:
+            change = plan_install(where.path, entries(agent, call), group_matchers(agent))
+            _apply(where, change, dry_run, "installed")
+            if agent == "codex":
+                trusted = _codex_trust(change, trust=trust, dry_run=dry_run)
+        except InstallError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not no_mcp:
+            register_server(agent, level, loaded.path, dry_run=dry_run)
     if not dry_run:
         click.echo(f"\nWhat each hook does:\n{WHAT_EACH_DOES}\n")
-        click.echo(_next_steps(agent, level, http, call, loaded))
-    if codex:
-        click.echo(codex)
+        click.echo(_next_steps(agents, level, http, call, loaded))
+    if trusted:
+        click.echo(trusted)
 
 
 def _codex_trust(change: Any, *, trust: bool, dry_run: bool) -> str:
@@ -207,13 +225,13 @@ def codex_trust_line(states: Mapping[str, str], config: Path) -> str:
     return "\n".join(lines)
 
 
-def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: LoadedConfig) -> str:
+def _next_steps(agents: list[str], level: str, http: bool, call: HookCall, loaded: LoadedConfig) -> str:
     server = "running" if read_server_info(loaded.data_dir) else "not running"
     lines = [
         f"tap serve is {server}. With it each prompt costs one loopback request; without it the hook opens",
         "the store itself (a few seconds per prompt): run `tap serve` (or `./dev serve`) while you work.",
     ]
-    if agent == "claude":
+    if "claude" in agents:
         lines.append("Start a new Claude Code session to load the hooks (`/hooks` lists them).")
         if http:
             lines += [
@@ -221,7 +239,7 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
                 f"admin token in ${call.token_env} where Claude Code starts:",
                 f'  export {call.token_env}="$(cat {loaded.data_dir / "admin-token"})"',
             ]
-    else:
+    if "codex" in agents:
         lines.append(
             "Older Codex versions also need hooks switched on in ~/.codex/config.toml: [features] codex_hooks = true."
         )
@@ -232,14 +250,16 @@ def _next_steps(agent: str, level: str, http: bool, call: HookCall, loaded: Load
 
 @hooks.command("uninstall")
 @_with_agent_options
-def uninstall(agent: str, level: str, dry_run: bool) -> None:
-    """Remove tap's hooks and MCP server from Claude Code's or Codex's settings (your own stay)."""
-    where = target(agent, level, Path.cwd())
-    try:
-        _apply(where, plan_uninstall(where.path), dry_run, "removed")
-    except InstallError as exc:
-        raise click.ClickException(str(exc)) from exc
-    unregister_server(agent, level, dry_run=dry_run)
+def uninstall(claude: bool, codex: bool, user: bool, project: bool, dry_run: bool) -> None:
+    """Remove tap's hooks and MCP server from Claude Code's or Codex's settings, or both's (your own stay)."""
+    level = chosen_level(user, project)
+    for agent in chosen_agents(claude, codex):
+        where = target(agent, level, Path.cwd())
+        try:
+            _apply(where, plan_uninstall(where.path), dry_run, "removed")
+        except InstallError as exc:
+            raise click.ClickException(str(exc)) from exc
+        unregister_server(agent, level, dry_run=dry_run)
 
 
 @hooks.command("status")

@@ -8,6 +8,11 @@ Where the events go: to a running `tap serve` through `POST /tap/ingest` (one re
 conversation batch; the server's worker extracts), else to the local runtime, whose extraction
 worker is then drained so the memories exist when the command returns. With `--follow` the
 command keeps polling (`[logtail] poll_s`) until Ctrl-C, extracting periodically when local.
+When the server it sends to stops answering (a restart), `--follow` says so once, waits for a
+server on the data dir with a growing pause (WAIT_FIRST_S doubling up to WAIT_MAX_S) and goes on
+where reading stopped: the offsets move only once the server accepted the lines, and the turns it
+already had are dropped by turn id, so nothing is lost and nothing is queued twice. A server that
+answers and still refuses the lines ends the command as before (exit 1).
 
 Output: a rich progress bar on stderr when it is a terminal (never with `--json`); warnings for
 broken lines name file and line, and a warning for each file that is not a chat log tap recognises
@@ -25,26 +30,30 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from bridges.logtail.formats import FORMATS
-from tap.admin_token import ensure_token, read_server_info
+from tap.admin_token import ServerInfo, ensure_token, read_server_info
 from tap.cli.options import config_type
 from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig, LogtailConfig
+from tap.errors import StoreError
 from tap.plural import plural
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from bridges.logtail import Choice, Tailer, TailStats
+    from bridges.logtail import Choice, Sink, Tailer, TailStats
     from tap.records import IngestEvent
     from tap.wiring.runtime import Runtime
 
 MAX_WARNINGS = 20
 WRITTEN = ("add", "update", "supersede", "episode")
+WAIT_FIRST_S = 0.5
+WAIT_MAX_S = 10.0
 
 
 class Ui:
@@ -144,14 +153,34 @@ def ingest(paths: tuple[str, ...], fmt: str | None, scope: str | None, follow: b
         raise SystemExit(1)
 
 
-class Session:
-    """One `tap ingest` run: a tailer, a sink (local runtime or server) and the UI."""
+@dataclass(frozen=True)
+class Reached:
+    """A server that answered, and a sink that sends to it."""
 
-    def __init__(self, tailer: Tailer, ui: Ui, rt: Runtime | None, server: str | None) -> None:
+    server: ServerInfo
+    sink: Sink
+
+
+class Session:
+    """One `tap ingest` run: a tailer, a sink (local runtime or server) and the UI. In server mode
+    `served_by` is the server the sink sends to and `reconnect` finds the one on the data dir now,
+    if it answers."""
+
+    def __init__(
+        self,
+        tailer: Tailer,
+        ui: Ui,
+        rt: Runtime | None,
+        server: str | None,
+        served_by: ServerInfo | None = None,
+        reconnect: Callable[[], Reached | None] | None = None,
+    ) -> None:
         self.tailer = tailer
         self.ui = ui
         self.rt = rt
         self.server = server
+        self.served_by = served_by
+        self.reconnect = reconnect
         self.chunks = 0
         self._start = _written(rt) if rt is not None else {}
         self._bar: TaskID | None = None
@@ -191,7 +220,11 @@ class Session:
         previous = signal.signal(signal.SIGTERM, _interrupt)  # a service manager stops it like Ctrl-C
         try:
             while True:
-                self.tailer.poll()
+                try:
+                    self.tailer.poll()
+                except StoreError as exc:
+                    self.wait_for_server(exc)
+                    continue
                 self.progress(self.tailer.stats)
                 self.extract(flush=False)
                 time.sleep(poll_s)
@@ -203,6 +236,28 @@ class Session:
             signal.signal(signal.SIGTERM, previous)
         with contextlib.suppress(KeyboardInterrupt):
             self.extract(flush=True)
+
+    def wait_for_server(self, failure: StoreError) -> None:
+        """After a failed hand-over to the server: re-raise if a server answers on the data dir at
+        the same address (it refused the lines), else say so once and wait, with a growing pause,
+        until one answers; then hand the tailer a sink to it (see the module docstring)."""
+        if self.reconnect is None:
+            raise failure
+        found = self.reconnect()
+        if found is not None and found.server == self.served_by:
+            raise failure  # the same server answers: it refused the lines
+        if found is None:
+            self.ui.say(
+                f"tap: tap serve at {self.server} is not answering ({failure}); waiting for it to come back "
+                "(Ctrl-C to stop); nothing read is lost"
+            )
+        pause = WAIT_FIRST_S
+        while found is None:
+            time.sleep(pause)
+            pause = min(pause * 2, WAIT_MAX_S)
+            found = self.reconnect()
+        self.served_by, self.server, self.tailer.sink = found.server, found.server.url, found.sink
+        self.ui.say(f"tap: tap serve answers at {self.server}; going on where reading stopped")
 
     def summary(self) -> dict[str, Any]:
         """The end-of-run summary document."""
@@ -248,8 +303,18 @@ def _session(
     info = read_server_info(loaded.data_dir)
     store = OffsetStore(loaded.data_dir / STATE_FILE)
     rt: Runtime | None = None
+    reconnect: Callable[[], Reached | None] | None = None
     try:
         if info is not None:
+
+            def reconnect() -> Reached | None:
+                """The server on the data dir now, if it answers (it may have restarted on another port)."""
+                now = read_server_info(loaded.data_dir)
+                if now is None or not answers(now.url):
+                    return None
+                token = ensure_token(loaded.data_dir, loaded.config.admin.token_env)
+                return Reached(now, AdminClient(now.url, token, timeout=INGEST_TIMEOUT_S).ingest)
+
             remote = AdminClient(
                 info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env), timeout=INGEST_TIMEOUT_S
             )
@@ -266,13 +331,24 @@ def _session(
             on_warning=ui.warn,
             on_error=lambda path, reason: ui.say(f"tap: cannot read {path}: {reason}"),
         )
-        session = Session(tailer, ui, rt, info.url if info is not None else None)
+        session = Session(tailer, ui, rt, info.url if info is not None else None, info, reconnect)
         tailer.on_progress = session.progress
         yield session
     finally:
         store.close()
         if rt is not None:
             rt.close()
+
+
+def answers(url: str) -> bool:
+    """Whether a tap serve answers `GET /tap/health` at this URL (within 2 s)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/tap/health", timeout=2.0) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def _choice(fmt: str) -> Choice:

@@ -210,7 +210,8 @@ def why(request_id: str | None, last: bool, list_n: int | None, as_json: bool) -
 
 OUTCOMES = {
     "injected": "in the block",
-    "over-budget": "relevant, but the block was full",
+    "over-budget": "relevant, but no room was left for it in the block",
+    "repeat": "left out: a line in the block says the same already",
     "visible": "left out: the model already sees it in the request",
     "skipped": "left out: already given",
     "below-threshold": "below the relevance threshold",

@@ -16,7 +16,7 @@ import click
 from tap.cli.options import int_range
 from tap.cli.progress import Bar, shown
 from tap.cli.render import chain_text, console, memories_table, stats_table
-from tap.cli.shared import backend, emit_json, state
+from tap.cli.shared import backend, emit_json, reading, state
 from tap.config import RecallConfig
 from tap.memories.views import memory_view, search_view
 from tap.plural import plural
@@ -78,7 +78,8 @@ def list_cmd(
 ) -> None:
     """List memories (statements), newest first; --excerpts lists the verbatim layer."""
     which = {"all": None, "only": True, "none": False}[archived]
-    with backend() as svc:
+
+    def page(svc: Any) -> tuple[list[Memory], bool, int]:
         found = svc.list_memories(
             scope=scope, limit=limit, offset=offset, all_versions=all_versions, excerpts=excerpts, archived=which
         )
@@ -89,6 +90,9 @@ def list_cmd(
             if more
             else len(found)
         )
+        return found, more, total
+
+    found, more, total = reading(page)
     if as_json:
         emit_json([memory_view(m) for m in found])
     elif not found:
@@ -112,8 +116,7 @@ def _page_note(offset: int, shown: int, total: int) -> str:
 @json_option
 def search_cmd(query: str, scope: str | None, limit: int, as_json: bool) -> None:
     """Search memories (hybrid vector + lexical ranking), in every scope or in one."""
-    with backend() as svc:
-        results = svc.search(query, scope=scope, limit=limit)
+    results: list[tuple[Memory, float]] = reading(lambda svc: svc.search(query, scope=scope, limit=limit))
     if as_json:
         emit_json(search_view(results))
     elif not results:
@@ -342,19 +345,21 @@ def stats_cmd(as_json: bool) -> None:
 @json_option
 def recall(text: str, scope: str, budget_tokens: int | None, as_json: bool) -> None:
     """Show the memory block tap would inject for TEXT."""
-    with backend() as svc:
+
+    def recalled(svc: Any) -> tuple[dict[str, Any], str]:
         view = svc.recall_json(text, scope=scope, budget_tokens=budget_tokens)
-        if as_json:
-            emit_json(view)
-        elif not view["memories"]:
-            click.echo(_nothing_recalled(svc, text, scope, budget_tokens))
-        else:
-            click.echo(view["block"])
-            count = plural(len(view["memories"]), "memory", "memories")
-            click.echo(
-                f"\n({count}, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)",
-                err=True,
-            )
+        empty = not as_json and not view["memories"]
+        return view, _nothing_recalled(svc, text, scope, budget_tokens) if empty else ""
+
+    view, nothing = reading(recalled)
+    if as_json:
+        emit_json(view)
+    elif nothing:
+        click.echo(nothing)
+    else:
+        click.echo(view["block"])
+        count = plural(len(view["memories"]), "memory", "memories")
+        click.echo(f"\n({count}, {view['tokens']} tokens, {view['elapsed_ms']:.1f} ms)", err=True)
 
 
 def _nothing_recalled(svc: Any, text: str, scope: str, budget_tokens: int | None) -> str:

@@ -4,12 +4,13 @@
 server, else on the store itself: tap.wiring.mitm_service); options override `[mitm]`. `tap mitm ca` creates
 tap's CA if needed and prints where it is and how each client trusts it. `tap env` prints the shell
 lines that point clients at tap, for every way in (`--json` for scripts). mitmproxy is imported only
-by the commands that run it (it takes seconds), so other commands stay fast.
+by the commands that run it (it takes seconds) and, once, to create the CA: `tap mitm ca` and
+`tap env` import neither it nor the store.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -20,6 +21,9 @@ from tap.cli.options import config_type
 from tap.cli.shared import emit_json, state
 from tap.config import LoadedConfig, MitmConfig
 from tap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bridges.mitm.ca import CaFiles
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -81,7 +85,6 @@ def _with_overrides(
 def ca(as_json: bool) -> None:
     """Where tap's CA is (created now if needed) and how each client trusts it."""
     from bridges.mitm.ca import trust_lines
-    from tap.wiring.mitm_service import ca_files
 
     loaded = state().load()
     files = ca_files(loaded)
@@ -92,6 +95,13 @@ def ca(as_json: bool) -> None:
     if files.created:
         click.echo(f"# created tap's CA in {files.confdir}")
     click.echo("\n".join(trust_lines(files, proxy)))
+
+
+def ca_files(loaded: LoadedConfig) -> CaFiles:
+    """tap's mitm CA (created on first use; mitmproxy is imported only then)."""
+    from bridges.mitm.ca import confdir_of, ensure_ca
+
+    return ensure_ca(confdir_of(loaded.config.mitm.confdir, loaded.data_dir))
 
 
 def _regular_url(config: MitmConfig) -> str:
@@ -129,7 +139,6 @@ def env_lines(loaded: LoadedConfig) -> dict[str, list[str]]:
     mitm = config.mitm
     if mitm.regular:
         from bridges.mitm.ca import trust_lines
-        from tap.wiring.mitm_service import ca_files
 
         ways["mitm"] = ["# mitmproxy, regular mode (`tap mitm`, or [mitm] enabled in `tap serve`)"]
         ways["mitm"] += trust_lines(ca_files(loaded), _regular_url(mitm))

@@ -21,9 +21,15 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 
 def _local_status() -> dict[str, Any]:
-    from tap.wiring.runtime import runtime  # chromadb, the embedder: only without a server
+    from tap.wiring.cli_reads import view_status  # the files alone: no store, no model
 
-    with runtime(state().load()) as rt:
+    loaded = state().load()
+    doc = view_status(loaded)
+    if doc is not None:
+        return doc
+    from tap.wiring.runtime import runtime  # chromadb, the embedder: only when the files do not say
+
+    with runtime(loaded) as rt:
         stats = rt.store.stats()
         return {
             "server": None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,20 @@ def backend() -> Iterator[Any]:
 
     with runtime(loaded) as rt:
         yield rt.memories
+
+
+def reading[T](ask: Callable[[Any], T]) -> T:
+    """`ask(memories)` for a command that only reads: through the running server if any, else from
+    the store's read view (tap.wiring.cli_reads: milliseconds), else on the store itself."""
+    loaded = state().load()
+    info = read_server_info(loaded.data_dir)
+    if info is not None:
+        from tap.cli.admin_client import AdminClient
+
+        return ask(AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env)))
+    from tap.wiring.cli_reads import read
+
+    return read(loaded, ask)
 
 
 def emit_json(value: Any) -> None:

@@ -22,7 +22,13 @@ drop_option = click.option(
 
 
 def _config() -> TelegramConfig:
-    return state().load().config.telegram
+    """`[telegram]`, once its bot token is there: a missing one is said before python-telegram-bot
+    (seconds to import) is loaded."""
+    from bridges.telegram.credentials import read_token
+
+    cfg = state().load().config.telegram
+    read_token(cfg)
+    return cfg
 
 
 def _show(doc: dict[str, Any], as_json: bool) -> None:
@@ -50,9 +56,9 @@ def set_webhook(url: str, drop_pending_updates: bool, as_json: bool) -> None:
     """Tell Telegram to deliver the bot's updates to URL (https, e.g. https://host/telegram/webhook)."""
     import asyncio
 
+    cfg = _config()
     from bridges.telegram import botapi  # python-telegram-bot: seconds to import, so only here
 
-    cfg = _config()
     try:
         warnings = botapi.check_webhook_url(url, cfg.path)
     except ValueError as exc:
@@ -72,9 +78,10 @@ def delete_webhook(drop_pending_updates: bool, as_json: bool) -> None:
     """Stop Telegram from delivering updates to tap."""
     import asyncio
 
+    cfg = _config()
     from bridges.telegram import botapi
 
-    _show(asyncio.run(botapi.delete_webhook(_config(), drop_pending_updates=drop_pending_updates)), as_json)
+    _show(asyncio.run(botapi.delete_webhook(cfg, drop_pending_updates=drop_pending_updates)), as_json)
 
 
 @telegram.command("info")
@@ -83,6 +90,7 @@ def info(as_json: bool) -> None:
     """Show the bot and its webhook as Telegram sees them (URL, pending updates, last error)."""
     import asyncio
 
+    cfg = _config()
     from bridges.telegram import botapi
 
-    _show(asyncio.run(botapi.webhook_info(_config())), as_json)
+    _show(asyncio.run(botapi.webhook_info(cfg)), as_json)

@@ -7,6 +7,7 @@ reconcile → store, and later consolidation.
 - `remember`: one statement an agent asks tap to keep, through the same reconcile;
 - `write_batch`: buffered store writes and a vector cache for the worker;
 - `costs`: the cost ledger and the daily budget of LLM calls;
+- `status`: the extraction part of `tap status` (light: for a status without a server too);
 - `consolidation_plan` (pure) and `consolidation` (applies it): near-duplicates merged, stale
   memories archived.
 

@@ -1,7 +1,9 @@
 """The extraction pipeline for one chunk: gate → extract → reconcile → store.
 
 1. free heuristic gate (tap.language.gate); then, if configured, the LLM gate (Haiku by default);
-2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.language.rules);
+2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.language.rules),
+   whose tentative statements (left out by its rules for their wording alone) are kept only when
+   the keep probe (tap.language.probes) says they are worth a memory;
 3. reconcile each candidate against the scope's active memories (tap.extract.reconcile: its nearest
    memories, the memories filling the same slot, what it retracts or corrects) and apply: add /
    update / supersede / noop / history / conflict (both kept, each marked as contradicting the

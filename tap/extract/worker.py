@@ -38,6 +38,7 @@ import msgspec
 from tap.config import ExtractConfig
 from tap.errors import EmbedderError, ProviderError, StoreError
 from tap.extract.pipeline import BudgetExhausted, Extraction, asks_to_forget
+from tap.extract.status import extraction_status
 from tap.extract.write_batch import VectorCache, WriteBuffer
 from tap.ingest.queue import ChunkQueue, QueuedChunk
 from tap.plural import plural
@@ -316,21 +317,16 @@ class ExtractionWorker:
             self.waiting_for_gap = False
 
     def status(self) -> dict[str, Any]:
-        """Queue depth, dead letters, gate counters, spend today."""
-        counters = dict(self.extraction.counters)
-        chunks = counters.get("chunks", 0)
-        passed = counters.get("extracted", 0)
-        return {
-            "queue": self.queue.counts(),
-            "dead_letters": self.queue.dead_letters(5),
-            "processed": self.processed,
-            "failures": self.failures,
-            "paused": self.paused,
-            "waiting_for_store": self.waiting_for_store,
-            "waiting_for_gap": self.waiting_for_gap,
-            "postponed_for_outage": self.postponed_for_outage,
-            "gate_pass_rate": round(passed / chunks, 3) if chunks else None,
-            "counters": counters,
-            "cost_today": self.extraction.ledger.today(),
-            "daily_budget_usd": self.config.daily_budget_usd,
-        }
+        """Queue depth, dead letters, gate counters, spend today (tap.extract.status)."""
+        return extraction_status(
+            self.queue,
+            self.extraction.ledger,
+            self.config,
+            counters=self.extraction.counters,
+            processed=self.processed,
+            failures=self.failures,
+            paused=self.paused,
+            waiting_for_store=self.waiting_for_store,
+            waiting_for_gap=self.waiting_for_gap,
+            postponed_for_outage=self.postponed_for_outage,
+        )

@@ -72,13 +72,19 @@ class ChunkQueue:
         chunk_tokens: int = 500,
         overlap_tokens: int = 100,
         now: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
+        """`read_only`: only look (`tap status` without a server): no schema, no recovery of the
+        chunks a worker was extracting (one may be, in another process), no writes."""
         self.path = path
         self.chunk_tokens = chunk_tokens
         self.overlap_tokens = overlap_tokens
         self._now = now
         self._lock = threading.RLock()
         self._db = connect(path, synchronous="FULL")
+        if read_only:
+            self._db.execute("PRAGMA query_only=ON")
+            return
         self._db.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
         migrate(self._db, "queue", _MIGRATIONS)
         self._db.execute("DELETE FROM chunks WHERE state = 'dropped'")

@@ -30,6 +30,7 @@ from tap.extract.consolidation import Consolidator
 from tap.ingest.queue import ChunkQueue
 from tap.jsonbody import decode
 from tap.memories.conflicts import Conflict, Settled, live, pairs, resolve
+from tap.memories.filtered_search import filtered_search
 from tap.memories.history import TurnSource, version_turns, versions
 from tap.memories.views import recall_view
 from tap.plural import plural
@@ -129,8 +130,9 @@ class MemoryService:
         self.turn_log = turn_log
         self.holders = list(holders)
         self.consolidator = consolidator
-        self.on_forget: list[Callable[[list[str]], object]] = []
-        """Called with the ids of memories forgotten (e.g. tap.recall.why.WhyLog.forget_memories)."""
+        self.on_forget: list[Callable[[list[str], list[str]], object]] = []
+        """Called with the ids of memories forgotten and the texts that went with them (their
+        contents, their source turns) (e.g. tap.recall.why.WhyLog.forget_memories)."""
         self._now = now
 
     def add(self, *, scope: str, content: str, **fields: Any) -> Memory:
@@ -256,8 +258,9 @@ class MemoryService:
             memory.context = ""
         self.store.update_metadata(quoting)  # first: the delete leaves no trace of the text they held either
         self.store.delete([*report.deleted, *report.excerpts])
+        said = [m.content for m in chain] + [t for ids in turns.values() for t in ids.values() if t.strip()]
         for hook in self.on_forget:
-            hook([*report.deleted, *report.excerpts])
+            hook([*report.deleted, *report.excerpts], said)
         for (scope, conversation), ids in turns.items():
             if self.turn_log is not None:
                 count = self.turn_log.forget_turns(scope, conversation, set(ids))
@@ -337,12 +340,37 @@ class MemoryService:
         """Every scope with active memories, with its statements and excerpts counted."""
         return [ScopeCount(scope=s, memories=n, excerpts=e) for s, (n, e) in self.store.scope_counts().items()]
 
-    def search(self, query: str, *, scope: str | None, limit: int = 20) -> list[tuple[Memory, float]]:
-        """Hybrid-ranked memories for a query, without the token budget; every scope when scope is None."""
-        if scope is not None:
-            found = self.recall_engine.search(query, scope=scope, limit=limit)
+    def search(
+        self,
+        query: str,
+        *,
+        scope: str | None,
+        limit: int = 20,
+        excerpts: bool | None = None,
+        archived: bool | None = False,
+        all_versions: bool = False,
+    ) -> list[tuple[Memory, float]]:
+        """Hybrid-ranked memories for a query, without the token budget; every scope when scope is
+        None. The filters are the listing's (tap.memories.filtered_search): by default the active
+        memories of both layers, as recall sees them."""
+        if excerpts is None and archived is False and not all_versions:
+            if scope is not None:
+                found = self.recall_engine.search(query, scope=scope, limit=limit)
+            else:
+                found = self.recall_engine.search_scopes(query, list(self.store.scope_counts()), limit=limit)
         else:
-            found = self.recall_engine.search_scopes(query, list(self.store.scope_counts()), limit=limit)
+            found = filtered_search(
+                self.recall_engine,
+                self.store,
+                self.embedder,
+                query,
+                scopes=[scope] if scope is not None else list(self.store.scope_counts()),
+                limit=limit,
+                excerpts=excerpts,
+                archived=archived,
+                all_versions=all_versions,
+                now=self._now(),
+            )
         shown = live([m for m, _ in found], self.store.get)
         return [(m, score) for m, (_, score) in zip(shown, found, strict=True)]
 

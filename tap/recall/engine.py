@@ -49,7 +49,6 @@ from tap.memories.conflicts import with_partners
 from tap.ports import Embedder, MemoryWriter, RecallStore
 from tap.recall.admission import RecallBatcher, Waiting
 from tap.recall.excerpt_focus import excerpt_snippet, snippet_floor, terms_of
-from tap.recall.lines import answer_lines, with_lines
 from tap.recall.query import RecallQuery, reduce_query
 from tap.recall.replaced_turns import with_history
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
@@ -178,9 +177,14 @@ def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: st
     under their own heading. A date is paid for once per day and section, and an excerpt never
     stands above a statement (a newer statement of a fact must not read as outranked by an old
     verbatim line). With the `query`, excerpts are shown cut to the sentences that hold its words
-    (tap.recall.excerpt_focus). The older members of a line of statements are shown under its
-    newest, dated and marked earlier (tap.recall.lines)."""
-    packer = _Packer(budget, terms_of(query) if query else frozenset(), answer_lines(ranked))
+    (tap.recall.excerpt_focus)."""
+    return pack(ranked, budget, query=query)[0]
+
+
+def pack(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: str = "") -> tuple[RecallResult, LeftOut]:
+    """pack_block, and why each memory of the ranking that is not in the block was left out (by
+    id: OVER_BUDGET or REPEAT, what `tap why` shows)."""
+    packer = _Packer(budget, terms_of(query) if query else frozenset())
     deferred: list[tuple[Memory, float]] = []
     for memory, score in ranked:
         if memory.sources and packer.covered.issuperset(memory.sources):
@@ -189,10 +193,16 @@ def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: st
         packer.place(memory, score)
     for memory, score in deferred:
         packer.place(memory, score)
-    return packer.result()
+    return packer.result(), packer.left_out
 
 
 MIN_LINE_TOKENS = 3  # "- ", one word, the newline
+OVER_BUDGET = "over-budget"
+"""Left out: no room was left for its line in the block."""
+REPEAT = "repeat"
+"""Left out: its line would say what a line in the block says already (the same words)."""
+LeftOut = dict[str, str]
+"""Why each memory the packer did not place was left out, by id."""
 
 
 class _Packer:
@@ -202,37 +212,36 @@ class _Packer:
     first day of each year pays for the year, whichever day that turns out to be (the counter adds
     up word by word, so the total is exact)."""
 
-    def __init__(self, budget: int, terms: frozenset[str] = frozenset(), lines: dict[str, str] | None = None) -> None:
+    def __init__(self, budget: int, terms: frozenset[str] = frozenset()) -> None:
         self.budget = budget
         self.terms = terms
         self.used = count_tokens(HEADER) + count_tokens(FOOTER) + 1
         self.chosen: list[Recalled] = []
-        # per section and day, the day's entries: a statement and the earlier values of its line
-        self.sections: dict[bool, dict[tuple[int, str], list[list[str]]]] = {False: {}, True: {}}
-        self.line_of = lines or {}  # a statement's line of values over time (tap.recall.lines)
-        self.leads: dict[str, tuple[float, list[str]]] = {}  # a line's shown statement: its date, its entry
+        self.sections: dict[bool, dict[tuple[int, str], list[str]]] = {False: {}, True: {}}
         self.years: dict[bool, set[str]] = {False: set(), True: set()}
         self.covered: set[str] = set()
         self.lines: set[str] = set()
+        self.left_out: LeftOut = {}
         self._excerpts_heading = count_tokens(EXCERPTS_HEADING) + 1
 
+    def _refused(self, memory: Memory, reason: str) -> bool:
+        """Not placed, and why (OVER_BUDGET or REPEAT; tap.recall.why shows it): always False."""
+        self.left_out[memory.id] = reason
+        return False
+
     def place(self, memory: Memory, score: float) -> bool:
-        """Add the memory if it fits; whether it did."""
+        """Add the memory if it fits; whether it did (if not, `left_out` says why)."""
         if self.used + MIN_LINE_TOKENS > self.budget:
-            return False  # full: no line costs less (a word and its newline)
+            return self._refused(memory, OVER_BUDGET)  # full: no line costs less (a word and its newline)
         excerpt = is_excerpt(memory)
         if self.terms and excerpt:
             if self.used + _excerpt_floor(memory) + 1 > self.budget:
-                return False  # even its shortest possible cut cannot fit: don't cut it to the question
+                return self._refused(memory, OVER_BUDGET)  # even its shortest cut cannot fit: don't cut it
         elif self.used + _line_floor(memory.content) + 1 > self.budget:
-            return False  # cannot fit whatever its day: most of a ranking once the block is full
+            return self._refused(memory, OVER_BUDGET)  # cannot fit whatever its day: most of a full block's
         line = render_line(memory, self.terms)
         if line in self.lines:
-            return False  # the same words again (another passage cut to the same sentence): nothing new
-        key = "" if excerpt else self.line_of.get(memory.id, "")
-        lead = self.leads.get(key) if key else None
-        if lead is not None and _stamp(memory) <= lead[0]:
-            return self._place_earlier(memory, score, line, lead[1])
+            return self._refused(memory, REPEAT)  # the same words again (another passage cut to the same sentence)
         days = self.sections[excerpt]
         day = memory_day(memory)
         short, year = _year_split(day[1])
@@ -242,33 +251,16 @@ class _Packer:
         if excerpt and not days:
             heading += self._excerpts_heading
         if self.used + heading + min_tokens(line) + 1 > self.budget:
-            return False  # cannot fit even at the lowest possible count: skip the exact (slower) count
+            return self._refused(memory, OVER_BUDGET)  # cannot fit even at the lowest count: skip the exact one
         cost = heading + count_tokens(line) + 1  # +1: the newline before each line
         if self.used + cost > self.budget:
-            return False
+            return self._refused(memory, OVER_BUDGET)
+        self.left_out.pop(memory.id, None)
         self.used += cost
         self.covered.update(memory.sources)
         self.lines.add(line)
         self.years[excerpt].add(year)
-        entry = [line]
-        days.setdefault(day, []).append(entry)
-        if key:
-            self.leads.setdefault(key, (_stamp(memory), entry))
-        self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
-        return True
-
-    def _place_earlier(self, memory: Memory, score: float, line: str, entry: list[str]) -> bool:
-        """An older value of a line already shown: under it, with its own date, marked earlier."""
-        earlier = f"  - earlier ({memory_day(memory)[1]}): {line[2:]}"
-        if self.used + min_tokens(earlier) + 1 > self.budget:
-            return False
-        cost = count_tokens(earlier) + 1
-        if self.used + cost > self.budget:
-            return False
-        self.used += cost
-        self.covered.update(memory.sources)
-        self.lines.add(line)
-        entry.append(earlier)
+        days.setdefault(day, []).append(line)
         self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
         return True
 
@@ -283,8 +275,7 @@ class _Packer:
             shown = ""
             for day in sorted(self.sections[excerpt]):
                 short, year = _year_split(day[1])
-                entries = self.sections[excerpt][day]
-                lines += [day_heading(short if year == shown else day[1]), *(row for entry in entries for row in entry)]
+                lines += [day_heading(short if year == shown else day[1]), *self.sections[excerpt][day]]
                 shown = year
         block = "\n".join([*lines, FOOTER])
         # what place() added up is the block's count, exactly (counting the block again cost ~0.4
@@ -754,11 +745,11 @@ class RecallEngine:
         if skip is not None:
             ranked = [(m, s) for m, s in ranked if not skip(m)]
         ranked = with_partners(ranked, self.store.get_active)  # partners count only while active
-        result = self._pack(ranked, budget, query)
+        result, left_out = self._pack(ranked, budget, query)
         self._note_access([r.memory.id for r in result.memories])
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         if trace is not None:
-            trace.packed(ranked, result)
+            trace.packed(ranked, result, left_out)
         return result
 
     def _rank(self, query: str, scope: str, found: Candidates | None = None) -> list[tuple[Memory, float]]:
@@ -782,8 +773,6 @@ class RecallEngine:
         if floor < 1.0:
             scored = _newest_first_weighting(scored, floor)
         ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0].id))
-        if floor < 1.0 and os.environ.get("TAP_NO_MOVE") != "1":  # a question about the present: a line's newest value first
-            ranked = with_lines(ranked, answer_lines(ranked))
         return with_history(ranked, self._versions, self.store.get_active, _passage_ids)
 
     def _versions(self, ids: Sequence[str]) -> list[Memory]:
@@ -850,8 +839,8 @@ class RecallEngine:
         return 0.5 + 0.5 * float(0.5 ** (age_days / self.config.recency_half_life_days))
 
     @staticmethod
-    def _pack(ranked: list[tuple[Memory, float]], budget: int, query: str = "") -> RecallResult:
-        return pack_block(ranked, budget, query=query)
+    def _pack(ranked: list[tuple[Memory, float]], budget: int, query: str = "") -> tuple[RecallResult, LeftOut]:
+        return pack(ranked, budget, query=query)
 
     def _note_access(self, ids: list[str]) -> None:
         if not ids or self._access_counts is None:

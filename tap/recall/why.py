@@ -8,13 +8,16 @@ when the request is over (`Interceptor.finish`), one line on the `tap.requests` 
 
 and a `WhyRecord` kept in the server's memory (`WhyLog`, never on disk): the query, and the
 candidates with their vector, lexical, recency and importance scores, final score and fate
-(`injected`, `over-budget`, `visible`, `below-threshold`; `superseded` / `archived` looked up when
-the record is viewed, never on the hot path). A step that reused its human turn's block names the
-request that recalled it (`reused_from`).
+(`injected`; `over-budget`: no room left for it in the block; `repeat`: its line would say what a
+line in the block says already; `visible`, `below-threshold`; `superseded` / `archived` looked up
+when the record is viewed, never on the hot path). A step that reused its human turn's block names
+the request that recalled it (`reused_from`).
 
 Bounds and privacy: at most `[why] keep` records, each for at most `keep_minutes`, with at most
 `candidates` candidates (every injected one first); the query is scrubbed before any record is
-shown; forgetting a scope or a memory drops the records that hold it.
+shown; forgetting a scope drops its records, and forgetting a memory takes its text out of every
+record and keeps the rest (the candidate, and a query that was one of its source turns, show
+"forgotten").
 
 Cost is paid on reading: the recall thread only hands the trace what it found and packed, keeping
 a request is storing its note on the event loop, and candidates are weighed, sorted and the query
@@ -35,6 +38,7 @@ from typing import Any, Literal
 import msgspec
 
 from tap.config import WhyConfig
+from tap.recall.query import reduce_query
 from tap.records import Hit, Memory, RecallResult
 from tap.scrub import scrub
 
@@ -42,8 +46,12 @@ request_log = logging.getLogger("tap.requests")
 REQUEST_ID_HEADER = "x-tap-request-id"
 MAX_CONTENT = 400
 MAX_QUERY = 2000
-Outcome = Literal["injected", "below-threshold", "over-budget", "superseded", "visible", "archived", "skipped"]
-_ORDER = {"injected": 0, "over-budget": 1, "visible": 2, "skipped": 2, "below-threshold": 3}
+FORGOTTEN = "forgotten"
+"""What a record shows in place of a forgotten memory's text (and of a query that was its turn)."""
+Outcome = Literal[
+    "injected", "below-threshold", "over-budget", "repeat", "superseded", "visible", "archived", "skipped"
+]
+_ORDER = {"injected": 0, "over-budget": 1, "repeat": 1, "visible": 2, "skipped": 2, "below-threshold": 3}
 
 
 def new_request_id() -> str:
@@ -85,6 +93,7 @@ class SentTrace(msgspec.Struct, frozen=True):
     vector: list[float]
     found: bytes
     injected: list[str]
+    left_out: dict[str, str] = {}
 
 
 class RecallTrace:
@@ -105,17 +114,18 @@ class RecallTrace:
         self._weights: Callable[[Memory], tuple[float, float]] | None = None
         self._ranked: Sequence[tuple[Memory, float]] = ()
         self._injected: frozenset[str] = frozenset()
+        self._left_out: dict[str, str] = {}  # why the packer left a ranked memory out, by id
         self._sent: bytes | None = None  # candidates from the recall process, not decoded yet
 
     def to_send(self) -> SentTrace:
         """This trace, filled in the recall process, for the process that asked (`take`)."""
         found = _Found(list(self._vector_hits), list(self._lexical_hits), list(self._scored), list(self._ranked))
-        return SentTrace(self.query, self.vector, _encode_found(found), sorted(self._injected))
+        return SentTrace(self.query, self.vector, _encode_found(found), sorted(self._injected), self._left_out)
 
     def take(self, sent: SentTrace, weights: Callable[[Memory], tuple[float, float]]) -> None:
         """Hold what the recall process found for this request (see SentTrace)."""
         self.query, self.vector, self._weights = sent.query, sent.vector, weights
-        self._sent, self._injected = sent.found, frozenset(sent.injected)
+        self._sent, self._injected, self._left_out = sent.found, frozenset(sent.injected), sent.left_out
 
     def retrieved(
         self,
@@ -130,10 +140,14 @@ class RecallTrace:
         self.query, self.vector, self._weights = query, list(vector), weights
         self._vector_hits, self._lexical_hits, self._scored = vector_hits, lexical_hits, scored
 
-    def packed(self, ranked: Sequence[tuple[Memory, float]], result: RecallResult) -> None:
-        """The ranking that was packed (skips applied, conflict partners added) and the block."""
+    def packed(
+        self, ranked: Sequence[tuple[Memory, float]], result: RecallResult, left_out: dict[str, str] | None = None
+    ) -> None:
+        """The ranking that was packed (skips applied, conflict partners added), the block, and why
+        the packer left each of the others out (tap.recall.engine.pack: OVER_BUDGET, REPEAT)."""
         self._ranked = ranked
         self._injected = frozenset(r.memory.id for r in result.memories)
+        self._left_out = left_out or {}
 
     def _entries(self) -> list[_Record]:
         """Every candidate with its scores and fate, from what `retrieved` and `packed` kept."""
@@ -166,7 +180,7 @@ class RecallTrace:
             if new and self._weights is not None:  # a conflict partner the search did not find
                 found.recency, found.importance = (round(w, 4) for w in self._weights(memory))
             found.score = found.score or round(score, 6)
-            found.outcome = "injected" if memory.id in self._injected else "over-budget"
+            found.outcome = "injected" if memory.id in self._injected else self._left_out.get(memory.id, "over-budget")
         return list(entries.values())
 
     def candidates(self, limit: int) -> list[Candidate]:
@@ -412,15 +426,33 @@ class WhyLog:
                 del self._records[request_id]
         return len(doomed)
 
-    def forget_memories(self, ids: Sequence[str]) -> int:
-        """Drop the records that show any of these memories."""
-        gone = set(ids)
+    def forget_memories(self, ids: Sequence[str], texts: Sequence[str] = ()) -> int:
+        """Take these memories out of every record, keeping the rest of it: each shows as FORGOTTEN
+        in its candidates, and a query that was one of `texts` (what was forgotten: the memories'
+        contents and their source turns) is FORGOTTEN too. Returns how many records changed."""
+        gone, said = set(ids), {_as_query(t) for t in texts} - {""}
         with self._lock:
-            kept_now = list(self._records.items())
-        doomed = [i for i, kept in kept_now if any(c.id in gone for c in self._built(kept).candidates)]
-        with self._lock:
-            dropped = [i for i in doomed if self._records.pop(i, None) is not None]
-        return len(dropped)
+            kept_now = list(self._records.values())
+        changed = 0
+        for kept in kept_now:  # oldest first: a request's original is done before the one reusing it
+            record = self._built(kept)
+            kept.note.trace = None  # built: the memories it held are not needed (nor kept) any more
+            candidates = [
+                msgspec.structs.replace(c, content=FORGOTTEN) if c.id in gone and c.content != FORGOTTEN else c
+                for c in record.candidates
+            ]
+            query_gone = record.query != FORGOTTEN and record.query in said
+            if query_gone:
+                record.query, record.vector = FORGOTTEN, []
+            if query_gone or candidates != record.candidates:
+                record.candidates = candidates
+                changed += 1
+        return changed
+
+
+def _as_query(text: str) -> str:
+    """The query a record shows for a turn of this text (how a forgotten turn is recognised)."""
+    return scrub(reduce_query(text).lexical)[:MAX_QUERY]
 
 
 def explain(

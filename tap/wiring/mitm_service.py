@@ -7,9 +7,11 @@ Two places run it:
 - `tap mitm` (`run_standalone`), decided once at start:
   - when a `tap serve` runs on the data dir (server.json), recall and ingestion go through its
     admin API (bridges.mitm.remote; only one process may open the embedded store), and this
-    process keeps the conversation state and the turn log (shared SQLite) itself;
+    process keeps the conversation state and the turn log (shared SQLite) itself; while that
+    server does not answer, captured exchanges wait in a spool on disk (bridges.mitm.spool);
   - otherwise it opens the store itself (taking the data-dir lock, like `tap serve`) and runs the
-    extraction worker, so what it captures is extracted without a server.
+    extraction worker, so what it captures is extracted without a server (and first takes what an
+    earlier `tap mitm` left in the spool).
 Both print where mitmproxy listens and the shell lines for clients (`tap env` prints them too).
 """
 
@@ -20,12 +22,14 @@ import contextlib
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
-from bridges.mitm.ca import CaFiles, ensure_ca, trust_lines
+from bridges.mitm.ca import CaFiles, trust_lines
 from bridges.mitm.link import CoreLink
 from bridges.mitm.remote import AdminApiRecaller
 from bridges.mitm.runner import Listening, MitmProxy, MitmSettings, MitmThread
+from bridges.mitm.spool import SPOOL_FILE, Spool, SpooledIngest, drain_into
 from tap.admin_token import ensure_token, read_server_info
 from tap.config import LoadedConfig
 from tap.ingest.capture import Capture, TurnLog
@@ -43,11 +47,6 @@ DRAIN_S = 10.0
 def settings_of(loaded: LoadedConfig) -> MitmSettings:
     """The `[mitm]` settings (ConfigError for a bad reverse spec or host)."""
     return MitmSettings.from_config(loaded.config.mitm, loaded.data_dir)
-
-
-def ca_files(loaded: LoadedConfig) -> CaFiles:
-    """tap's mitm CA (created on first use)."""
-    return ensure_ca(settings_of(loaded).confdir)
 
 
 def client_lines(settings: MitmSettings, listening: list[Listening], ca: CaFiles) -> list[str]:
@@ -87,19 +86,31 @@ def run_standalone(loaded: LoadedConfig, settings: MitmSettings) -> None:
         asyncio.run(_remote(loaded, settings, info.url, token))
         return
     rt = open_runtime(loaded)
+    started = threading.Event()
     try:
         print(f"tap mitm: store at {rt.store.where} (no tap serve running)", file=sys.stderr, flush=True)
-        asyncio.run(_embedded(rt, settings))
+        asyncio.run(_embedded(rt, settings, started))
     finally:
         rt.close()
-        print("tap mitm: stopped", file=sys.stderr, flush=True)
+        if started.is_set():  # one that could not listen said why instead
+            print("tap mitm: stopped", file=sys.stderr, flush=True)
 
 
 async def _remote(loaded: LoadedConfig, settings: MitmSettings, url: str, token: str) -> None:
     recall = AdminApiRecaller(url, token, loaded.config.recall.budget_tokens)
     turn_log = TurnLog(loaded.data_dir / "turnlog.db")
+    spool = Spool(loaded.data_dir / SPOOL_FILE)
+
+    async def locate() -> str | None:
+        """The server answering on the data dir now (followed by recall and ingestion), if any."""
+        info = read_server_info(loaded.data_dir)
+        return info.url if info is not None and await recall.answers(info.url) else None
+
+    ingest = SpooledIngest(spool, recall.ingest, locate)  # exchanges wait on disk while the server is away
+    sending_stop = asyncio.Event()
+    sending = create_task(ingest.run(sending_stop), name="mitm-spool")
     try:
-        capture = Capture(turn_log, recall.ingest)
+        capture = Capture(turn_log, ingest.ingest)
         interceptor = Interceptor(
             loaded.config,
             recall=recall,
@@ -109,11 +120,15 @@ async def _remote(loaded: LoadedConfig, settings: MitmSettings, url: str, token:
         )
         await _run(settings, interceptor)
     finally:
+        sending_stop.set()
+        await asyncio.wait({sending}, timeout=DRAIN_S)
         await recall.close()
+        spool.close()
         turn_log.close()
 
 
-async def _embedded(rt: Runtime, settings: MitmSettings) -> None:
+async def _embedded(rt: Runtime, settings: MitmSettings, started: threading.Event) -> None:
+    await asyncio.to_thread(drain_into, rt.loaded.data_dir, rt.ingestor.ingest)  # left by a tap mitm before
     capture = Capture(rt.turn_log, rt.ingestor.ingest_async)
     interceptor = Interceptor(
         rt.loaded.config,
@@ -125,13 +140,13 @@ async def _embedded(rt: Runtime, settings: MitmSettings) -> None:
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop), name="extraction-worker")
     try:
-        await _run(settings, interceptor)
+        await _run(settings, interceptor, started)
     finally:
         worker_stop.set()
         await asyncio.wait({worker}, timeout=DRAIN_S * 3)
 
 
-async def _run(settings: MitmSettings, interceptor: Interceptor) -> None:
+async def _run(settings: MitmSettings, interceptor: Interceptor, started: threading.Event | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -139,6 +154,8 @@ async def _run(settings: MitmSettings, interceptor: Interceptor) -> None:
             loop.add_signal_handler(sig, stop.set)
     proxy = MitmProxy(settings, CoreLink(interceptor))
     listening = await proxy.start()
+    if started is not None:
+        started.set()
     freeze_startup_objects()
     try:
         _announce(settings, listening, proxy)

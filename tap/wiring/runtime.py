@@ -85,6 +85,7 @@ def scope_files(data_dir: Path) -> list[FileHolder]:
     """The bridges' files that keep something per scope (README: Security, forgetting)."""
     from bridges.hooks.hook_db import HookState
     from bridges.logtail.progress_db import OffsetStore
+    from bridges.mitm.spool import SPOOL_FILE, Spool
     from bridges.telegram.db import TelegramDB
 
     return [
@@ -92,6 +93,7 @@ def scope_files(data_dir: Path) -> list[FileHolder]:
         FileHolder("agent-hook transcript state", data_dir / "hooks.db", OffsetStore),  # the hooks' own offsets
         FileHolder(HookState.name, data_dir / "hooks.db", HookState),  # sessions and prompts waiting for Stop
         FileHolder(TelegramDB.name, data_dir / "telegram.db", TelegramDB),
+        FileHolder(Spool.name, data_dir / SPOOL_FILE, Spool),
     ]
 
 

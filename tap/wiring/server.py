@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
@@ -23,12 +24,14 @@ from aiohttp import web
 
 from bridges.hooks.lightconfig import remember_validated
 from bridges.logtail import start_following
+from bridges.mitm.spool import drain_into
 from proxy.context import ServerContext
 from proxy.web_app import make_web_app
 from store.chroma import ChromaStore
 from store.llm import make_reply_model
 from store.llm.deprecation import deprecated_model_warnings
-from tap.admin_token import ServerInfo, clear_server_info, ensure_token, write_server_info
+from store.lock import DataDirInUse
+from tap.admin_token import ServerInfo, clear_server_info, ensure_token, read_server_info, write_server_info
 from tap.config import Config, LoadedConfig, read_secret
 from tap.errors import TapError
 from tap.extract.consolidation import ConsolidationJob
@@ -104,8 +107,10 @@ def build_context(rt: Runtime, token: str, capture: Capture, background: Executo
     )
 
 
-async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) -> None:
-    """Run the app on host:port until `stop` is set."""
+async def serve_forever(
+    rt: Runtime, host: str, port: int, stop: asyncio.Event, on_started: Callable[[], object] = lambda: None
+) -> None:
+    """Run the app on host:port until `stop` is set; `on_started` once every way in listens."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
     ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
@@ -137,9 +142,11 @@ async def serve_forever(rt: Runtime, host: str, port: int, stop: asyncio.Event) 
             await runner.cleanup()
             raise
     write_server_info(rt.loaded.data_dir, ServerInfo(url=url, pid=os.getpid()))
+    on_started()
     with contextlib.suppress(OSError):  # a courtesy: the first hook validates the file itself otherwise
         remember_validated(rt.loaded.path, rt.loaded.config)
     _announce(rt, url)
+    await asyncio.to_thread(drain_into, rt.loaded.data_dir, rt.ingestor.ingest)  # a stopped tap mitm's leftovers
     freeze_startup_objects()
     worker_stop = asyncio.Event()
     worker = create_task(rt.worker.run(worker_stop, background), name="extraction-worker")
@@ -256,21 +263,33 @@ def _extraction_line(config: Config) -> str:
 
 
 def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | None = None) -> None:
-    """Blocking entry point of `tap serve`."""
+    """Blocking entry point of `tap serve`. A server that never started (another one holds the
+    data dir, the port is taken) raises TapError saying so; "tap: stopped" is for one that ran."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The event loop, the recall threads and the extraction threads share one GIL. A thread that
     # wants it waits for the holder's switch interval (5 ms by default), and a recall takes it
     # dozens of times: under load that wait, not the work, pushed recalls past their deadline.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    rt = open_runtime(loaded)
+    try:
+        rt = open_runtime(loaded)
+    except DataDirInUse as exc:
+        running = read_server_info(loaded.data_dir)
+        if running is None or running.pid != exc.pid:
+            raise
+        raise TapError(
+            f"tap serve is already running on the data dir {loaded.data_dir}, at {running.url} (pid {running.pid}): "
+            "use that one, stop it first, or start this one on another data dir (TAP_HOME)"
+        ) from None
+    started = threading.Event()
     try:
         asyncio.run(
-            _main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port),
+            _main(rt, host or loaded.config.server.host, loaded.config.server.port if port is None else port, started),
             loop_factory=_loop_factory(),
         )
     finally:
         rt.close()
-        print("tap: stopped", file=sys.stderr, flush=True)
+        if started.is_set():
+            print("tap: stopped", file=sys.stderr, flush=True)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -290,10 +309,10 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-async def _main(rt: Runtime, host: str, port: int) -> None:
+async def _main(rt: Runtime, host: str, port: int, started: threading.Event) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    await serve_forever(rt, host, port, stop)
+    await serve_forever(rt, host, port, stop, started.set)

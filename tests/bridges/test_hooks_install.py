@@ -6,7 +6,9 @@ HOME points at tmp_path, so no real settings file is touched.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,29 @@ def test_codex_hooks_file_gets_command_hooks_and_trust_instructions(home: Path) 
     assert refused.exit_code != 0 and "command hooks only" in refused.output
     assert tap("hooks", "uninstall", "--codex").exit_code == 0
     assert json.loads(hooks_file.read_text()) == CODEX_BEFORE
+
+
+def test_both_agent_flags_install_both_and_both_levels_are_refused(home: Path, tmp_path: Path) -> None:
+    """In a real process, as a user types it: `--claude --codex` is both agents, not the last one named."""
+    env = {**os.environ, "HOME": str(home), "TAP_HOME": str(tmp_path / "taphome")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tap", *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+
+    done = run("hooks", "install", "--claude", "--codex", "--no-mcp")
+    assert done.returncode == 0, done.stderr
+    assert sorted(tap_hooks(json.loads((home / ".claude" / "settings.json").read_text()))) == sorted(EVENTS)
+    assert sorted(tap_hooks(json.loads((home / ".codex" / "hooks.json").read_text()))) == sorted(EVENTS)
+    assert "Claude Code session" in done.stdout and "Codex will NOT run these of tap's hooks" in done.stdout
+    assert done.stdout.count("tap serve is not running") == 1
+    done = run("hooks", "uninstall", "--codex", "--claude")
+    assert done.returncode == 0, done.stderr
+    assert not tap_hooks(json.loads((home / ".claude" / "settings.json").read_text()))
+    assert not tap_hooks(json.loads((home / ".codex" / "hooks.json").read_text()))
+    done = run("hooks", "install", "--user", "--project")
+    assert done.returncode == 2 and "--user or --project, not both" in done.stderr
 
 
 def test_claude_code_waits_for_two_hook_processes_per_prompt_not_four(home: Path) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -78,3 +80,39 @@ def test_serve_follows_the_configured_paths(tmp_path: Path, isolated_home: Path)
         output = server.stop()  # SIGTERM; killed, without "tap: stopped", if it has not exited in 30 s
     assert "logtail: following" in output and "tap: stopped" in output
     assert f"{tmp_path / 'not-yet'}: no such file or directory" in output
+
+
+def test_follow_waits_for_a_restarted_server_and_loses_nothing(tmp_path: Path, isolated_home: Path) -> None:
+    """`tap ingest --follow` sending to a `tap serve` that restarts (on another port): it says once
+    that it waits, goes on when the server is back, and every turn is queued once."""
+    from tests.bridges.test_logtail_cli import count_seen, tap_process
+
+    config = tmp_path / "tap.toml"
+    config.write_text("[logtail]\npoll_s = 0.2\n\n[extract]\nflush_after_s = 0.0\n", encoding="utf-8")
+    projects = tmp_path / "projects"
+    path = projects / "-home-ana-projects-billing" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    entries = [jsonl_line(e) for e in claude_session_entries()]
+    path.write_text("".join(entries[:8]), encoding="utf-8")
+    server = ServeProcess(isolated_home, config=config).start()
+    proc = tap_process(isolated_home, config, "ingest", str(projects), "--follow", "--json")
+    try:
+        wait_until(lambda: count_seen(isolated_home) == 2, what="the first two turns queued through the server")
+        first_url = server.url
+        server.stop()
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(entries[8:20]))  # written while no server answers
+        time.sleep(2.0)  # several polls, each failing, while it waits
+        server.start()
+        assert server.url != first_url  # port 0: the restarted server listens elsewhere
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(entries[20:]))
+        wait_until(lambda: seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED), what="every turn queued")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        server.stop()
+    assert proc.returncode == 0, err
+    assert err.count("is not answering") == 1 and f"tap serve answers at {server.url}" in err
+    summary = json.loads(out)
+    assert summary["turns"] == len(EXPECTED) and summary["server"] == server.url  # each turn queued once

@@ -181,3 +181,54 @@ async def test_standalone_mitm_opens_the_store_when_no_server_runs(isolated_home
     finally:
         log.close()
     assert exchange.source == "mitm" and exchange.complete
+
+
+def seen_turns(home: Path) -> int:
+    """Turns the data dir's queue has taken (0 before queue.db exists)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(home / "queue.db") as db:
+            return int(db.execute("SELECT count(*) FROM seen").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+async def test_exchanges_wait_in_a_spool_while_the_server_is_away(isolated_home: Path, tmp_path: Path) -> None:
+    """A standalone `tap mitm` next to a `tap serve` that stops: each exchange still reaches its
+    upstream, waits on disk, and reaches the server when it is back (on another port), or, when the
+    mitm stopped first, when a server starts; one line per outage, no traceback."""
+    port = free_port()
+
+    async def ask(http: httpx.AsyncClient, text: str) -> httpx.Response:
+        body = {**ASK, "messages": [{"role": "user", "content": text}]}
+        return await http.post(f"http://127.0.0.1:{port}/v1/messages", json=body)
+
+    async with FakeAnthropic() as up, httpx.AsyncClient() as http:
+        server = ServeProcess(isolated_home, config=config(tmp_path, GENEROUS_DEADLINE))
+        await asyncio.to_thread(server.start)
+        mitm = MitmProcess(isolated_home, "--no-regular", "--reverse", f"{up.url}@{port}")
+        try:
+            await asyncio.to_thread(wait_for_port, port, mitm.proc)
+            await asyncio.to_thread(server.stop)
+            away = await ask(http, "I keep my sailing boat in Lagos.")  # the server is gone
+            await asyncio.to_thread(server.start)  # back, on another port
+            back = await ask(http, "My boat is called Andorinha.")
+            await asyncio.to_thread(wait_until, lambda: seen_turns(isolated_home) == 4, what="both exchanges queued")
+            await asyncio.to_thread(server.stop)
+            later = await ask(http, "I sail on Sundays.")
+            await asyncio.to_thread(wait_until, lambda: (isolated_home / "mitm-spool.db").exists(), what="the spool")
+        finally:
+            out = await asyncio.to_thread(mitm.stop)
+        assert seen_turns(isolated_home) == 4  # the third waits in the spool
+        await asyncio.to_thread(server.start)  # takes what the stopped mitm left
+        try:
+            await asyncio.to_thread(
+                wait_until, lambda: seen_turns(isolated_home) == 6, what="the third exchange queued"
+            )
+        finally:
+            await asyncio.to_thread(server.stop)
+    assert away.status_code == back.status_code == later.status_code == 200 and len(up.requests) == 3
+    assert "Traceback" not in out
+    assert out.count("captured exchanges wait in") == 2, out  # one line per outage
+    assert "tap serve answers again: " in out and " sent from the spool" in out

@@ -119,6 +119,35 @@ def test_search_finds_memories_in_every_scope_or_in_one(page: Any, server: Serve
     expect(card(page, "kayak")).to_be_visible()
 
 
+def test_search_keeps_the_layer_and_archived_filters(page: Any, server: ServeProcess, api: Api) -> None:
+    from playwright.sync_api import expect
+
+    api.add("filters", "Eli sails a red dinghy on the Douro")
+    api.add("filters", "User: I sail my red dinghy every Saturday", kind="episode")
+    old = api.add("filters", "Eli sailed a wooden dinghy as a child")
+    assert api("POST", f"/tap/memories/{old}/archive", {})[0] == 200
+    signed_in(page, server)
+    pick_scope(page, "filters")
+    page.fill("#q", "dinghy")
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_contain_text("Results for “dinghy”")
+    expect(card(page, "Douro")).to_be_visible()  # Statements, Active: the page's defaults
+    expect(card(page, "every Saturday")).to_have_count(0)  # an excerpt
+    expect(card(page, "wooden")).to_have_count(0)  # archived
+    page.select_option("#layer", "excerpts")
+    expect(card(page, "every Saturday")).to_be_visible()
+    expect(card(page, "Douro")).to_have_count(0)
+    page.select_option("#layer", "memories")
+    page.select_option("#archived", "1")
+    expect(card(page, "wooden")).to_be_visible()
+    expect(card(page, "wooden").locator(".badge.warn")).to_have_text("archived")
+    expect(card(page, "Douro")).to_have_count(0)
+    page.select_option("#archived", "all")
+    expect(card(page, "wooden")).to_be_visible()
+    expect(card(page, "Douro")).to_be_visible()
+    expect(page.locator("#status")).to_contain_text("Results for “dinghy”")  # still the search, not the listing
+
+
 def test_edit_writes_a_new_version_and_history_shows_both(page: Any, server: ServeProcess, api: Api) -> None:
     from playwright.sync_api import expect
 
@@ -241,6 +270,17 @@ def test_on_a_phone_nothing_overflows_and_buttons_stay_in_a_row(browser: Any, se
         assert font >= 14
     finally:
         context.close()
+
+
+def test_the_site_icon_is_served(page: Any, server: ServeProcess) -> None:
+    answers: list[int] = []
+    page.on("response", lambda r: answers.append(r.status) if r.url.endswith("/favicon.ico") else None)
+    signed_in(page, server)
+    icon = page.request.get(server.url + "/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.body()[:4] == b"\x00\x00\x01\x00"  # an ICO file
+    assert page.locator('link[rel="icon"]').get_attribute("href") == "/favicon.ico"
+    assert 404 not in answers
 
 
 def test_the_page_and_its_files_carry_a_strict_policy(server: ServeProcess) -> None:

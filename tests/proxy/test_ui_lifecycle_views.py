@@ -194,7 +194,9 @@ def test_why_explains_a_proxied_request_candidate_by_candidate(page: Any, server
     expect(candidate("alfama")).to_contain_text("→ archived (restore it to have it recalled)")
     over = [c for c in record["candidates"] if c["outcome"] == "over-budget"]
     assert over  # a 90-token block holds two or three of the relevant ones
-    expect(detail.locator(f'tbody tr[data-id="{over[0]["id"]}"]')).to_contain_text("→ relevant, but the block was full")
+    expect(detail.locator(f'tbody tr[data-id="{over[0]["id"]}"]')).to_contain_text(
+        "→ relevant, but no room was left for it in the block"
+    )
     injected = record["candidates"][0]
     cells = candidate("lives").locator("td")
     lives = next(c for c in record["candidates"] if c["id"] == ids["lives"])
@@ -206,6 +208,29 @@ def test_why_explains_a_proxied_request_candidate_by_candidate(page: Any, server
     versions = page.locator("#history-list > li")
     expect(versions).to_have_count(2)
     expect(versions.nth(1)).to_contain_text("Ann moved from Porto")
+
+
+def test_the_conflicts_badge_counts_the_scope_shown(page: Any, server: ServeProcess, api: Api) -> None:
+    from playwright.sync_api import expect
+
+    said = time.time() - 60 * DAY
+    say(api, "badge-a", "job-1", "I work at Google in Dublin.", said)
+    say(api, "badge-a", "job-2", "I work at Stripe.", said + 30 * DAY)
+    api.add("badge-b", "Hal grows tomatoes on the balcony")
+    wait_until(lambda: len(api("GET", "/tap/conflicts?scope=badge-a")[1]["conflicts"]) == 1, what="a conflict")
+    signed_in(page, server)
+    badge = page.locator("#conflict-count")
+    expect(badge).to_be_visible()  # all scopes: this one and any other test's
+    pick_scope(page, "badge-b")
+    expect(badge).to_be_hidden()  # none in the scope the views show
+    pick_scope(page, "badge-a")
+    expect(badge).to_have_text("1")
+    expect(page.locator("#tab-conflicts")).to_have_attribute("title", "1 unresolved conflict in scope “badge-a”")
+    page.click("#tab-conflicts")
+    expect(page.locator("#conflicts > li")).to_have_count(1)  # what the badge counted
+    page.locator('#scope-list button[data-scope="badge-b"]').click()
+    expect(page.locator("#conflicts-status")).to_have_text("No conflicts in scope “badge-b”.")
+    expect(badge).to_be_hidden()
 
 
 def test_archive_and_restore_from_the_page(page: Any, server: ServeProcess, api: Api) -> None:

@@ -34,6 +34,7 @@ def seed(server: ServeProcess) -> dict[str, str]:
 
     ids = {
         "lives": add("Ann lives in Lisbon, in a flat near the river", importance=5),
+        "lives-again": add("Ann lives in Lisbon, in a flat near the river", importance=5),  # stored twice
         "tiles": add("Ann loves the blue tiles on the old houses of Lisbon"),
         "food": add("Ann loves the custard tarts from the bakery in Lisbon"),
         "walks": add("Ann loves long walks along the river in Lisbon at sunset"),
@@ -89,7 +90,7 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
             outcomes = {c["id"]: c["outcome"] for c in record["candidates"]}
             injected = [c for c in record["candidates"] if c["outcome"] == "injected"]
             assert len(injected) == recalled == record["injected"]
-            assert outcomes[ids["lives"]] == "injected"
+            assert {outcomes[ids["lives"]], outcomes[ids["lives-again"]]} == {"injected", "repeat"}  # one line
             assert outcomes[ids["cat"]] == "visible"  # the model already sees it in the request
             assert "over-budget" in outcomes.values()  # a 90-token block holds two of the relevant ones
             assert outcomes[ids["porto"]] == "superseded" and outcomes[ids["alfama"]] == "archived"
@@ -99,7 +100,11 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
             text = await asyncio.to_thread(why, "--last")  # passthrough requests leave a log line, no record
             assert f"request {request_id} " in text
             assert "Ann lives in Lisbon, in a flat near the river" in text and "→ in the block" in text
-            assert "the model already sees it in the request" in text and "relevant, but the block was full" in text
+            assert "→ left out: a line in the block says the same already" in text
+            assert (
+                "the model already sees it in the request" in text
+                and "relevant, but no room was left for it in the block" in text
+            )
             assert f"an old version by {ids['moved']}" in text
             listed = json.loads(await asyncio.to_thread(why, "--list", "5", "--json"))["requests"]
             assert listed[0]["request_id"] == request_id and listed[0]["injected"] == recalled
@@ -151,8 +156,11 @@ def test_records_are_bounded_in_number_and_time_and_can_be_forgotten() -> None:
         n.at = clock[0]
         log.record(n, 200, 1.0)
     assert [r.scope for r in log.recent(10)] == ["c", "b"]  # the oldest went: at most `keep`
-    assert log.forget_memories(["m_b"]) == 1 and [r.scope for r in log.recent(10)] == ["c"]
-    assert log.forget_scope("c") == 1 and log.last() is None
+    assert log.forget_memories(["m_b"]) == 1 and [r.scope for r in log.recent(10)] == ["c", "b"]
+    assert [c.content for r in log.recent(10) for c in r.candidates] == ["c", "forgotten"]
+    assert log.forget_memories(["m_c"], ["zzz"]) == 1 and log.recent(1)[0].query == "forgotten"
+    assert log.forget_scope("c") == 1 and [r.scope for r in log.recent(10)] == ["b"]
+    assert log.forget_scope("b") == 1 and log.last() is None
     kept = note("d", "w")
     kept.at = clock[0]
     log.record(kept, 200, 1.0)
@@ -207,3 +215,64 @@ def test_a_step_that_reused_a_block_shows_its_recall_even_once_that_record_is_go
     assert log.get("r_a_8") is None  # pruned: at most one record is kept
     shown = log.get("r_step")
     assert shown is not None and shown.reused_from == "r_a_8" and [c.id for c in shown.candidates] == ["m_a"]
+
+
+@pytest.mark.slow
+async def test_forgetting_a_memory_keeps_the_records_and_shows_it_forgotten(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """Forgetting a memory takes its text out of the records of `tap why` and keeps the rest: the
+    candidate shows "forgotten", and so does the query of the request whose turn it came from."""
+    async with FakeAnthropic() as up:
+        config = tmp_path / "tap.toml"
+        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 0.0\n')
+        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        headers = {"x-api-key": "k", "anthropic-version": "2023-06-01", "x-tap-scope": "bo"}
+
+        async def ask(text: str, conversation: str) -> str:
+            payload = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": text}]}
+            async with aiohttp.ClientSession() as session:
+                async with session.post(
+                    server.url + "/v1/messages", json=payload, headers={**headers, "x-tap-conversation": conversation}
+                ) as response:
+                    assert response.status == 200
+                    await response.read()
+                    return response.headers["x-tap-request-id"]
+
+        def made_of(words: str, layer: str) -> str | None:
+            listed = admin(server, "GET", f"/tap/memories?scope=bo&layer={layer}&limit=100")["memories"]
+            return next((m["id"] for m in listed if words in m["content"]), None)
+
+        try:
+            sintra = await asyncio.to_thread(
+                lambda: admin(server, "POST", "/tap/memories", {"scope": "bo", "content": "Bo keeps bees in Sintra"})[
+                    "id"
+                ]
+            )
+            bike = await asyncio.to_thread(
+                lambda: admin(
+                    server, "POST", "/tap/memories", {"scope": "bo", "content": "Bo's bees fly past his green bike"}
+                )["id"]
+            )
+            said = "I moved my beehives to Cascais last spring."
+            first = await ask(said, "c-1")
+            moved = await until(lambda: asyncio.to_thread(made_of, "Cascais", "memories"), what="its statement")
+            excerpt = await asyncio.to_thread(made_of, "Cascais", "excerpts")
+            second = await ask("Where does Bo keep his bees?", "c-2")
+            record = await wait_for_record(second)
+            assert {sintra, bike, moved, excerpt} <= {c["id"] for c in record["candidates"]}
+            await asyncio.to_thread(admin, server, "DELETE", f"/tap/memories/{bike}")
+            await asyncio.to_thread(admin, server, "DELETE", f"/tap/memories/{moved}")  # its excerpt goes too
+            kept = json.loads(await asyncio.to_thread(why, second, "--json"))  # the record is still there
+            contents = {c["id"]: c["content"] for c in kept["candidates"]}
+            assert contents[bike] == contents[moved] == contents[excerpt] == "forgotten"
+            assert contents[sintra] == "Bo keeps bees in Sintra"
+            assert kept["query"] == "Where does Bo keep his bees?"
+            earlier = json.loads(await asyncio.to_thread(why, first, "--json"))
+            assert earlier["query"] == "forgotten"  # its turn was the forgotten statement's source
+            listed = json.loads(await asyncio.to_thread(why, "--list", "5", "--json"))["requests"]
+            assert {r["request_id"] for r in listed} >= {first, second}
+            text = await asyncio.to_thread(why, second)
+            assert "Cascais" not in text and "green bike" not in text and "forgotten" in text
+        finally:
+            await asyncio.to_thread(server.stop)

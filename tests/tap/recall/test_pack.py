@@ -3,8 +3,8 @@
 The count a block reports is what the packer added up line by line and heading by heading, not a
 second count of the rendered block: these tests hold the two equal for every kind of line (
 statements and excerpts, cut to the question or whole, lists, speaker labels, digits, non-ASCII
-text, conflict and outdated marks, days across years, undated memories, the earlier values of a
-line of statements), and the block within its budget.
+text, conflict and outdated marks, days across years, undated memories), and the block within
+its budget.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from tap.recall.engine import pack_block
+from tap.recall.engine import OVER_BUDGET, REPEAT, pack, pack_block
 from tap.records import OUTDATED_TAG, Memory, make_memory
 from tap.tokens import count_tokens
 
@@ -52,9 +52,6 @@ def _memory(rng: random.Random, others: list[Memory]) -> Memory:
     )
     if others and rng.random() < 0.1:
         memory.conflicts_with = [rng.choice(others).id]
-    if not excerpt and rng.random() < 0.3:  # one holder's values over time: lines, earlier values under the newest
-        memory.holder = "ann"
-        memory.content = f"Ann's rate is {rng.randint(1, 99)} now. " + memory.content
     return memory
 
 
@@ -73,3 +70,24 @@ def test_the_count_is_the_blocks_and_within_the_budget(seed: int) -> None:
             continue
         assert result.tokens == count_tokens(result.block), f"budget {budget}"
         assert result.tokens <= budget
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_memory_left_out_says_why(seed: int) -> None:
+    """Each memory of the ranking is in the block or has its reason (what `tap why` shows): a
+    repeat only where a line with the same words is in the block, over-budget otherwise."""
+    rng = random.Random(seed)
+    memories: list[Memory] = []
+    for _ in range(rng.randint(1, 40)):
+        memories.append(_memory(rng, memories))
+    memories += [make_memory(scope="ann", content=m.content, kind=m.kind, now=NOW) for m in memories[:5]]  # twice
+    ranked = [(m, 1.0 / (rank + 1)) for rank, m in enumerate(memories)]
+    for budget in (40, 200, 900):
+        result, left_out = pack(ranked, budget)
+        placed = {r.memory.id for r in result.memories}
+        assert placed.isdisjoint(left_out) and placed | set(left_out) == {m.id for m in memories}
+        shown = {m.content for m in memories if m.id in placed}
+        for memory in memories:
+            if left_out.get(memory.id) == REPEAT:
+                assert memory.content in shown
+        assert set(left_out.values()) <= {OVER_BUDGET, REPEAT}

@@ -522,7 +522,7 @@ def test_a_question_that_names_a_day_prefers_what_was_said_that_day(engine: Reca
 
 def test_day_headings_name_the_year_where_it_changes(engine: RecallEngine) -> None:
     for age in (800, 500, 400, 30):
-        _put(engine, f"Ann visited the lighthouse, visit number {age}", age_days=age, kind="event")
+        _put(engine, f"Ann visited the lighthouse, visit number {age}", age_days=age)
     block = engine.recall("When did Ann visit the lighthouse?", scope="ann").block
     years = [line for line in block.splitlines() if line.endswith(":") and line[0].isdigit()]
     assert len(years) == 4 and sum(1 for line in years if line[-5:-1].isdigit()) < 4

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -100,3 +102,34 @@ def test_ui_prints_the_link_that_signs_in(served: ServeProcess) -> None:
 def test_ui_without_a_server_says_to_start_one(isolated_home: Path) -> None:
     result = CliRunner().invoke(main, ["ui"])
     assert result.exit_code == 1 and "tap serve is not running" in result.stderr
+
+
+def test_a_server_that_never_started_says_why_and_not_stopped(isolated_home: Path, tmp_path: Path) -> None:
+    """A second `tap serve` on the same data dir, and one on another data dir but the same port:
+    each says what happened and exits 1; neither prints "tap: stopped" (it never ran)."""
+    server = ServeProcess(isolated_home).start()
+    port = server.url.rsplit(":", 1)[1]
+    try:
+        same_dir = subprocess.run(
+            [sys.executable, "-m", "tap", "serve", "--port", "0"],
+            env={**os.environ, "TAP_HOME": str(isolated_home)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        other = tmp_path / "other-home"
+        same_port = subprocess.run(
+            [sys.executable, "-m", "tap", "serve", "--port", port],
+            env={**os.environ, "TAP_HOME": str(other)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        output = server.stop()
+    assert same_dir.returncode == 1 and "tap: stopped" not in same_dir.stderr
+    assert f"tap serve is already running on the data dir {isolated_home}, at {server.url}" in same_dir.stderr
+    assert same_port.returncode == 1 and "tap: stopped" not in same_port.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: the port is already in use" in same_port.stderr
+    assert not (other / "server.json").exists()
+    assert "tap: stopped" in output  # the one that ran
