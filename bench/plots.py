@@ -368,7 +368,7 @@ def mcp(results: Results) -> str:
 
 def background(results: Results) -> str:
     stall, contention, lexical = results("write_stall"), results("recall-contention"), results("lexical-only-recall")
-    consolidate, fuzz = results("consolidate"), results("fuzz")
+    consolidate, fuzz, soak = results("consolidate"), results("fuzz"), results("soak")
     writes = stall["writes"]
     large = contention["results"]
     before, after = consolidate["arms"]["before"], consolidate["arms"]["after"]
@@ -402,6 +402,13 @@ def background(results: Results) -> str:
             "malformed requests across every route: 5xx answers",
             f"{fuzz['server_errors_5xx']} of {fuzz['cases']:,}",
             "`fuzz.json`",
+        ],
+        [
+            f"{soak['minutes']:.0f} minutes of mixed traffic, {soak['big_body_mb']} MB bodies, client aborts, "
+            "a full disk: acknowledged turns lost, RSS end / start",
+            f"{soak['acknowledged_turns_lost']} of {soak['acknowledged_turns']:,}, "
+            f"{soak['rss_mb']['end']:.0f} / {soak['rss_mb']['start']:.0f} MB ({soak['rss_mb']['end_over_start']:.2f}x)",
+            "`soak.json`",
         ],
     ]
     return table(["what", "result", "file"], rows, "the files named in each row")

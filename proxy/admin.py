@@ -1,7 +1,8 @@
 """The admin API on tap's port (docs/architecture.md, Interfaces): health, recall, memories, scopes,
 export/import, stats, status; the web page's routes are in proxy.ui.
 
-Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare).
+Everything but `GET /tap/health` needs `Authorization: Bearer <token>` (constant-time compare): the
+admin token, or the token of a web page session opened with a one-time code (proxy.signin).
 Blocking store work runs in a worker thread so the proxy's event loop never stalls.
 """
 
@@ -9,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import sqlite3
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from proxy.context import ServerContext, context_key
+from proxy.signin import CODE_S, SESSION_IDLE_S, SESSION_MAX_S, SignIns
 from proxy.ui import add_ui_routes
 from tap.errors import TapError
 from tap.ingest.entry import parse_event
@@ -23,10 +27,12 @@ from tap.jsonbody import decode
 from tap.memories.history import history_view
 from tap.memories.views import memory_view, search_view
 from tap.records import KINDS, Memory
+from tap.runtime.diskspace import out_of_space
 from tap.runtime.health import check_health
 from tap.validate import MAX_SCOPE, text_problem
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+signins_key = web.AppKey("tap_signins", SignIns)
 
 
 def json_response(value: Any, status: int = 200) -> web.Response:
@@ -39,18 +45,60 @@ def error(status: int, message: str) -> web.Response:
     return json_response({"error": message}, status)
 
 
+OPEN_PATHS = frozenset({"/tap/health", "/tap/session"})  # the session route checks its code itself
+
+
+def bearer(request: web.Request) -> str:
+    """The bearer token the request carries ("" when none)."""
+    scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+    # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
+    return given.strip() if scheme.lower() == "bearer" else ""
+
+
+def authorized(request: web.Request, *, session: bool = True) -> bool:
+    """Whether the request carries the admin bearer token (constant-time compare) or, unless
+    `session` is False, the token of a web page session (proxy.signin)."""
+    ctx = request.app[context_key]
+    given = bearer(request)
+    if not given:
+        return False
+    if hmac.compare_digest(given.encode("utf-8", "surrogateescape"), ctx.admin_token.encode()):
+        return True
+    return session and request.app[signins_key].valid(given)
+
+
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Reject admin requests (and the MCP endpoint's) without the right bearer token (health is open)."""
-    if (request.path.startswith("/tap/") and request.path != "/tap/health") or request.path == "/mcp":
-        ctx = request.app[context_key]
-        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
-        # the scheme is case-insensitive (RFC 9110 §11.1): "Bearer", "bearer" and "BEARER" all work
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            given.strip().encode("utf-8", "surrogateescape"), ctx.admin_token.encode()
-        ):
-            return error(401, "missing or wrong bearer token (see <data dir>/admin-token)")
+    """Reject admin requests (and the MCP endpoint's) without the right bearer token (health and the
+    sign-in code exchange are open)."""
+    needs_token = (request.path.startswith("/tap/") and request.path not in OPEN_PATHS) or request.path == "/mcp"
+    if needs_token and not authorized(request):
+        return error(401, "missing or wrong bearer token (see <data dir>/admin-token, or run `tap ui`)")
     return await handler(request)
+
+
+async def signin_code(request: web.Request) -> web.Response:
+    """A one-time code that signs the web page in (`tap ui`); the admin token only, not a session."""
+    if not authorized(request, session=False):
+        return error(403, "sign-in codes are handed out for the admin token only")
+    code = request.app[signins_key].new_code()
+    return json_response({"code": code, "expires_in_s": CODE_S})
+
+
+async def session(request: web.Request) -> web.Response:
+    """`POST {"code"}` → a session token for the web page; `DELETE` (with the session) signs it out."""
+    signins = request.app[signins_key]
+    if request.method == "DELETE":
+        signins.end(bearer(request))
+        return json_response({"signed_out": True})
+    body = await _body(request)
+    code = body.get("code")
+    token = signins.open_session(code) if isinstance(code, str) and code else None
+    if token is None:
+        return error(
+            401, "this sign-in code is unknown, used or expired (codes work once, for a minute): run `tap ui` again"
+        )
+    return json_response({"token": token, "idle_expires_s": SESSION_IDLE_S, "expires_s": SESSION_MAX_S})
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
@@ -83,12 +131,25 @@ async def changed_memory(memory_id: str, change: Callable[[], Memory]) -> web.Re
 
 
 async def health(request: web.Request) -> web.Response:
-    """Liveness and the state of the store, the embedder and the extractor (tap.runtime.health);
-    503 when the store or the embedder does not answer."""
+    """Liveness and the state of the store, the embedder, the extractor, the disk and capture
+    (tap.runtime.health); 503 when the store or the embedder does not answer. Open to anyone, so
+    it names no path: where the store lives is shown with the admin token only."""
     ctx: ServerContext = request.app[context_key]
     extraction = ctx.metrics.sections.get("extraction")
-    report = await check_health(ctx.memories.store, ctx.memories.embedder, extraction)
-    doc = {"version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id, **report}
+    report = await check_health(
+        ctx.memories.store,
+        ctx.memories.embedder,
+        extraction,
+        space=ctx.space,
+        capture=ctx.capture.status if ctx.capture is not None else None,
+        store_problem=ctx.store_problem,
+    )
+    doc: dict[str, Any] = {"version": ctx.version, "store": ctx.store_location, "embedder": ctx.embedder_id, **report}
+    if not authorized(request):  # errors may quote a path: shown as <data dir>
+        doc["store"] = "chroma server" if ctx.config.store.url else "embedded"
+        if not ctx.config.store.url and ctx.store_location:
+            data_dir = str(Path(ctx.store_location).parent)
+            doc = msgspec.json.decode(msgspec.json.encode(doc).replace(data_dir.encode(), b"<data dir>"))
     return json_response(doc, 200 if report["status"] != "down" else 503)
 
 
@@ -334,19 +395,33 @@ async def status(request: web.Request) -> web.Response:
 
 @web.middleware
 async def tap_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """TapError from the store or embedder → 503 with the message (admin routes only)."""
+    """Failures of the store, the embedder or the data dir's databases → the API's error shape
+    (admin routes only): out of space → 507 Insufficient Storage, anything else → 503, never a bare
+    500."""
     try:
         return await handler(request)
-    except TapError as exc:
-        if request.path.startswith("/tap/"):
+    except (TapError, sqlite3.Error, OSError) as exc:
+        if not request.path.startswith("/tap/") or isinstance(exc, ConnectionError):
+            raise
+        ctx: ServerContext = request.app[context_key]
+        if out_of_space(exc):
+            message = ctx.space.problem() if ctx.space is not None else ""
+            if ctx.space is not None:
+                ctx.space.note(message or f"out of space: {exc}")
+            return error(507, message or f"out of space in the data dir: {exc}")
+        if isinstance(exc, TapError):
             return error(503, str(exc))
-        raise
+        return error(503, f"the data dir's database failed: {type(exc).__name__}: {exc}")
 
 
 def add_admin_routes(app: web.Application) -> None:
     """Register the admin API and the web page on the app."""
+    app[signins_key] = SignIns()
     add_ui_routes(app)
     app.router.add_get("/tap/health", health)
+    app.router.add_post("/tap/signin", signin_code)
+    app.router.add_post("/tap/session", session)
+    app.router.add_delete("/tap/session", session)
     app.router.add_post("/tap/recall", recall)
     app.router.add_get("/tap/memories", list_memories)
     app.router.add_post("/tap/memories", add_memory)

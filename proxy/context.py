@@ -20,6 +20,7 @@ from tap.memories.service import MemoryService
 from tap.recall.engine import RecallEngine
 from tap.recall.why import WhyLog
 from tap.records import Hit, IngestEvent
+from tap.runtime.diskspace import SpaceWatch
 from tap.runtime.metrics import Metrics
 
 
@@ -41,6 +42,8 @@ class ServerContext:
     why: WhyLog | None = None
     consolidation: ConsolidationJob | None = None
     inactive_search: Callable[[Sequence[float], str, int], list[Hit]] | None = None
+    space: SpaceWatch | None = None
+    store_problem: Callable[[], str] | None = None
 
     def status(self) -> dict[str, Any]:
         """The `/tap/status` document."""

@@ -11,8 +11,9 @@ Invariants:
 - an upstream that refuses the connection is a 502 and one that does not answer in time a 504,
   both in the dialect's own error shape; an upstream error *after* the status line went out is
   passed through as sent (the connection is closed where it broke);
-- a client that goes away mid-stream closes the upstream response at once (the upstream request
-  is cancelled) and the outcome says what arrived until then.
+- a client that goes away — before the upstream answered or mid-stream — cancels the upstream
+  request at once (aiohttp's handler cancellation: tap.wiring.server), so a model stops generating
+  for nobody; the outcome says what arrived until then.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ async def forward(
     extra_headers: Mapping[str, str],
     tee: bool = True,
     on_reply: OnReply | None = None,
+    outcome: Outcome | None = None,
 ) -> tuple[web.StreamResponse, Outcome]:
-    """Send body upstream; stream the answer to the client; return the response and outcome."""
-    outcome = Outcome()
+    """Send body upstream; stream the answer to the client; return the response and outcome
+    (`outcome`, when given, is filled as it goes: a caller cancelled because its client left still
+    reads what arrived)."""
+    outcome = outcome or Outcome()
     try:
         upstream = await session.request(
             request.method,
@@ -72,6 +76,9 @@ async def forward(
             headers=upstream_request_headers(CIMultiDict(request.headers)),
             allow_redirects=False,
         )
+    except asyncio.CancelledError:
+        outcome.client_gone = True  # the client left while the upstream had not answered: it is cancelled
+        raise
     except TimeoutError:
         outcome.status = 504
         return error_response(dialect, 504, f"upstream {_origin(url)} did not answer in time", extra_headers), outcome

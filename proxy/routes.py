@@ -18,13 +18,14 @@ Every request gets `x-tap-request-id` and leaves one log line when it is over
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from proxy.context import ServerContext, context_key, session_key
-from proxy.forward import error_response, forward
+from proxy.forward import Outcome, error_response, forward
 from tap.intercept.core import BadRequest, Interception
 from tap.intercept.dialects import Dialect, Reply
 from tap.intercept.dialects.registry import (
@@ -72,16 +73,25 @@ async def _intercepted(request: web.Request, dialect: Dialect, metric: str, *, c
     except BadRequest as exc:
         return error_response(dialect, 400, str(exc), {})
     intercepted = before.context if capture else None
-    response, outcome = await forward(
-        request,
-        session=request.app[session_key],
-        url=_url(ctx, dialect, request),
-        body=body if before.body is None else before.body,
-        dialect=dialect,
-        extra_headers=before.headers,
-        tee=intercepted is not None,
-        on_reply=None if intercepted is None else _settler(ctx, intercepted),
-    )
+    outcome = Outcome()
+    try:
+        response, _ = await forward(
+            request,
+            session=request.app[session_key],
+            url=_url(ctx, dialect, request),
+            body=body if before.body is None else before.body,
+            dialect=dialect,
+            extra_headers=before.headers,
+            tee=intercepted is not None,
+            on_reply=None if intercepted is None else _settler(ctx, intercepted),
+            outcome=outcome,
+        )
+    except asyncio.CancelledError:  # the client left: the upstream request is cancelled; what arrived is kept
+        if intercepted is not None:
+            ctx.interceptor.after(intercepted, outcome.reply, status=outcome.status, client_gone=True)
+        else:
+            ctx.interceptor.finish(before.note, outcome.status)
+        raise
     if intercepted is not None:
         ctx.interceptor.after(
             intercepted,

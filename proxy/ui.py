@@ -1,8 +1,9 @@
 """The memory browser page at `/ui`: three static files (HTML, CSS, JS) from proxy/static, and
 the site's icon at `/favicon.ico` (where browsers look for it), also from there.
 
-The page holds no secret: its script asks for the admin token (or reads it from the `#token=` part
-of the link, which never leaves the browser) and keeps it in the tab's sessionStorage. Every file
+The page holds no secret: its script asks for the admin token, or trades the one-time `#code=` of
+`tap ui`'s link (the part after `#` never leaves the browser) for a session (proxy.signin), and keeps
+the token in the tab's sessionStorage. Every file
 goes out with a strict Content-Security-Policy: scripts and styles only from these files (no inline
 code, so injected markup cannot run), requests only to tap's own origin, no framing.
 """

@@ -11,6 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.admin import add_admin_routes, require_token, tap_errors
+from proxy.connections import ConnectionGuard
 from proxy.context import ServerContext, context_key, session_key
 from proxy.error_shapes import error_shape
 from proxy.guard import guard, install_guard
@@ -41,16 +42,25 @@ async def upstream_session(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+connections_key = web.AppKey("tap_connections", ConnectionGuard)
+
+
 def make_web_app(ctx: ServerContext) -> web.Application:
-    """Build the application around a ServerContext."""
+    """Build the application around a ServerContext. Whoever runs it attaches the connection guard
+    (`app[connections_key].attach(runner.server)`) and sweeps it (proxy.connections)."""
+    server = ctx.config.server
+    connections = ConnectionGuard(
+        header_timeout_s=server.header_timeout_s, max_per_client=server.max_connections_per_client
+    )
     app = web.Application(
-        middlewares=[guard, error_shape, tap_errors, require_token],
+        middlewares=[connections.guard_request, guard, error_shape, tap_errors, require_token],
         client_max_size=ctx.config.proxy.max_body_mb * 1024 * 1024,
         # request bodies are taken as sent: a compressed body is forwarded with its Content-Encoding
         # (and gets no memories); an encoding aiohttp cannot decode is then no error at all
         handler_args={"auto_decompress": False},
     )
     app[context_key] = ctx
+    app[connections_key] = connections
     install_guard(app)
     app.cleanup_ctx.append(upstream_session)
     add_admin_routes(app)

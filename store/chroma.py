@@ -46,10 +46,12 @@ from store.codec import from_metadata, to_metadata  # noqa: E402
 from store.lexical import Follower, LexicalIndex  # noqa: E402
 from store.lock import DataDirLock  # noqa: E402
 from store.scope_vectors import EXACT_SCOPE_MAX, VECTOR_CACHE_BYTES, Preloader, ScopeVectors  # noqa: E402
-from tap.errors import StoreError  # noqa: E402
+from tap.errors import OutOfSpace, StoreError  # noqa: E402
 from tap.ports import StoreStats  # noqa: E402
 from tap.records import Hit, Memory  # noqa: E402
+from tap.runtime.diskspace import SpaceWatch, out_of_space  # noqa: E402
 from tap.runtime.priority import write_parts, yield_after  # noqa: E402
+from tap.runtime.write_watch import WriteWatch  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ _PRUNE_EVERY_S = 300.0
 _SAVE_CURSOR_EVERY_S = 10.0
 _OVERFETCH = 2.0  # unfiltered vector query: fetch this many times the scope's expected share
 _MAX_FAST_FETCH = 1000  # beyond this, the filtered Chroma query is the cheaper one
+_FILE_CHECK_S = 0.5  # how often the database file's identity is checked (one stat)
 _decode = msgspec.json.Decoder(Memory).decode
 _encode = msgspec.json.Encoder().encode
 
@@ -91,7 +94,8 @@ def _translated(action: str, where: str) -> Iterator[None]:
     except StoreError:
         raise
     except Exception as exc:  # chromadb raises many unrelated types (ValueError, httpx errors, ...)
-        raise StoreError(f"memory store {where}: {action} failed: {exc}") from exc
+        kind = OutOfSpace if out_of_space(exc) else StoreError
+        raise kind(f"memory store {where}: {action} failed: {exc}") from exc
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -131,8 +135,12 @@ class ChromaStore:
         dimensions: int,
         exact_scope_max: int = EXACT_SCOPE_MAX,
         vector_cache_bytes: int = VECTOR_CACHE_BYTES,
+        space: SpaceWatch | None = None,
     ) -> None:
         self.embedder_id = embedder_id
+        # embedded: every write first makes sure the disk has room (a write meeting a full disk
+        # never came back, holding the GIL: tap.runtime.diskspace)
+        self.space = space if not url else None
         self.url = url
         self.where = url or str(data_dir / "chroma")
         self._data_dir = data_dir
@@ -156,9 +164,16 @@ class ChromaStore:
         if not url:
             self._lock = DataDirLock(data_dir)
             self._lock.acquire()
+        self._writes = WriteWatch()  # writes under way, reported when one does not come back
+        self._db_file: tuple[Path, tuple[int, int]] | None = None  # embedded: Chroma's database file
+        self._db_checked_at = 0.0
+        self._db_problem = ""
         try:
             self._client = self._connect(data_dir, url)
             self._col = self._open_collection(collection, embedder_id, dimensions)
+            if not url:
+                found = (data_dir / "chroma" / "chroma.sqlite3").stat()
+                self._db_file = (data_dir / "chroma" / "chroma.sqlite3", (found.st_dev, found.st_ino))
             if url:
                 with _translated("open the change feed", self.where):
                     self._feed = ChangeFeed(self._client, collection)
@@ -247,7 +262,8 @@ class ChromaStore:
             return
         if len(memories) != len(vectors):
             raise ValueError("one vector per memory")
-        with _translated("write", self.where):
+        self._room("write")
+        with _translated("write", self.where), self._writes.writing():
             self._col.upsert(
                 ids=[m.id for m in memories],
                 embeddings=[list(v) for v in vectors],
@@ -272,7 +288,8 @@ class ChromaStore:
         """
         if not memories:
             return
-        with _translated("write", self.where):
+        self._room("update")
+        with _translated("write", self.where), self._writes.writing():
             self._col.update(ids=[m.id for m in memories], metadatas=[to_metadata(m) for m in memories])
         self._index(memories)
         for memory in memories:
@@ -280,6 +297,11 @@ class ChromaStore:
                 self._small.remove(memory.id)
             elif self._small.cached(memory.scope) and not self._small.holds(memory.scope, memory.id):
                 self._small.drop(memory.scope)  # active again: its vector is not here, reload when searched
+
+    def _room(self, what: str) -> None:
+        """OutOfSpace (a StoreError) before a write the disk has no room for."""
+        if self.space is not None:
+            self.space.check(f"memory store {what}", self._data_dir / "chroma")
 
     def read_view(self) -> tuple[Path, int, int] | None:
         """Where another process can read this store's active memories (store.replica): the
@@ -289,9 +311,49 @@ class ChromaStore:
             return None
         return self._lexical.path, self._small.max_scope, self._small.max_total
 
+    def problem(self) -> str:
+        """What is wrong with the store ("" when nothing): a write that has not returned for
+        tap.runtime.write_watch.STUCK_S, or (embedded) its database file deleted or replaced while
+        tap runs. Chroma then still reads the deleted file it holds open but can write nothing, and
+        the lexical index would go on recalling memories the store no longer keeps: searches refuse
+        (StoreError) and health says the store is down."""
+        return self._writes.stuck() or self._gone()
+
+    def _gone(self) -> str:
+        """Why the embedded store's database file is not the one opened ("" when it is)."""
+        if self._db_file is None:
+            return ""
+        now = time.monotonic()
+        if now - self._db_checked_at < _FILE_CHECK_S:
+            return self._db_problem
+        self._db_checked_at = now
+        try:
+            found = os.stat(self._db_file[0])
+            same = (found.st_dev, found.st_ino) == self._db_file[1]
+        except OSError:
+            same = False
+        self._db_problem = (
+            ""
+            if same
+            else (
+                f"the memory store's database file {self._db_file[0].name} was deleted or replaced while tap ran: "
+                "nothing can be stored or recalled until tap is restarted (restore the file first to keep its memories)"
+            )
+        )
+        return self._db_problem
+
+    def _intact(self) -> None:
+        """StoreError when the store's files are gone (see `problem`)."""
+        gone = self._gone()
+        if gone:
+            raise StoreError(gone)
+
     def searched_in_memory(self, scope: str) -> bool:
         """Whether the scope's vectors are searched exactly in memory (a recall process's read
-        view can search them too; a larger scope is searched by Chroma)."""
+        view can search them too; a larger scope is searched by Chroma). Never while the store's
+        files are gone: the recall process's view would still find them."""
+        if self._gone():
+            return False
         in_scope = self._lexical.count(scope)
         return self._exclusive and (in_scope == 0 or self._kept_in_memory(in_scope))
 
@@ -300,7 +362,10 @@ class ChromaStore:
         self._lexical.on_commit(follower)
 
     def revision(self, scope: str) -> int:
-        """Changes whenever a memory of the scope was written, updated or deleted (see ports)."""
+        """Changes whenever a memory of the scope was written, updated or deleted (see ports); -1
+        while the store's files are gone (`problem`: no recall may reuse what it found before)."""
+        if self._gone():
+            return -1
         with self._revision_lock:
             return self._epoch + self._revisions[scope]
 
@@ -340,6 +405,7 @@ class ChromaStore:
         the same ones), far cheaper than a Chroma read."""
         if not ids:
             return []
+        self._intact()
         records = self._lexical.records(list(dict.fromkeys(ids)))
         return [_decode(records[i]) for i in ids if i in records]
 
@@ -359,6 +425,7 @@ class ChromaStore:
             return []
         if not self._exclusive:
             return self._filtered_vector_search(vectors, scope=scope, k=k)
+        self._intact()
         in_scope = self._lexical.count(scope)
         if in_scope == 0 or k <= 0:
             return [[] for _ in vectors]
@@ -505,6 +572,7 @@ class ChromaStore:
         scope's vectors, if searched in memory and not loaded yet, start loading (Preloader)."""
         if not queries:
             return []
+        self._intact()
         if self._exclusive and not self._small.cached(scope):
             self._preloader.start(scope)
         ranked = self._lexical.search_many(queries, scope=scope, k=k, prefix=prefix)
@@ -638,7 +706,8 @@ class ChromaStore:
             for part in write_parts(found, DELETE_BATCH):  # Chroma holds the GIL while it deletes
                 began = time.perf_counter()
                 gone = [m.id for m in part]
-                with _translated("delete", self.where):
+                self._room("delete")
+                with _translated("delete", self.where), self._writes.writing():
                     self._col.delete(ids=gone)
                 self._total = self._archived = None
                 self._lexical.remove(gone)

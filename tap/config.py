@@ -65,6 +65,7 @@ class DataConfig(Section, frozen=True):
 
     dir: str = ""
     retention_days: PositiveFloat = 30.0
+    min_free_mb: Annotated[float, msgspec.Meta(ge=0)] = 64.0
 
 
 class ServerConfig(Section, frozen=True):
@@ -74,6 +75,9 @@ class ServerConfig(Section, frozen=True):
     port: Port = 8787
     allowed_hosts: list[str] = msgspec.field(default_factory=list)
     allowed_origins: list[str] = msgspec.field(default_factory=list)
+    header_timeout_s: PositiveFloat = 10.0
+    idle_timeout_s: PositiveFloat = 60.0
+    max_connections_per_client: Annotated[int, msgspec.Meta(ge=0)] = 256
 
 
 class UpstreamConfig(Section, frozen=True):

@@ -4,6 +4,7 @@ TapError
  ├── ConfigError          bad config file, key, value or env var (message names the key)
  ├── ModelError           embedded model missing or corrupted (names the package to reinstall)
  ├── StoreError           memory store unreachable, locked, or opened with another embedder
+ │    └── OutOfSpace      the data dir's disk is full (nothing more can be written until space is freed)
  ├── EmbedderError        embedder failed (Ollama down, bad response)
  ├── RecallOverloaded     a recall was shed to keep the others within their deadline (also a TimeoutError)
  ├── UpstreamError        an LLM API upstream failed (proxy side)
@@ -27,6 +28,10 @@ class ModelError(TapError):
 
 class StoreError(TapError):
     """The memory store cannot serve the request."""
+
+
+class OutOfSpace(StoreError):
+    """The data dir's file system has no room left for a write (tap.runtime.diskspace)."""
 
 
 class EmbedderError(TapError):

@@ -12,7 +12,9 @@
    `"password": "x"`, `PGPASSWORD=x`, `--password x`, `my password is x`, `the wifi password for
    the office is x`, `passcode: x`), PINs and door/alarm codes given as digits (`my PIN is 1234`),
    and credentials in connection strings (`scheme://user:pass@host`, `redis://:pass@host`,
-   `…;Password=x;…`).
+   `…;Password=x;…`); then the shapes of tap.secret_shapes: card numbers (Luhn-checked), US SSNs,
+   keys of well-known services (Stripe, GitLab, npm, …), tokens after a word that names one or
+   random enough on their own (an AWS secret key), passwords said in other languages.
 
 It is the one scrubber on every way into the store: ingested turns (tap.ingest.chunker.prepare_turns),
 chunks again when the worker claims them (tap.extract.worker), and memories written by hand, through the
@@ -36,6 +38,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 
 from tap.block_tags import remove_blocks
+from tap.secret_shapes import redact_shapes
 
 __all__ = [
     "REDACTED",
@@ -177,8 +180,8 @@ def _redact_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED + tail
 
 
-def redact_secrets(text: str) -> str:
-    """Replace keys, tokens and passwords with `[REDACTED]`."""
+def _redact_labelled(text: str) -> str:
+    """The patterns of this module (skipped when no needle is in the text)."""
     if not _may_hold_secret(text):
         return text
     text = _PEM.sub(REDACTED, text)
@@ -193,6 +196,12 @@ def redact_secrets(text: str) -> str:
     return _SPOKEN_PASSWORD.sub(_redact_value, text)
 
 
+def redact_secrets(text: str) -> str:
+    """Replace keys, tokens, passwords, card numbers and national ids with `[REDACTED]`: the
+    labelled patterns here, then the shapes of tap.secret_shapes."""
+    return redact_shapes(_redact_labelled(text))
+
+
 LARGE_TEXT = 256 * 1024
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -201,7 +210,12 @@ _pool_lock = threading.Lock()
 def scrub(text: str) -> str:
     """Remove tap's memory blocks and private spans, redact secrets; everything else is returned as it was."""
     if len(text) > LARGE_TEXT:
-        return _helper().submit(scrub_here, text).result()
+        helper = _helper()
+        scrubbed = helper.submit(scrub_here, text).result()
+        # the pool's feeder thread holds the last message it sent (here the whole text, pickled)
+        # until it sends another: a tiny one, so a 20 MB turn does not stay in memory
+        helper.submit(len, "")
+        return scrubbed
     return scrub_here(text)
 
 

@@ -18,6 +18,8 @@ cost ledger; hooks.db: the hook state and the hooks' transcript offsets).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -47,8 +49,13 @@ _HAS_JSON = _sqlite_has_json()
 
 
 def connect(path: Path, *, synchronous: str = "NORMAL") -> sqlite3.Connection:
-    """An autocommit connection in WAL mode (explicit BEGIN for transactions: `transaction`)."""
+    """An autocommit connection in WAL mode (explicit BEGIN for transactions: `transaction`). A new
+    file is created readable by its owner only (0600; SQLite gives its -wal and -shm files the same
+    mode), whatever the process's umask: `tap ingest` opens the data dir's files without the server."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")

@@ -44,19 +44,30 @@ def _count_cached(text: str) -> int:
 
 
 def _count(text: str) -> int:
+    return sum(_piece_tokens(piece) for piece in _PIECE.findall(text))
+
+
+def _piece_tokens(piece: str) -> int:
+    first = piece[0]
+    if first.isascii() and first.isalpha():
+        return (len(piece) + 3) // 4
+    if first.isdigit() and first.isascii():
+        return (len(piece) + 2) // 3
+    if first == "\n":
+        return 1
+    if first in " \t\r\f\v":
+        return 0
+    if first.isascii():
+        return 1
+    return max(1, len(first.encode("utf-8")) - 1)
+
+
+def chars_within(text: str, max_tokens: int) -> int:
+    """How many leading characters of `text` cost at most `max_tokens` by `count_tokens` (the whole
+    length when all of it does). Reads only that far: a 20 MB text costs what its prefix costs."""
     total = 0
-    for piece in _PIECE.findall(text):
-        first = piece[0]
-        if first.isascii() and first.isalpha():
-            total += (len(piece) + 3) // 4
-        elif first.isdigit() and first.isascii():
-            total += (len(piece) + 2) // 3
-        elif first == "\n":
-            total += 1
-        elif first in " \t\r\f\v":
-            continue
-        elif first.isascii():
-            total += 1
-        else:
-            total += max(1, len(first.encode("utf-8")) - 1)
-    return total
+    for match in _PIECE.finditer(text):
+        total += _piece_tokens(match.group())
+        if total > max_tokens:
+            return match.start()
+    return len(text)

@@ -34,12 +34,14 @@ class ServeProcess:
         *,
         config: Path | None = None,
         env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
         command: Sequence[str] = (sys.executable, "-m", "tap"),
         cwd: Path | None = None,
         user_env: dict[str, str] | None = None,
     ) -> None:
         self.home = home
         self.config = config
+        self.prefix = prefix or []  # a command the server runs under (testkit.small_disk: its own mount)
         self.env = dict(user_env) if user_env is not None else {**os.environ, "TAP_HOME": str(home), **(env or {})}
         self.command = list(command)
         self.cwd = cwd
@@ -50,7 +52,7 @@ class ServeProcess:
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         (self.home / "server.json").unlink(missing_ok=True)
-        args = list(self.command)
+        args = [*self.prefix, *self.command]
         if self.config:
             args += ["--config", str(self.config)]
         self.proc = subprocess.Popen(
@@ -87,7 +89,7 @@ class ServeProcess:
         assert self.proc is not None
         if self.proc.poll() is not None:
             raise RuntimeError(f"tap serve exited early:\n{self._printed()}")
-        info = self.home / "server.json"
+        info = self.state / "server.json"
         if not info.exists():
             return False
         self.url = json.loads(info.read_text())["url"]
@@ -95,8 +97,16 @@ class ServeProcess:
             return True
 
     @property
+    def state(self) -> Path:
+        """The data dir as this process sees it (the server's own view when it runs under a prefix
+        that mounts something there)."""
+        if self.prefix and self.proc is not None:
+            return Path(f"/proc/{self.proc.pid}/root") / self.home.relative_to("/")
+        return self.home
+
+    @property
     def token(self) -> str:
-        return (self.home / "admin-token").read_text().strip()
+        return (self.state / "admin-token").read_text().strip()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> str:
         """Stop the process and return everything it printed."""
@@ -112,6 +122,13 @@ class ServeProcess:
         out = self._printed()
         self.proc = None
         return out
+
+
+def configured(home: Path, folder: Path, toml: str, **options: Any) -> ServeProcess:
+    """A ServeProcess (not started) whose config file, written in `folder`, holds `toml`."""
+    config = folder / "tap.toml"
+    config.write_text(toml)
+    return ServeProcess(home, config=config, **options)
 
 
 def admin(server: ServeProcess, method: str, path: str, body: Any = None) -> Any:

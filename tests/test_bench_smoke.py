@@ -159,6 +159,13 @@ def test_contention(tmp_path: Path) -> None:
         assert entry["busy_over_idle_wall"]["p50"] > 0
 
 
+def test_soak(tmp_path: Path) -> None:
+    result = run_bench("soak", tmp_path / "soak.json", "--quick")
+    assert result["acknowledged_turns"] > 0 and result["acknowledged_turns_lost"] == 0
+    assert result["upstream_requests_cancelled"] == result["upstream_requests_seen"] > 0
+    assert result["verdict"]["answering"] and result["rss_mb"]["end"] > 0
+
+
 def test_mcp(tmp_path: Path) -> None:
     result = run_bench("mcp", tmp_path / "mcp.json", "--quick")
     assert result["http"]["search_ms"]["n"] == 8 and result["in_process"]["tool_ms"]["n"] == 8

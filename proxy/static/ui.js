@@ -1,5 +1,5 @@
 // tap's memory browser. Plain DOM, no framework; every text from the server goes in as text (never
-// as markup). The admin token comes from the box or from `#token=` in the link and lives in this
+// as markup). The admin token comes from the box, or a session from the one-time `#code=` of `tap ui`'s link, and lives in this
 // tab's sessionStorage only. The page is served by the same `tap serve` whose admin API it calls,
 // so the two always match (proxy/admin.py, proxy/lifecycle_routes.py).
 "use strict";
@@ -557,18 +557,30 @@ function typing(target) {
   return target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement || target.isContentEditable;
 }
 
-function tokenFromLink() {
-  // `tap ui` prints /ui#token=…: the part after # never leaves the browser; take it out of the address bar
-  const fromLink = new URLSearchParams(location.hash.slice(1)).get("token");
-  if (!fromLink) return false;
-  sessionStorage.setItem(TOKEN_KEY, fromLink.trim());
+async function signInFromLink() {
+  // `tap ui` prints /ui#code=…: a one-time code (the part after # never leaves the browser), traded
+  // here for a session token; the code leaves the address bar at once. A #token=… link still works.
+  const params = new URLSearchParams(location.hash.slice(1));
+  const code = params.get("code"), fromLink = params.get("token");
+  if (!code && !fromLink) return false;
   history.replaceState(null, "", location.pathname + location.search);
+  if (fromLink) { sessionStorage.setItem(TOKEN_KEY, fromLink.trim()); return true; }
+  const response = await fetch("/tap/session", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({code: code.trim()})});
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok || !data.token) { showAuth(data.error || "The sign-in code was not accepted: run `tap ui` again."); return false; }
+  sessionStorage.setItem(TOKEN_KEY, data.token);
   return true;
 }
 
-function init() {
-  tokenFromLink();
-  window.addEventListener("hashchange", () => { if (tokenFromLink()) connect(); });
+async function init() {
+  const linked = window.location.hash.length > 1;
+  if (linked && !(await signInFromLink())) { wire(); return; }
+  window.addEventListener("hashchange", async () => { if (await signInFromLink()) connect(); });
+  wire();
+  connect();
+}
+
+function wire() {
   options($("new-kind"), KINDS, "fact");
   options($("new-importance"), [1, 2, 3, 4, 5], 3);
   $("new-scope").value = "default";
@@ -579,7 +591,11 @@ function init() {
     if (typed) sessionStorage.setItem(TOKEN_KEY, typed);
     connect();
   });
-  $("sign-out").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showAuth("Signed out."); });
+  $("sign-out").addEventListener("click", () => {
+    fetch("/tap/session", {method: "DELETE", headers: {"Authorization": "Bearer " + token()}}).catch(() => {});
+    sessionStorage.removeItem(TOKEN_KEY);
+    showAuth("Signed out.");
+  });
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => showView(tab.dataset.view));
 
   $("search-form").addEventListener("submit", (e) => {
@@ -628,8 +644,6 @@ function init() {
     else if (e.key === "n" && state.view === "memories" && !$("next").disabled) $("next").click();
     else if (e.key === "p" && state.view === "memories" && !$("prev").disabled) $("prev").click();
   });
-
-  connect();
 }
 
 init();

@@ -260,6 +260,10 @@ class AdminClient:
     def status(self) -> dict[str, Any]:
         return dict(self._json("GET", "/tap/status"))
 
+    def signin_code(self) -> str:
+        """A one-time code that signs the web page in (`tap ui`; proxy.signin)."""
+        return str(self._json("POST", "/tap/signin")["code"])
+
     def stats(self) -> StoreStats:
         return msgspec.json.decode(self._request("GET", "/tap/stats"), type=StoreStats)
 

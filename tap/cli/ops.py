@@ -171,13 +171,22 @@ def extract_retry() -> None:
 @click.command("ui")
 @click.option("--open", "open_browser", is_flag=True, help="Open the link in the default browser too.")
 def ui(open_browser: bool) -> None:
-    """Print the link to the running server's web page that signs you in (the token rides after `#`,
-    which the browser never sends anywhere)."""
+    """Print a link to the running server's web page that signs you in: it carries a one-time code
+    (after `#`, which the browser never sends anywhere) that works once, for a minute, and opens a
+    session; never the admin token, so a browser's command line (`--open`) shows nothing lasting."""
     loaded = state().load()
     info = read_server_info(loaded.data_dir)
     if info is None:
         raise click.ClickException("tap serve is not running on this data dir: start it, then run `tap ui` again")
-    link = f"{info.url}/ui#token={ensure_token(loaded.data_dir, loaded.config.admin.token_env)}"
+    from tap.cli.admin_client import AdminClient
+    from tap.errors import StoreError
+
+    client = AdminClient(info.url, ensure_token(loaded.data_dir, loaded.config.admin.token_env), timeout=10)
+    try:
+        code = client.signin_code()
+    except (StoreError, KeyError, ValueError) as exc:
+        raise click.ClickException(f"could not get a sign-in code from tap serve at {info.url}: {exc}") from None
+    link = f"{info.url}/ui#code={code}"
     click.echo(link)
     if open_browser:
         import webbrowser

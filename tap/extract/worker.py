@@ -25,6 +25,7 @@ chunks, claims the oldest ready chunk, processes it in a worker thread and recor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import random
@@ -36,13 +37,14 @@ from typing import Any
 import msgspec
 
 from tap.config import ExtractConfig
-from tap.errors import EmbedderError, ProviderError, StoreError
+from tap.errors import EmbedderError, OutOfSpace, ProviderError, StoreError
 from tap.extract.pipeline import BudgetExhausted, Extraction, asks_to_forget
 from tap.extract.status import extraction_status
 from tap.extract.write_batch import VectorCache, WriteBuffer
 from tap.ingest.queue import ChunkQueue, QueuedChunk
 from tap.plural import plural
 from tap.runtime.allocator import release_free_memory
+from tap.runtime.diskspace import out_of_space
 from tap.runtime.priority import lower_thread_priority, quiet_for, relaying, wait_for_gap
 from tap.runtime.repeatlog import RepeatLog
 from tap.scrub import scrub
@@ -148,7 +150,7 @@ class ExtractionWorker:
         try:
             buffer.flush()
         except Exception as exc:  # nothing of this batch is done: all of it goes back
-            if isinstance(exc, OUTAGE_ERRORS) and not self._reachable():
+            if out_of_space(exc) or (isinstance(exc, OUTAGE_ERRORS) and not self._reachable()):
                 if outage is None:
                     self._start_outage(exc)
                 for item, _ in finished:
@@ -235,12 +237,14 @@ class ExtractionWorker:
             self._failed(chunk.id, item.attempts, exc, exc.retryable, getattr(exc, "retry_after", None))
             return None
         except OUTAGE_ERRORS as exc:
-            if not self._reachable():
+            if out_of_space(exc) or not self._reachable():
                 raise  # an outage: run_batch postpones this chunk and the rest of the batch
             self._log.failed("chunk", "extraction of chunk %s failed", chunk.id, exc=exc, level=logging.ERROR)
             self._failed(chunk.id, item.attempts, exc, True, None)
             return None
         except Exception as exc:  # a bug, ...: keep the chunk, retry later
+            if out_of_space(exc):  # the disk, not the chunk: an outage (no attempt counted)
+                raise OutOfSpace(f"{type(exc).__name__}: {exc}") from exc
             self._log.failed("chunk", "extraction of chunk %s failed", chunk.id, exc=exc, level=logging.ERROR)
             self._failed(chunk.id, item.attempts, exc, True, None)
             return None
@@ -292,6 +296,9 @@ class ExtractionWorker:
                 except Exception as exc:
                     self._log.failed("step", "extraction worker step failed", exc=exc, level=logging.ERROR)
                     worked = False
+                    # what the failed step claimed goes back (a full disk can fail the postpone too)
+                    with contextlib.suppress(Exception):
+                        await loop.run_in_executor(thread, self.queue.release_running)
                 if not worked:
                     try:
                         await asyncio.wait_for(stop.wait(), self.poll_s)

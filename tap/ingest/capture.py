@@ -9,6 +9,9 @@ An exchange is a human turn and its reply, or (an agent-loop step) only the assi
 a step of tool results is never recorded as a new human turn. Telegram also hands over the
 earlier unanswered messages its reply folds in (`earlier`).
 
+What is kept of a very long turn is its first MAX_KEPT_CHARS characters or so (`Exchange.bounded`):
+extraction reads far less of it.
+
 Invariants: the turn log (SQLite `turnlog.db` in the data dir) gets the exchange before ingestion
 sees it, so a crash between the two loses nothing that the log cannot replay; API keys are
 never part of an exchange; turn ids are stable for a retried request, so duplicate delivery is
@@ -28,6 +31,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,7 @@ from typing import Any
 import msgspec
 
 from tap.records import IngestEvent, Message, Source, SourceTurn
+from tap.runtime.diskspace import SpaceWatch, out_of_space
 from tap.runtime.repeatlog import RepeatLog
 from tap.scrub import scrub
 from tap.sqlite import Step, connect, migrate, transaction
@@ -42,6 +47,10 @@ from tap.sqlite import Step, connect, migrate, transaction
 log = logging.getLogger(__name__)
 MAX_CONTINUITY = 200_000
 _PRUNE_EVERY = 1_000
+RETRY_S = 5.0
+MAX_WAITING = 1_000
+MAX_WAITING_CHARS = 64_000_000
+MAX_KEPT_CHARS = 64_000
 
 Ingest = Callable[[IngestEvent], Awaitable[int]]
 
@@ -92,6 +101,17 @@ class Exchange(msgspec.Struct, kw_only=True):
             )
         return IngestEvent(scope=self.scope, conversation=self.conversation, source=self.source, messages=messages)
 
+    def bounded(self) -> Exchange:
+        """A copy whose texts are at most about MAX_KEPT_CHARS each: what extraction reads of a turn
+        is far less (tap.ingest.chunker.prepare_turns), and a huge paste kept whole would fill the
+        data dir and, while waiting to be written, the memory."""
+        return msgspec.structs.replace(
+            self,
+            user_text=_bounded(self.user_text),
+            reply_text=_bounded(self.reply_text),
+            earlier=[msgspec.structs.replace(m, content=_bounded(m.content)) for m in self.earlier],
+        )
+
     def scrubbed(self) -> Exchange:
         """A copy with every text scrubbed (private spans and secrets removed)."""
         return msgspec.structs.replace(
@@ -107,6 +127,18 @@ class Exchange(msgspec.Struct, kw_only=True):
         ids = {self.user_turn_id, self.reply_turn_id, *(m.id for m in self.earlier)}
         ids.discard("")
         return ids
+
+
+def _bounded(text: str) -> str:
+    """The text cut after MAX_KEPT_CHARS, at a space or line break (so no token, a secret included,
+    is cut in two and left unrecognised by the scrubber), with a note of how much went."""
+    if len(text) <= MAX_KEPT_CHARS:
+        return text
+    cut = max(
+        text.rfind(" ", MAX_KEPT_CHARS - 4096, MAX_KEPT_CHARS), text.rfind("\n", MAX_KEPT_CHARS - 4096, MAX_KEPT_CHARS)
+    )
+    cut = cut if cut > 0 else MAX_KEPT_CHARS
+    return f"{text[:cut]} [… {len(text) - cut:,} more characters not kept]"
 
 
 _MIGRATIONS: tuple[Step, ...] = (
@@ -278,29 +310,120 @@ def _decode(blob: bytes) -> Exchange:
 
 
 class Capture:
-    """Records exchanges in the turn log and hands them to ingestion, off the hot path."""
+    """Records exchanges in the turn log and hands them to ingestion, off the hot path.
 
-    def __init__(self, turn_log: TurnLog, ingest: Ingest | None = None) -> None:
+    An exchange that cannot be written (a full disk, a failing database) is kept in memory, in
+    order, and written again by `retry` (every RETRY_S while `tap serve` runs, and before the next
+    exchange) until it goes through: nothing is lost while the outage lasts, up to MAX_WAITING
+    exchanges or MAX_WAITING_CHARS of text; past that the oldest are dropped and counted as lost.
+    While captures fail, `failing` says why (the proxy flags each request with
+    `x-tap-degraded: capture-failed`, health is degraded) until everything waiting is written.
+    """
+
+    def __init__(self, turn_log: TurnLog, ingest: Ingest | None = None, *, space: SpaceWatch | None = None) -> None:
         self.turn_log = turn_log
         self._ingest = ingest
+        self._space = space
         self.captured = 0
         self.failed = 0
+        self.lost = 0
+        self.failing = ""
+        self._waiting: deque[_Waiting] = deque()
+        self._waiting_chars = 0
+        self._writing = asyncio.Lock()
         self._log = RepeatLog(log)
 
     async def record(self, exchange: Exchange) -> None:
-        """Log the exchange, then ingest it; failures are logged and counted, never raised."""
-        try:
-            await asyncio.to_thread(self.turn_log.append, exchange)
+        """Log the exchange, then ingest it; failures are logged, counted and retried, never raised."""
+        self._keep(_Waiting(exchange.bounded()))
+        await self.retry()
+
+    async def retry(self) -> None:
+        """Write what waits, oldest first, until one fails (it stays first in line)."""
+        async with self._writing:
+            while self._waiting:
+                waiting = self._waiting[0]
+                try:
+                    await self._write(waiting)
+                except Exception as exc:
+                    self._failed(waiting.exchange, exc)
+                    return
+                self._waiting.popleft()
+                self._waiting_chars -= waiting.chars
+            if self.failing:
+                self._log.recovered("capture", "captures are written again")
+            self.failing = ""
+
+    async def keep_retrying(self, stop: asyncio.Event) -> None:
+        """While `tap serve` runs: write what waits every RETRY_S (space came back, say)."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), RETRY_S)
+            except TimeoutError:
+                if self._waiting:
+                    await self.retry()
+
+    async def _write(self, waiting: _Waiting) -> None:
+        if not waiting.logged:
+            await asyncio.to_thread(self.turn_log.append, waiting.exchange)
+            waiting.logged = True
             self.captured += 1
-            event = exchange.to_event()
-            if self._ingest is not None and event.messages:
-                await self._ingest(event)
-        except Exception as exc:
-            self.failed += 1
-            self._log.failed(
-                "capture", "capture of an exchange in conversation %s failed", exchange.conversation, exc=exc
+        event = waiting.exchange.to_event()
+        if self._ingest is not None and event.messages:
+            await self._ingest(event)
+
+    def _keep(self, waiting: _Waiting) -> None:
+        self._waiting.append(waiting)
+        self._waiting_chars += waiting.chars
+        # bounded while captures fail (in-flight ones, however large, only wait for the one before)
+        while (
+            self.failing
+            and len(self._waiting) > 1
+            and (len(self._waiting) > MAX_WAITING or self._waiting_chars > MAX_WAITING_CHARS)
+        ):
+            dropped = self._waiting.popleft()
+            self._waiting_chars -= dropped.chars
+            self.lost += 1
+            log.error(
+                "an exchange of conversation %s was lost: %d exchanges could not be captured and wait "
+                "(%s); the oldest goes",
+                dropped.exchange.conversation,
+                len(self._waiting) + 1,
+                self.failing or "capture failing",
             )
 
-    def status(self) -> dict[str, int]:
+    def _failed(self, exchange: Exchange, exc: Exception) -> None:
+        self.failed += 1
+        full = out_of_space(exc)
+        self.failing = ("out of space: " if full else "") + f"{type(exc).__name__}: {exc}"[:300]
+        if full and self._space is not None:
+            self._space.note(f"out of space: capture failed ({exc})"[:300])
+        self._log.failed(
+            "capture",
+            "capture of an exchange in conversation %s failed (%d waiting, retried every %.0f s)",
+            exchange.conversation,
+            len(self._waiting),
+            RETRY_S,
+            exc=exc,
+        )
+
+    def status(self) -> dict[str, Any]:
         """Counters for /tap/status."""
-        return {"captured": self.captured, "failed": self.failed}
+        return {
+            "captured": self.captured,
+            "failed": self.failed,
+            "waiting": len(self._waiting),
+            "lost": self.lost,
+            "failing": self.failing,
+        }
+
+
+class _Waiting:
+    """An exchange not fully captured yet: `logged` once the turn log has it (only ingestion left)."""
+
+    __slots__ = ("chars", "exchange", "logged")
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+        self.logged = False
+        self.chars = len(exchange.user_text) + len(exchange.reply_text) + sum(len(m.content) for m in exchange.earlier)

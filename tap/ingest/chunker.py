@@ -27,7 +27,7 @@ import msgspec
 
 from tap.records import Message, Source
 from tap.scrub import scrub
-from tap.tokens import count_turn_tokens
+from tap.tokens import chars_within, count_turn_tokens
 
 __all__ = [
     "Chunk",
@@ -48,6 +48,7 @@ __all__ = [
 Role = Literal["user", "assistant"]
 TRUNCATION_MARK = "[…truncated]"
 HARD_CAP_FACTOR = 4
+CUT_SLACK = 4096
 
 _ROLES: dict[str, Role] = {
     "user": "user",
@@ -91,14 +92,21 @@ def turn_id(conversation: str, index: int, text: str) -> str:
     return "t_" + _digest(conversation, str(index), text, size=12)
 
 
-def prepare_turns(messages: Sequence[Message], *, conversation: str = "") -> list[Turn]:
-    """User/assistant messages as scrubbed, non-empty turns; system and tool messages are dropped."""
+def prepare_turns(messages: Sequence[Message], *, conversation: str = "", max_tokens: int | None = None) -> list[Turn]:
+    """User/assistant messages as scrubbed, non-empty turns; system and tool messages are dropped.
+    With `max_tokens` (what chunking keeps of a turn: HARD_CAP_FACTOR × chunk_tokens), a longer
+    text is cut first, a little past that point (CUT_SLACK characters, so a secret straddling it is
+    still recognised and scrubbed whole): a 20 MB paste is not scrubbed, stored and counted in full
+    to keep its first few thousand characters."""
     turns: list[Turn] = []
     for index, message in enumerate(messages):
         role = _ROLES.get(message.role.strip().lower())
         if role is None:
             continue
-        text = scrub(message.content).strip()
+        content = message.content
+        if max_tokens is not None:
+            content = content[: chars_within(content, max_tokens) + CUT_SLACK]
+        text = scrub(content).strip()
         if not text:
             continue
         turns.append(
@@ -151,9 +159,10 @@ def chunk_id(scope: str, conversation: str, turns: Iterable[Turn]) -> str:
 
 def truncate_turn(turn: Turn, max_tokens: int) -> Turn:
     """The turn with its text cut so its rendered line costs at most `max_tokens` tokens."""
-    if _cost(turn) <= max_tokens:
+    within = chars_within(turn.text, max_tokens)  # no longer prefix can fit: the search stays there
+    if within == len(turn.text) and _cost(turn) <= max_tokens:
         return turn
-    low, high = 0, len(turn.text)
+    low, high = 0, within
     while low < high:  # longest prefix whose rendering (with the marker) still fits
         middle = (low + high + 1) // 2
         if _cost(_with_text(turn, turn.text[:middle])) <= max_tokens:

@@ -12,7 +12,7 @@ import asyncio
 
 import msgspec
 
-from tap.ingest.chunker import prepare_turns
+from tap.ingest.chunker import HARD_CAP_FACTOR, prepare_turns
 from tap.ingest.queue import ChunkQueue
 from tap.jsonbody import decode
 from tap.records import IngestEvent, Message, Source
@@ -77,7 +77,8 @@ class Ingestor:
         messages = [
             m if timestamp_ok(m.timestamp) else msgspec.structs.replace(m, timestamp=0.0) for m in event.messages
         ]
-        turns = prepare_turns(messages, conversation=event.conversation)
+        kept = HARD_CAP_FACTOR * self.queue.chunk_tokens  # what chunking keeps of one turn
+        turns = prepare_turns(messages, conversation=event.conversation, max_tokens=kept)
         if not turns:
             return 0
         added = self.queue.add_turns(event.scope, event.conversation, event.source, turns)

@@ -67,6 +67,7 @@ DEGRADED_HEADER = "x-tap-degraded"
 NO_MEMORY_REQUESTED = "no-memory-requested"
 NO_HUMAN_TURN = "no-human-turn"
 INJECTION_OFF = "injection-off"
+CAPTURE_FAILED = "capture-failed"
 TRUE = ("1", "true", "yes", "on")
 BLOCK_TTL_S = 3600.0
 MAX_BLOCKS = 4096
@@ -285,7 +286,21 @@ class Interceptor:
             body_out = (
                 await asyncio.to_thread(dialect.encode, prepared.request) if large else dialect.encode(prepared.request)
             )
+        if (
+            prepared.context is not None
+            and prepared.context.capture
+            and self.capture is not None
+            and self.capture.failing
+        ):
+            self._capture_failing(prepared.headers, note)
         return Before(body_out, prepared.headers, prepared.context, note)
+
+    def _capture_failing(self, headers: dict[str, str], note: RequestNote) -> None:
+        """Flag a request whose exchange cannot be captured now (it waits in memory and is retried:
+        tap.ingest.capture.Capture), beside a recall reason if there is one."""
+        reason = ", ".join(filter(None, (headers.get(DEGRADED_HEADER, ""), CAPTURE_FAILED)))
+        headers[DEGRADED_HEADER] = note.degraded = reason
+        self.metrics.degraded[CAPTURE_FAILED] += 1  # counted; Capture logs the failures themselves
 
     def _read(
         self, dialect: Dialect, headers: Mapping[str, str], body: bytes, note: RequestNote

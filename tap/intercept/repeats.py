@@ -90,6 +90,19 @@ class VisibleInRequest:
             self._haystack = "\n".join(pieces)
         return self._haystack
 
+    def __getstate__(self) -> dict[str, object]:
+        """What travels to the recall process: the turn ids and the bounded haystack, never the
+        request's messages (a 20 MB request would be a 20 MB message, tap.wiring.recall_pipe)."""
+        if self._turn_ids is None:
+            self._turn_ids = request_turn_ids(self.conversation, self._said)
+        return {
+            "conversation": self.conversation,
+            "_said": (),
+            "_system": "",
+            "_turn_ids": frozenset(self._turn_ids),
+            "_haystack": self.haystack(),
+        }
+
     def _texts(self) -> Iterable[str]:
         for entry in reversed(self._said):
             if entry.text:

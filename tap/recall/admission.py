@@ -233,27 +233,29 @@ class RecallBatcher:
             return batch
 
     def _work(self) -> None:
-        while True:
-            batch = self._take()
-            if batch is None:
-                return
-            started = [w for w in batch if w.future.set_running_or_notify_cancel()]
-            if not started:
-                continue
-            began = self._now()
-            try:
-                self._run(started)
-            except Exception as exc:  # the engine resolves each future; this is a bug guard
-                log.exception("recall batch failed")
-                for item in started:
-                    if not item.future.done():
-                        item.future.set_exception(exc)
-            elapsed_ms = (self._now() - began) * 1000
-            kind = started[0].lexical_only
-            with self._cond:
-                self.cost_ms[kind] += _SMOOTHING * (elapsed_ms / len(started) - self.cost_ms[kind])
-                self.batches += 1
-                self.served += len(started)
+        while (batch := self._take()) is not None:
+            self._serve(batch)
+            del batch  # nothing of a served recall stays referenced while the next is awaited
+
+    def _serve(self, batch: list[Waiting]) -> None:
+        """Run one batch and learn its cost."""
+        started = [w for w in batch if w.future.set_running_or_notify_cancel()]
+        if not started:
+            return
+        began = self._now()
+        try:
+            self._run(started)
+        except Exception as exc:  # the engine resolves each future; this is a bug guard
+            log.exception("recall batch failed")
+            for item in started:
+                if not item.future.done():
+                    item.future.set_exception(exc)
+        elapsed_ms = (self._now() - began) * 1000
+        kind = started[0].lexical_only
+        with self._cond:
+            self.cost_ms[kind] += _SMOOTHING * (elapsed_ms / len(started) - self.cost_ms[kind])
+            self.batches += 1
+            self.served += len(started)
 
     def status(self) -> dict[str, float | int]:
         """Counters for /tap/status."""

@@ -7,6 +7,11 @@ extraction worker calls it after each batch while no request is being relayed an
 serve`, when it is idle and nothing was relayed for a while (a trim locks each arena in turn,
 which a request's thread allocating there would wait for).
 
+Large blocks (`LARGE_BLOCK`, 1 MB and up: a request body, a pasted turn, their copies) are given
+their own mapping, returned to the system when freed (`map_large_blocks`, at `tap serve`'s start):
+glibc's threshold for that grows to the size of each large block freed, after which big bodies
+come from the arenas and their memory stays there, out of any trim's reach (docs/measurements.md).
+
 Not done: capping the arenas (mallopt M_ARENA_MAX): it saved memory but cost CPU time per turn,
 and the proxy's hot path would share the arenas' queue (docs/measurements.md).
 """
@@ -19,9 +24,11 @@ import platform
 import threading
 import time
 
-__all__ = ["RELEASE_EVERY_S", "release_free_memory"]
+__all__ = ["LARGE_BLOCK", "RELEASE_EVERY_S", "map_large_blocks", "release_free_memory"]
 
 RELEASE_EVERY_S = 5.0
+LARGE_BLOCK = 1024 * 1024
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 
 _lock = threading.Lock()
 _released_at = 0.0
@@ -53,3 +60,12 @@ def release_free_memory(*, every_s: float = RELEASE_EVERY_S) -> bool:
         _released_at = now
     _LIBC.malloc_trim(0)
     return True
+
+
+def map_large_blocks(size: int = LARGE_BLOCK) -> bool:
+    """Serve every allocation of `size` bytes or more from a mapping of its own, returned to the
+    system when freed (a fixed threshold: glibc's dynamic one stops doing so after large frees);
+    True when set."""
+    if _LIBC is None:
+        return False
+    return bool(_LIBC.mallopt(_M_MMAP_THRESHOLD, size))

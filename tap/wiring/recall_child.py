@@ -27,6 +27,7 @@ from tap.recall.engine import Ask
 from tap.recall.why import SentTrace
 from tap.records import Memory, RecallResult
 from tap.runtime.allocator import release_free_memory
+from tap.wiring.recall_pipe import encoded
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def serve(conn: Connection, versions: Connection) -> None:
                         pass  # answered in tap serve
                     except Exception as exc:  # answered in tap serve, which meets the same failure or not
                         log.warning("recall in the recall process failed: %s", exc)
-                conn.send(("result", request, answer))
+                conn.send_bytes(_answer(request, answer))
             else:
                 return
     except (EOFError, OSError):
@@ -96,6 +97,12 @@ def serve(conn: Connection, versions: Connection) -> None:
     finally:
         engine.close()
         store.close()
+
+
+def _answer(request: int, answer: Answer | None) -> bytes:
+    """The answer message, bounded: one too large to send comes back empty (tap serve runs that
+    recall itself, tap.wiring.recall_pipe)."""
+    return encoded(("result", request, answer)) or pickle.dumps(("result", request, None))
 
 
 def main(argv: Sequence[str]) -> None:

@@ -7,11 +7,13 @@ child process (a new interpreter, not a fork: the parent has threads) that searc
 read view of the lexical index file (store.replica): same ranking, same packing, same block.
 
 Keeping the view current: every committed write of the lexical index is told to this class
-(store.lexical.Committed: ids, rowids, scopes, stemmed terms; never text) and sent down the same
+(store.lexical.Committed: ids, rowids, scopes, stemmed terms; never text) and queued for the same
 pipe as the recalls, in order, before the write returns. So a recall asked for after a write (a
 forget included) is answered after the child caught up with it. While the child starts (or
 restarts), writes are kept and sent once it is ready; applying one it had read already changes
-nothing (LexicalIndex.follow).
+nothing (LexicalIndex.follow). Neither end ever waits on the other (tap.wiring.recall_pipe: both
+read all the time, messages are bounded, one writer thread sends with no lock held) and a
+watchdog thread stops a child that answers nothing for STUCK_S.
 
 What stays in `tap serve`: admission, deadlines and the lexical-only fallback (tap.recall.admission);
 traced recalls (`tap why`); access counts (noted from each result); superseded versions (the child
@@ -45,6 +47,7 @@ from tap.recall.engine import Ask
 from tap.recall.why import RecallTrace
 from tap.records import Memory
 from tap.wiring.recall_child import Answer, ChildSettings
+from tap.wiring.recall_pipe import Outbox, encoded, follow_message
 from tap.wiring.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -70,13 +73,11 @@ class RecallProcess:
         self._versions = versions
         self._searchable = searchable  # scopes the child can search (else it would only say NotHere)
         self._env = env  # the child's environment (None: this process's)
-        self._send_lock = threading.Lock()  # one message at a time, writes and recalls in one order
-        self._recv_lock = threading.Lock()  # one recall reads the answers at a time (_wait)
-        self._state_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # never held across a send or a receive
         self._conn: Connection | None = None  # set while the child is ready
+        self._outbox: Outbox | None = None  # set from the child's start to its end
         self._process: subprocess.Popen[bytes] | None = None
         self._pending: dict[int, Future[Answer | None]] = {}
-        self._held: list[Committed] | None = None  # writes kept while a child starts
         self._ids = itertools.count(1)
         self._closed = threading.Event()
         self._restart_s = _RESTART_FIRST_S
@@ -84,12 +85,14 @@ class RecallProcess:
         self.answered = 0
         self.not_here = 0
         self.starts = 0
+        self.stuck = 0
 
     # -- life cycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the child in the background; recall runs in this process until it is ready."""
         threading.Thread(target=self._run, name="tap-recall-process", daemon=True).start()
+        threading.Thread(target=self._watch, name="tap-recall-watchdog", daemon=True).start()
 
     def _run(self) -> None:
         """Start the child, serve it until it ends, start it again unless closed."""
@@ -111,8 +114,9 @@ class RecallProcess:
     def _serve_one(self) -> None:
         ours, theirs = socket.socketpair()
         ours_versions, theirs_versions = socket.socketpair()
+        outbox = Outbox()
         with self._state_lock:
-            self._held = []  # from before the child opens the file: nothing committed meanwhile is missed
+            self._outbox = outbox  # from before the child opens the file: nothing committed meanwhile is missed
         fds = (theirs.fileno(), theirs_versions.fileno())
         try:
             process = subprocess.Popen(
@@ -126,79 +130,87 @@ class RecallProcess:
             for end in (ours, theirs, ours_versions, theirs_versions):
                 end.close()
             with self._state_lock:
-                self._held = None
+                self._outbox = None
+            outbox.close()
             raise
         self._process = process
         self.starts += 1
         theirs.close()
         theirs_versions.close()
         conn, versions = Connection(ours.detach()), Connection(ours_versions.detach())
-        server = threading.Thread(
-            target=self._serve_versions, args=(versions,), name="tap-recall-versions", daemon=True
-        )
-        server.start()
+        threading.Thread(target=self._serve_versions, args=(versions,), name="tap-recall-versions", daemon=True).start()
         try:
             conn.send(self._settings)
             if not conn.poll(_START_TIMEOUT_S) or conn.recv() != ("ready",):
                 raise RuntimeError("the recall process did not get ready")
-            with self._send_lock, self._state_lock:
-                for committed in self._held or []:
-                    conn.send(("follow", committed))
-                self._held = None
+            threading.Thread(target=self._send_all, args=(conn, outbox), name="tap-recall-send", daemon=True).start()
+            threading.Thread(target=self._read_all, args=(conn,), name="tap-recall-read", daemon=True).start()
+            with self._state_lock:
+                self._quiet_since = None
                 self._conn = conn
             log.info("recall process %s ready", process.pid)
-            process.wait()  # answers are read by the recalls that wait for them (_wait)
+            process.wait()
         except (EOFError, OSError, RuntimeError) as exc:
             if not self._closed.is_set():
                 log.debug("recall process connection ended: %s", exc)
         finally:
-            with self._send_lock, self._state_lock:
+            with self._state_lock:
                 self._conn = None
-                self._held = None
+                self._outbox = None
                 pending, self._pending = self._pending, {}
+            outbox.close()
             for future in pending.values():
                 future.set_result(None)  # run here, if there is time left
-            with self._recv_lock:  # a recall reading the pipe gives it up by its deadline
-                conn.close()
-            versions.close()
             _stop(process)
+            conn.close()
+            versions.close()
 
-    def _wait(self, conn: Connection, request: int, future: Future[Answer | None], deadline: float) -> Answer | None:
-        """Wait for one recall's answer, reading the pipe on this thread (one hand-off fewer than a
-        reader thread: under load each hand-off waits for the interpreter lock, and the time per
-        recall is what admission plans with); answers for other recalls go to their futures, those
-        for recalls given up are dropped."""
-        while not future.done():
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._recv_lock.acquire(timeout=left):
-                break
+    def _send_all(self, conn: Connection, outbox: Outbox) -> None:
+        """The writer: sends the outbox in order, holding no lock (the watchdog sees a send that
+        does not end)."""
+        while (data := outbox.take()) is not None:
+            outbox.sending_since = time.monotonic()
             try:
-                if not future.done() and conn.poll(max(0.0, deadline - time.monotonic())):
-                    kind, answered, result = conn.recv()
-                    self._quiet_since = None
-                    with self._state_lock:
-                        waiting = self._pending.pop(answered, None) if kind == "result" else None
-                    if waiting is not None:
-                        waiting.set_result(result)
-            except (EOFError, OSError):  # the child is gone: run it here
+                conn.send_bytes(data)
+            except OSError:
                 self._drop(conn)
-                with self._state_lock:
-                    self._pending.pop(request, None)
-                return None
+                return
             finally:
-                self._recv_lock.release()
-        if future.done():
-            return future.result()
-        with self._state_lock:
-            self._pending.pop(request, None)
-        quiet_since = self._quiet_since
-        if quiet_since is not None and time.monotonic() - quiet_since > STUCK_S:
-            log.warning("the recall process answered nothing for %.0f s; starting it again", STUCK_S)
-            self._drop(conn)
-        raise TimeoutError("the recall process did not answer in time")
+                outbox.sending_since = None
+
+    def _read_all(self, conn: Connection) -> None:
+        """The reader: takes every answer as it comes (so the child never waits to send one) and
+        hands it to the recall waiting for it; answers for recalls given up are dropped."""
+        while True:
+            try:
+                kind, answered, result = pickle.loads(conn.recv_bytes())
+            except (EOFError, OSError, pickle.UnpicklingError, ValueError):
+                self._drop(conn)
+                return
+            with self._state_lock:
+                self._quiet_since = None
+                waiting = self._pending.pop(answered, None) if kind == "result" else None
+            if waiting is not None and not waiting.done():
+                waiting.set_result(result)
+
+    def _watch(self) -> None:
+        """The watchdog, on a thread of its own: a child that answers nothing while recalls wait, or
+        does not take a message, for STUCK_S is stopped (and started again)."""
+        while not self._closed.wait(min(1.0, STUCK_S / 4)):
+            now = time.monotonic()
+            with self._state_lock:
+                conn, outbox, quiet_since = self._conn, self._outbox, self._quiet_since
+            if conn is None or outbox is None:
+                continue
+            quiet = quiet_since is not None and now - quiet_since > STUCK_S
+            if quiet or outbox.stuck_for(now) > STUCK_S:
+                self.stuck += 1
+                log.warning("the recall process answered nothing for %.0f s; starting it again", STUCK_S)
+                self._drop(conn)
 
     def _drop(self, conn: Connection) -> None:
-        """The pipe to the child broke: stop using it, and stop the child (it is started again)."""
+        """The pipe to the child broke or the child is stuck: stop using it, and stop the child (it
+        is started again)."""
         with self._state_lock:
             if self._conn is conn:
                 self._conn = None
@@ -223,13 +235,10 @@ class RecallProcess:
     def close(self) -> None:
         """Stop the child (recalls still waiting run here, if they have time)."""
         self._closed.set()
-        with self._send_lock, self._state_lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.send(("stop",))
-            except OSError:
-                pass
+        with self._state_lock:
+            outbox, self._conn = self._outbox, None
+        if outbox is not None:
+            outbox.put("stop", pickle.dumps(("stop",)))
         process = self._process
         if process is not None:
             _stop(process)
@@ -238,23 +247,15 @@ class RecallProcess:
 
     def follow(self, committed: Committed) -> None:
         """A write of the lexical index committed (store.lexical on_commit): the child catches up
-        before any recall asked for after it."""
-        with self._send_lock, self._state_lock:
-            if self._held is not None:
-                self._held.append(committed)
-            conn = self._conn
-            if conn is None:
-                return
-            try:
-                conn.send(("follow", committed))
-            except OSError:
-                self._conn = None
-                process = self._process
-                if process is not None:
-                    process.kill()  # started again, reading the file afresh
+        before any recall asked for after it. Queued, never sent here: the writer holds no lock."""
+        with self._state_lock:
+            outbox = self._outbox
+        if outbox is not None:
+            outbox.put("follow", follow_message(committed))
 
     def answer(self, ask: Ask, *, lexical_only: bool, deadline: float) -> Answer | None:
-        """The child's result for one recall (tap.recall.engine.OffProcessRecall)."""
+        """The child's result for one recall (tap.recall.engine.OffProcessRecall); None to run it
+        here (no child ready, a scope it cannot search, a recall too large to send)."""
         if self._conn is None:  # starting, or gone (checked again below, under the lock)
             return None
         if not self._searchable(ask.scope):
@@ -262,28 +263,28 @@ class RecallProcess:
             return None
         if ask.trace is not None:  # filled there, sent back (tap.recall.why.SentTrace)
             ask = dataclasses.replace(ask, trace=RecallTrace(ask.trace.skip_outcome))
-        try:
-            message = pickle.dumps(ask, protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return None  # a skip rule that does not travel: run it here
+        payload = encoded(ask)  # a skip rule that does not travel, or too large: run it here
+        if payload is None:
+            return None
         future: Future[Answer | None] = Future()
-        with self._send_lock:
-            with self._state_lock:
-                conn = self._conn
-                if conn is None:
-                    return None
-                request = next(self._ids)
-                if self._quiet_since is None:
-                    self._quiet_since = time.monotonic()
-                self._pending[request] = future
-            try:
-                conn.send(("recall", request, message, lexical_only, deadline))
-            except OSError:
-                with self._state_lock:
-                    self._pending.pop(request, None)
-                self._drop(conn)
+        with self._state_lock:
+            conn, outbox = self._conn, self._outbox
+            if conn is None or outbox is None:
                 return None
-        result = self._wait(conn, request, future, deadline)
+            request = next(self._ids)
+            self._pending[request] = future
+            if self._quiet_since is None:
+                self._quiet_since = time.monotonic()
+        if not outbox.put("recall", pickle.dumps(("recall", request, payload, lexical_only, deadline))):
+            with self._state_lock:
+                self._pending.pop(request, None)
+            return None
+        try:
+            result = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            with self._state_lock:
+                self._pending.pop(request, None)
+            raise TimeoutError("the recall process did not answer in time") from None
         if result is None:
             self.not_here += 1
         else:
@@ -293,12 +294,15 @@ class RecallProcess:
     def status(self) -> dict[str, Any]:
         """For /tap/status."""
         process = self._process
+        outbox = self._outbox
         return {
             "ready": self._conn is not None,
             "pid": process.pid if process is not None and process.poll() is None else None,
             "answered": self.answered,
             "answered_here": self.not_here,
             "starts": self.starts,
+            "stuck": self.stuck,
+            "queued": len(outbox) if outbox is not None else 0,
         }
 
 

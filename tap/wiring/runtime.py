@@ -30,6 +30,7 @@ from tap.ingest.queue import ChunkQueue
 from tap.memories.service import MemoryService
 from tap.ports import Embedder, MemoryStore
 from tap.recall.engine import RecallEngine
+from tap.runtime.diskspace import SpaceWatch
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Runtime:
     worker: ExtractionWorker
     turn_log: TurnLog
     consolidator: Consolidator
+    space: SpaceWatch
 
     def close(self) -> None:
         """Flush pending access counts and release the store and the queue."""
@@ -111,6 +113,7 @@ def configured_adapters(loaded: LoadedConfig) -> tuple[Embedder, MemoryStore]:
         collection=config.store.collection,
         embedder_id=embedder.model_id,
         dimensions=embedder.dimensions,
+        space=SpaceWatch(loaded.data_dir, config.data.min_free_mb),
     )
     return embedder, store
 
@@ -163,8 +166,9 @@ def open_runtime(
         now=now,
     )
     extraction.forget = functools.partial(memories.forget, from_worker=True)  # what users ask, in the chat, to forget
+    space = getattr(store, "space", None) or SpaceWatch(loaded.data_dir, config.data.min_free_mb)
     return Runtime(
-        loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log, consolidator
+        loaded, embedder, store, recall, memories, queue, ledger, Ingestor(queue), worker, turn_log, consolidator, space
     )
 
 

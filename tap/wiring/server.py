@@ -26,7 +26,7 @@ from bridges.hooks.lightconfig import remember_validated
 from bridges.logtail import start_following
 from bridges.mitm.spool import drain_into
 from proxy.context import ServerContext
-from proxy.web_app import make_web_app
+from proxy.web_app import connections_key, make_web_app
 from store.chroma import ChromaStore
 from store.llm import make_reply_model
 from store.llm.deprecation import deprecated_model_warnings
@@ -42,6 +42,7 @@ from tap.intercept.core import Interceptor
 from tap.intercept.scopes import scope_rule
 from tap.plural import plural
 from tap.recall.why import WhyLog
+from tap.runtime.allocator import map_large_blocks
 from tap.runtime.loop_lag import LoopLag
 from tap.runtime.metrics import Metrics
 from tap.runtime.priority import lower_thread_priority
@@ -104,6 +105,8 @@ def build_context(rt: Runtime, token: str, capture: Capture, background: Executo
         why=why,
         consolidation=consolidation,
         inactive_search=lambda vector, scope, k: rt.store.inactive_search(vector, scope=scope, k=k),
+        space=rt.space,
+        store_problem=getattr(rt.store, "problem", None),
     )
 
 
@@ -113,7 +116,8 @@ async def serve_forever(
     """Run the app on host:port until `stop` is set; `on_started` once every way in listens."""
     token = ensure_token(rt.loaded.data_dir, rt.loaded.config.admin.token_env)
     background = ThreadPoolExecutor(1, "tap-background", initializer=lower_thread_priority)
-    ctx = build_context(rt, token, Capture(rt.turn_log, rt.ingestor.ingest_async), background)
+    capture = Capture(rt.turn_log, rt.ingestor.ingest_async, space=rt.space)
+    ctx = build_context(rt, token, capture, background)
     app = make_web_app(ctx)
     attach_hooks(app, rt, ctx.interceptor, ctx.metrics)
     attach_mcp(app, rt, ctx.why, tap_version())
@@ -122,8 +126,18 @@ async def serve_forever(
 
         deps = (rt.loaded.data_dir, ctx.interceptor, rt.memories, rt.ledger)
         add_telegram(app, TelegramDeps(rt.loaded.config.telegram, *deps, make_reply_model))
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        shutdown_timeout=SHUTDOWN_GRACE_S,
+        access_log=None,
+        handler_cancellation=True,  # a client that leaves cancels its request, upstream call included
+        keepalive_timeout=rt.loaded.config.server.idle_timeout_s,
+    )
     await runner.setup()
+    connections = app[connections_key]
+    connections.attach(runner.server)
+    ctx.metrics.sections["connections"] = connections.status
     site = web.TCPSite(runner, host, port)
     try:
         await site.start()
@@ -162,6 +176,8 @@ async def serve_forever(
     create_task(lag.watch(logtail_stop), name="event-loop-lag")
     retention = rt.loaded.config.data.retention_days
     create_task(keep_pruning(rt.turn_log, rt.queue, retention, logtail_stop), name="retention")
+    create_task(capture.keep_retrying(logtail_stop), name="capture-retry")
+    create_task(connections.keep_sweeping(logtail_stop), name="connection-sweep")
     if rt.loaded.config.consolidate.enabled and ctx.consolidation is not None:
         create_task(ctx.consolidation.keep_running(logtail_stop), name="consolidation")
     try:
@@ -270,6 +286,7 @@ def run_server(loaded: LoadedConfig, *, host: str | None = None, port: int | Non
     # wants it waits for the holder's switch interval (5 ms by default), and a recall takes it
     # dozens of times: under load that wait, not the work, pushed recalls past their deadline.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    map_large_blocks()  # a 20 MB request leaves no 20 MB behind once freed (tap.runtime.allocator)
     try:
         rt = open_runtime(loaded)
     except DataDirInUse as exc:

@@ -61,7 +61,7 @@ def test_the_link_signs_in_and_the_token_stays_in_the_tab(page: Any, server: Ser
     api.add("counts-a", "Ana sells honey at the market")
     api.add("counts-a", "Ana said: the hive hums all day", kind="episode")
     signed_in(page, server)
-    assert "token" not in page.url  # taken out of the address bar at once
+    assert "code" not in page.url and "token" not in page.url  # taken out of the address bar at once
     entry = page.locator('#scope-list button[data-scope="counts-a"]')
     expect(entry).to_have_attribute("title", "counts-a: 2 statements, 1 excerpt")
     expect(entry.locator(".count")).to_have_text("2")  # the count of the layer shown: statements

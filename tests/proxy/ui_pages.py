@@ -34,8 +34,10 @@ class Api:
 
 
 def signed_in(page: Any, server: ServeProcess) -> Any:
-    """Open the page with the sign-in link and wait for the scopes."""
-    page.goto(f"{server.url}/ui#token={server.token}")
+    """Open the page with a sign-in link as `tap ui` prints it (a one-time code) and wait for the scopes."""
+    status, answer = Api(server)("POST", "/tap/signin", {})
+    assert status == 200, answer
+    page.goto(f"{server.url}/ui#code={answer['code']}")
     page.locator("#scope-list button").first.wait_for()
     return page
 

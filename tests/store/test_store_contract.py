@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tap.ports import MemoryStore, RecallStore
@@ -202,7 +203,14 @@ def test_an_update_rewrites_the_record_and_keeps_the_vector(store: MemoryStore, 
     vector = store.get_vectors([memory.id])[memory.id]
     memory.importance, memory.tags = 5, ("drinks",)
     store.update_metadata([memory])
-    assert store.get([memory.id]) == [memory]
+    [stored] = store.get([memory.id])
+    # Chroma keeps a float's value to about the last bit: timestamps are compared to the microsecond
+    floats = ("created_at", "updated_at", "valid_from", "last_accessed", "archived_at")
+    for name in floats:
+        assert getattr(stored, name) == pytest.approx(getattr(memory, name), abs=1e-6), name
+    assert msgspec.structs.replace(stored, **{n: 0.0 for n in floats}) == msgspec.structs.replace(
+        memory, **{n: 0.0 for n in floats}
+    )
     assert store.get_vectors([memory.id])[memory.id] == pytest.approx(vector)
 
 

@@ -172,9 +172,9 @@ def test_a_child_that_stops_answering_is_started_again(
     pid = process.status()["pid"]
     os.kill(pid, signal.SIGSTOP)  # alive, answering nothing
     try:
-        for _ in range(2):
-            with pytest.raises(TimeoutError):
-                process.answer(ask("Where does Ann live?"), lexical_only=False, deadline=time.monotonic() + 0.4)
+        with pytest.raises(TimeoutError):
+            process.answer(ask("Where does Ann live?"), lexical_only=False, deadline=time.monotonic() + 0.4)
+        # the watchdog runs on its own: no second recall is needed to notice the child is stuck
         wait_until(lambda: process.status()["pid"] not in (None, pid), within=120, what="a new recall process")
     finally:
         with contextlib.suppress(ProcessLookupError):

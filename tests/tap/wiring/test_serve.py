@@ -42,6 +42,8 @@ def _call(url: str, token: str | None = None, data: bytes | None = None) -> tupl
 def test_health_is_open_and_admin_needs_the_token(served: ServeProcess, isolated_home: Path) -> None:
     status, body = _call(served.url + "/tap/health")
     assert status == 200 and body["status"] == "ok" and "MiniLM" in str(body["embedder"])
+    assert str(isolated_home) not in json.dumps(body) and body["store"] == "embedded"  # no path for anyone
+    assert str(isolated_home) in str(_call(served.url + "/tap/health", token=served.token)[1]["store"])
     assert _call(served.url + "/tap/memories")[0] == 401
     assert _call(served.url + "/tap/memories", token="wrong")[0] == 401
     status, body = _call(served.url + "/tap/memories", token=served.token)
@@ -94,9 +96,24 @@ def test_web_page_is_served_without_secrets(served: ServeProcess) -> None:
     assert served.token not in page + script
 
 
-def test_ui_prints_the_link_that_signs_in(served: ServeProcess) -> None:
+def test_ui_prints_a_one_time_sign_in_link_never_the_token(served: ServeProcess) -> None:
+    """The link may end up in a browser's command line (`tap ui --open`), which every local user can
+    read: it carries a code that works once, for a minute, and opens a session (proxy.signin)."""
     result = CliRunner().invoke(main, ["ui"])
-    assert result.exit_code == 0 and result.stdout.strip() == f"{served.url}/ui#token={served.token}"
+    link = result.stdout.strip()
+    assert result.exit_code == 0 and link.startswith(f"{served.url}/ui#code=") and served.token not in link
+    code = link.split("#code=", 1)[1]
+    status, opened = _call(served.url + "/tap/session", data=json.dumps({"code": code}).encode())
+    assert status == 200 and isinstance(opened["token"], str)
+    session = str(opened["token"])
+    assert _call(served.url + "/tap/memories", token=session)[0] == 200  # the session works as a sign-in
+    again = _call(served.url + "/tap/session", data=json.dumps({"code": code}).encode())
+    assert again[0] == 401 and "run `tap ui` again" in str(again[1]["error"])  # once only
+    assert _call(served.url + "/tap/signin", token=session, data=b"{}")[0] == 403  # no codes from a session
+    request = urllib.request.Request(served.url + "/tap/session", method="DELETE")
+    request.add_header("Authorization", f"Bearer {session}")
+    urllib.request.urlopen(request, timeout=10).close()
+    assert _call(served.url + "/tap/memories", token=session)[0] == 401  # signed out
 
 
 def test_ui_without_a_server_says_to_start_one(isolated_home: Path) -> None:
