@@ -192,6 +192,8 @@ def memory_quality(results: Results) -> str:
         "supersession_accuracy": "supersession accuracy (an update replaces what it updates)",
         "current_first": "current value ranked first for “… now?” questions",
         "superseded_in_blocks": "superseded memories in blocks",
+        "current_top1": "current value is the block's first memory",
+        "memories_per_100_turns": "memories written per 100 turns",
     }
     rows: list[list[object]] = []
     for key, name in names.items():
@@ -204,6 +206,23 @@ def memory_quality(results: Results) -> str:
         f"{counts['labels']} labelled memories of which {counts['updates']} updates"
     )
     return table(["metric", "all", "dev", "test", "target"], rows, source)
+
+
+def probes(results: Results) -> str:
+    data = results("probes")
+    keep = data["keep"]
+    tentative = keep["tentative"]
+    rows: list[list[object]] = [
+        ["statements written with every tentative one kept", f"{keep['examples']} ({keep['positive']} worth a memory)"],
+        ["AUC in cross-validation by conversation", f"{keep['cv_auc']:.2f}"],
+        ["tentative statements", f"{tentative['tentative']} ({tentative['tentative_right']} worth a memory)"],
+        [
+            f"kept from a score of {keep['threshold']:.2f}",
+            f"{tentative['kept']}, of which {tentative['kept_right']} worth a memory",
+        ],
+    ]
+    source = f"`probes.json`: the keep probe trained on {data['conversations']} dev conversations"
+    return table(["keep probe", "value"], rows, source)
 
 
 # --- the proxy under load ---------------------------------------------------------------------
@@ -398,6 +417,7 @@ def background(results: Results) -> str:
 FIGURES: dict[str, Callable[[Results], tuple[Figure, str]]] = {"latency": latency, "quality": quality, "load": load}
 TABLES: dict[str, Callable[[Results], str]] = {
     "memory-quality": memory_quality,
+    "probes": probes,
     "proxy": proxy,
     "mitm": mitm,
     "throughput": throughput,

@@ -41,7 +41,7 @@ Metrics (non-episode memories, active and superseded, unless said otherwise):
 - informational: kind agreement with the matched label, and form issues (a role prefix such as
   "User:", first-person words, a question mark at the end).
 ``--oracle`` scores the labels' own statements as the store (a check of the labels and the metric
-code: every value must be perfect). Targets (issue #12) are printed next to the values.
+code: every value must be perfect). Targets (issue #44, for the test split) are printed next to the values.
 """
 
 from __future__ import annotations
@@ -71,15 +71,17 @@ DATA_DIR = Path(__file__).resolve().parent / "quality" / "conversations"
 QUICK = ("q01", "q21", "q43")  # one personal, one work, one group chat
 TURN_SPACING_S = 120.0
 RETRY_WAIT_S = 120.0
-TARGETS: dict[str, tuple[str, float]] = {
-    "precision": (">=", 0.90),
+TARGETS: dict[str, tuple[str, float]] = {  # issue #44, for the held-out test split
+    "precision": (">=", 0.85),
     "junk_rate": ("<=", 0.05),
-    "supersession_accuracy": (">=", 0.90),
+    "supersession_accuracy": (">=", 0.70),
     "superseded_in_blocks": ("<=", 0),
     "current_first": (">=", 0.90),
+    "current_top1": (">=", 0.70),
+    "memories_per_100_turns": ("<=", 40.0),
 }
-_ID = re.compile(r"q\d\d")
-_TURN_ID = re.compile(r"(q\d\d)s(\d+)t(\d+)")
+_ID = re.compile(r"q\d{2,3}")
+_TURN_ID = re.compile(r"(q\d{2,3})s(\d+)t(\d+)")
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -626,11 +628,17 @@ def llm_totals(results: Sequence[Scored]) -> list[dict[str, Any]]:
 
 
 def build_result(results: Sequence[Scored], mode: str, config: str) -> dict[str, Any]:
-    """The JSON document: machine, data, targets, per split, per conversation, failures."""
+    """The JSON document: machine, data, targets, per split, per conversation, failures. Failures
+    are listed with their text for the dev split only; the test split's are counted by kind, so
+    the result file never quotes a held-out conversation."""
     failures: dict[str, list[dict[str, Any]]] = {}
+    held_out: Counter[str] = Counter()  # the test split's failures by kind: never their text
     for r in results:
         for kind, items in r.failures.items():
-            failures.setdefault(kind, []).extend(items)
+            if r.conversation.split == "test":
+                held_out.update(_failure_kind(kind, item) for item in items)
+            else:
+                failures.setdefault(kind, []).extend(items)
     updates = failures.pop("updates", [])
     ranking = failures.pop("ranking", [])
     return {
@@ -657,7 +665,14 @@ def build_result(results: Sequence[Scored], mode: str, config: str) -> dict[str,
         "update_outcomes": updates,
         "ranking": ranking,
         "failures": failures,
+        "test_failure_kinds": dict(sorted(held_out.items())),
     }
+
+
+def _failure_kind(kind: str, item: dict[str, Any]) -> str:
+    """A held-out failure as its kind alone ("updates:old-still-active", "ranking:old-first")."""
+    outcome = item.get("outcome")
+    return f"{kind}:{outcome}" if isinstance(outcome, str) else kind
 
 
 def code_version() -> dict[str, Any]:
@@ -710,7 +725,8 @@ def print_report(result: dict[str, Any]) -> None:
             row.append("-" if value is None else value)
         op_target = TARGETS.get(key)
         row.append(f"{op_target[0]} {op_target[1]}" if op_target else "")
-        row.append(_meets(key, splits["all"]["rates"][key]))
+        judged = "test" if splits["test"]["rates"][key] is not None else "all"  # the targets are the test split's
+        row.append(_meets(key, splits[judged]["rates"][key]))
         rows.append(row)
     counts = {s: splits[s]["counts"] for s in splits}
     print(

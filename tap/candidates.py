@@ -33,7 +33,9 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     the head noun of the goal it reports reached ("we bought a house" → "home"; tap.language.goal);
     `new_value`: the words of a thing it moves to another date, sets to another amount or calls off,
     head noun last ("we moved the wedding to May" → "wedding", "my dentist appointment got pushed"
-    → "dentist appointment"; tap.language.new_value).
+    → "dentist appointment"; tap.language.new_value). `tentative`: a statement the extractor's own
+    rules would not keep; the pipeline keeps it only when the keep probe (tap.language.probes), which
+    reads its meaning rather than its wording, says it is worth a memory.
     """
 
     content: str
@@ -52,6 +54,7 @@ class CandidateMemory(msgspec.Struct, frozen=True, kw_only=True):
     deceased: list[str] = msgspec.field(default_factory=list)
     fulfils: str = ""
     new_value: str = ""
+    tentative: bool = False
 
 
 def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemory]:
@@ -65,5 +68,6 @@ def merge_duplicates(memories: Sequence[CandidateMemory]) -> list[CandidateMemor
             continue
         ids = seen.turn_ids + [tid for tid in memory.turn_ids if tid not in seen.turn_ids]
         top = max(seen.importance, memory.importance)
-        merged[key] = msgspec.structs.replace(seen, turn_ids=ids, importance=top)
+        sure = seen.tentative and memory.tentative  # one firm reading makes the statement firm
+        merged[key] = msgspec.structs.replace(seen, turn_ids=ids, importance=top, tentative=sure)
     return list(merged.values())

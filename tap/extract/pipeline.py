@@ -1,7 +1,9 @@
 """The extraction pipeline for one chunk: gate → extract → reconcile → store.
 
 1. free heuristic gate (tap.language.gate); then, if configured, the LLM gate (Haiku by default);
-2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.language.rules);
+2. extractor: the configured LLM provider, or the offline rule-based extractor (tap.language.rules),
+   whose tentative statements (left out by its rules for their wording alone) are kept only when
+   the keep probe (tap.language.probes) says they are worth a memory;
 3. reconcile each candidate against the scope's active memories (tap.extract.reconcile: its nearest
    memories, the memories filling the same slot, what it retracts or corrects) and apply: add /
    update / supersede / noop / history / conflict (both kept, each marked as contradicting the
@@ -48,6 +50,7 @@ from tap.language.gate import heuristic_gate
 from tap.language.goal import words_for_goal
 from tap.language.holder_alias import aliased_mates
 from tap.language.linked_slots import linked_mates
+from tap.language.probes import Probes, load_probes
 from tap.language.rules import Excerpt, RulesExtractor, turn_excerpts
 from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
@@ -130,6 +133,10 @@ class Extraction:
         self.counters: Counter[str] = Counter()
         self._prefetched: dict[str, list[CandidateMemory]] = {}
         self._outdated: list[tuple[Memory, frozenset[str]]] = []  # replaced statements, the turns that replaced them
+        self.probes: Probes | None = load_probes(embedder.model_id, embedder.dimensions)
+        """The probes for this embedder's vectors (tap.language.probes); None: the rules alone."""
+        self.keep_all_tentative = False
+        """Write every tentative statement, whatever the probes say (bench/train_probes.py learns from them)."""
 
     def plan(self, chunks: Sequence[Chunk]) -> list[list[str]]:
         """Offline pipeline: extract the candidates of these chunks now (`process` takes them from
@@ -285,6 +292,12 @@ class Extraction:
         if not fresh:
             return actions
         vectors = self.embedder.embed_documents([c.content for c in fresh])
+        offered = len(fresh)
+        fresh, vectors = self._worth_keeping(fresh, vectors)
+        if len(fresh) < offered:
+            actions["tentative-dropped"] += offered - len(fresh)
+        if not fresh:
+            return actions
         if self.extract_provider is None or self.config.reconcile == "rules":
             # one at a time: a statement sees what the chunk's earlier statements wrote ("I'm
             # Katherine" … "call me Kat" in one chunk), so updates inside a chunk supersede too;
@@ -307,6 +320,21 @@ class Extraction:
             actions[plan.action] += 1
             self._apply(chunk, candidate, vector, plan)
         return actions
+
+    def _worth_keeping(
+        self, candidates: list[CandidateMemory], vectors: list[list[float]]
+    ) -> tuple[list[CandidateMemory], list[list[float]]]:
+        """The candidates to reconcile: every firm one, and the tentative ones (what the rules would
+        leave out for their wording alone) that the keep probe, which reads their meaning, says are
+        worth a memory; none without probes for this embedder."""
+
+        def kept(candidate: CandidateMemory, vector: list[float]) -> bool:
+            if not candidate.tentative or self.keep_all_tentative:
+                return True
+            return self.probes is not None and self.probes.keep.says_yes(vector)
+
+        chosen = [(c, v) for c, v in zip(candidates, vectors, strict=True) if kept(c, v)]
+        return [c for c, _ in chosen], [v for _, v in chosen]
 
     def single(self) -> Extraction:
         """A copy for writes outside the worker's batches (an agent's `remember`): the same store,

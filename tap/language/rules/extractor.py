@@ -63,6 +63,8 @@ from tap.language.rules.text import (
 __all__ = ["RulesExtractor", "with_dates"]
 
 UNNAMED_ASSISTANT = "Assistant"
+TENTATIVE = "tentative"
+"""The tag of a statement kept by the keep probe where the rules alone would not keep it."""
 _PHOTO = re.compile(
     r"\[\s*(?:shares?|shared|sends?|sent|posts?|posted)\s+(?:an?\s+)?(?:photo|picture|image|pic)"
     r"(?:\s+of)?\s*:?\s*(?P<caption>[^\]]+)\]",
@@ -168,9 +170,13 @@ class RulesExtractor:
 
     def from_sentence(self, clean: str, turn: Turn, listener: str = "the assistant") -> CandidateMemory | None:
         """One memory from one lead-stripped sentence, or None when it is not worth keeping."""
-        statement = _kept_part(statement_part(clean))
-        if not statement:
-            return None
+        part = statement_part(clean)
+        statement = _kept_part(part)
+        tentative = not statement
+        if tentative:
+            statement = _tentative_part(part)
+            if not statement:
+                return None
         instruction = is_instruction(statement)
         reading = read_slot(statement, turn.speaker, work=is_work_talk(statement))
         slot = reading.slot
@@ -188,7 +194,7 @@ class RulesExtractor:
             content=with_dates(content, dates),
             kind=kind,
             importance=importance(kind, slot=slot, dated=bool(dates), third_party=third_party and not instruction),
-            tags=[t for t in (kind, slot.split("|")[-1] if slot else "", reading.change) if t],
+            tags=[t for t in (kind, slot.split("|")[-1] if slot else "", reading.change, TENTATIVE * tentative) if t],
             turn_ids=[turn.id],
             valid_from=turn.timestamp,
             slot=slot,
@@ -201,6 +207,7 @@ class RulesExtractor:
             deceased=list(read_death(statement)) if any(read_death(statement)) else [],
             fulfils=read_fulfilment(statement),
             new_value=read_new_value(statement),
+            tentative=tentative,
         )
 
 
@@ -547,6 +554,19 @@ def _kept_part(statement: str) -> str:
         rest = statement.split(",", 1)[1].strip()
         return rest if rest and not why_not_kept(rest) else ""
     return "" if verdict else statement
+
+
+_SOFT_VERDICTS = frozenset({"too-short", "fragment", "no-anchor", "too-long"})
+"""Why the rules leave a sentence out when the reason is its wording, not what it is (a question, a
+request, filler, a hypothetical, a secret, code): such a sentence is still proposed, as tentative."""
+
+
+def _tentative_part(statement: str) -> str:
+    """The statement, when the rules leave it out only for its wording (_SOFT_VERDICTS) and it has
+    at least two words; else ''."""
+    if len(statement.split()) < 2:
+        return ""
+    return statement if why_not_kept(statement) in _SOFT_VERDICTS else ""
 
 
 def _render(body: str, subject: str, instruction: bool, listener: str) -> str:

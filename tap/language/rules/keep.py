@@ -21,18 +21,12 @@ import re
 
 from tap.language.forget_requests import forget_request
 from tap.language.rules.slots import read_slot, tool_category, tool_category_in
-from tap.language.rules.text import MIN_WORDS, content_words
+from tap.language.rules.text import MIN_WORDS, content_words, is_question_clause
 from tap.scrub import REDACTED
 
 __all__ = ["is_filler", "is_fragment", "is_instruction", "why_not_kept"]
 
 MAX_WORDS = 70
-_QUESTION = re.compile(
-    r"^(?:what|what's|how|how's|why|when|where|where's|which|who|who's|whom|whose|is|are|was|were|do|does|did|can"
-    r"|could|would|will|should|shall|may|might|have|has|am|isn'?t|aren'?t|doesn'?t|didn'?t|won'?t|wouldn'?t"
-    r"|couldn'?t|shouldn'?t|any (?:idea|ideas|tips|thoughts|suggestions|recommendations)|anything else)\b",
-    re.IGNORECASE,
-)
 _REQUEST = re.compile(
     r"^(?:please\s+|pls\s+|kindly\s+)?(?:(?:can|could|would|will)\s+you|help|tell|show|give|write|draft|explain|list"
     r"|summari[sz]e|recommend|suggest|create|make|generate|find|compare|translate|fix|review|check|rewrite"
@@ -160,6 +154,12 @@ _PRONOUN_START = re.compile(
     r"\b(?!\s+(?:is\s+)?(?:my|our)\b)",
     re.IGNORECASE,
 )
+# A preposition opens a phrase, not a clause: what follows it may be the sentence's own subject and
+# verb ("with the new job I'm commuting by bike"); "since I was 17" is a clause and nothing more.
+_PHRASE_START = re.compile(r"^(?:for|about|around|with|without|like|except|especially)\b", re.IGNORECASE)
+_MAIN_CLAUSE = re.compile(
+    r"\s(?:I|I'm|I’m|I've|I’ve|we|we're|we’re|we've|we’ve)\s+[a-z]\S*(?:\s+\S+){2}", re.IGNORECASE
+)
 _SUBORDINATE_START = re.compile(
     r"^(?:since|because|cause|'cause|’cause|when|while|although|though|after|before|until|unless|whereas|as|so that"
     r"|for|about|around|like|with|without|to|and|or|but|than|except|especially|mostly|probably|maybe|just|only"
@@ -176,6 +176,8 @@ def is_fragment(sentence: str, *, states_slot: bool = False) -> bool:
     about it")."""
     if _PRONOUN_START.match(sentence) or (not states_slot and (_dangling_pronoun(sentence) or _dangling_one(sentence))):
         return True
+    if _PHRASE_START.match(sentence) and _MAIN_CLAUSE.search(sentence):
+        return False  # "for this project we decided to …": a phrase, then a clause of its own
     return bool(_SUBORDINATE_START.match(sentence)) and "," not in sentence
 
 
@@ -288,7 +290,7 @@ def why_not_kept(sentence: str, *, states_slot: bool = False) -> str:
         return "code" if _CODE.search(sentence) else "too-long"
     if is_instruction(sentence):
         return ""
-    if sentence.rstrip().endswith("?") or _QUESTION.match(sentence):
+    if is_question_clause(sentence):
         return "question"
     if _REQUEST.match(sentence) or forget_request(sentence):  # "please forget my address": done, not kept
         return "request"

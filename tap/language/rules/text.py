@@ -172,10 +172,27 @@ _PARTNER = re.compile(r"\b(my|his|her|their|your|our)\s+(gf|bf)\b", re.IGNORECAS
 _PARTNER_WORDS = {"gf": "girlfriend", "bf": "boyfriend"}
 _SHOUTED = re.compile(r"\b[A-Z]+(?:[\s,'’!.-]+[A-Z]+){2,}\b")
 _CLAUSE_CUT = re.compile(r",\s+|;\s+|\s+[-–—]+\s+|:\s+(?=\S)")
+# A clause asks when it is built as a question, whether or not chat gives it its "?": a question
+# word before an auxiliary or "to" ("how do I…", "what's the…", "where to…"), an auxiliary before
+# its subject ("is it…", "can you…"), or a short ask ("any tips", "thoughts", "right").
+# "what I love is…", "how I met her…" and "right so I put…" state.
+_WH = r"what|how|why|when|where|which|who|whose"
+_AUX = (
+    r"is|are|was|were|do|does|did|can|could|would|will|should|shall|am|has|have|had|isn't|aren't|wasn't|doesn't"
+    r"|don't|didn't|can't|won't|wouldn't|shouldn't|haven't|hasn't"
+)
+_ASKED_SUBJECT = (
+    r"i|you|we|they|he|she|it|there|that|this|these|those|my|your|our|their|his|her|the|a|an|any\w*|some\w*"
+)
 _QUESTION_CLAUSE = re.compile(
-    r"^(?:what|what's|how|how's|why|when|where|which|who|whose|is|are|was|were|do|does|did|can|could|would|will"
-    r"|should|shall|am|isn't|aren't|doesn't|didn't|any\b|anything|thoughts|ideas|recs|recommendations|suggestions"
-    r"|tips|advice|right|or|so what|so how)\b",
+    rf"^(?:so\s+|and\s+|but\s+|also\s+|ok\s+|okay\s+)?(?:"
+    rf"(?:{_WH})(?:'s|’s|'re|’re|s\b|\s+(?:{_AUX}|to)\b)"
+    rf"|(?:what|which|whose|how\s+(?:many|much|long|often))(?:\s+(?!(?:i|we|you|they|he|she)\b)[\w'’-]+){{0,3}}"
+    rf"\s+(?:{_AUX})\b"
+    rf"|who\s+[a-z]+s\b"
+    rf"|(?:{_AUX})\s+(?:{_ASKED_SUBJECT})\b"
+    rf"|(?:any|anything|thoughts|ideas|recs|recommendations|suggestions|tips|advice|right|or)\b(?=(?:\W+\w+){{0,3}}\W*$)"
+    rf")",
     re.IGNORECASE,
 )
 # Where a request to the assistant begins inside a sentence that opened with a statement.
@@ -276,11 +293,18 @@ def _closing_gap(match: re.Match[str]) -> str:
 
 
 def normalise_chat(text: str) -> str:
-    """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please';
-    a sentence shouted in capitals is read in lower case ("WE CLOSED ON THE HOUSE")."""
+    """Chat spelling as prose: 'im' → "I'm", 'dont' → "don't", 'fav' → 'favourite', 'pls' → 'please'
+    (not a word in capitals: "she's an IM" names a title); a sentence shouted in capitals is read
+    in lower case ("WE CLOSED ON THE HOUSE")."""
     text = _SHOUTED.sub(lambda m: m.group(0).lower(), text)
     text = _PARTNER.sub(lambda m: f"{m.group(1)} {_PARTNER_WORDS[m.group(2).lower()]}", text)
-    return _CHAT_WORD.sub(lambda m: _CHAT_WORDS[m.group(0).lower()], text)
+    return _CHAT_WORD.sub(_chat_word, text)
+
+
+def _chat_word(match: re.Match[str]) -> str:
+    """The prose spelling of a chat word; a word in capitals is an acronym ("an IM", "the IVE")."""
+    word = match.group(0)
+    return word if word.isupper() and len(word) > 1 else _CHAT_WORDS[word.lower()]
 
 
 def clauses(sentence: str) -> list[str]:

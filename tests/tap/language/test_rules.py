@@ -33,7 +33,8 @@ def chunk_of(*turns: Turn) -> Chunk:
 
 
 def extract(*turns: Turn) -> list[CandidateMemory]:
-    return RulesExtractor().extract(chunk_of(*turns))
+    """What the rules keep by themselves (tentative statements are the keep probe's to judge)."""
+    return [c for c in RulesExtractor().extract(chunk_of(*turns)) if not c.tentative]
 
 
 def contents(*turns: Turn) -> list[str]:
@@ -939,3 +940,39 @@ def test_what_the_user_and_someone_named_do_together_stays_with_them(said: str, 
 def test_a_we_clause_after_no_one_named_is_the_users_own() -> None:
     found = contents(turn("t1", "user", "The weather was great, we went hiking in Wales."))
     assert any(c.startswith(("User went hiking", "The user went hiking")) for c in found), found
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("right so I raised the room rate to £95 last month", "£95"),
+        ("right, sold the van for 4000 in the end", "4000"),
+        ("what I love most is sea swimming at dawn", "sea swimming"),
+        ("how I met Priya is a long story, she runs the cafe on Dock St now", "cafe"),
+    ],
+)
+def test_a_statement_that_opens_like_a_question_word_is_still_a_statement(text: str, kept: str) -> None:
+    assert any(kept in content for content in contents(turn("t1", "User", text)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "whats the best way to store winter tyres",
+        "which glaze should I use for the mugs",
+        "how many coats do I need on oak",
+        "is it normal for the dough to smell like that",
+    ],
+)
+def test_a_question_without_its_question_mark_makes_no_memory(text: str) -> None:
+    assert contents(turn("t1", "User", text)) == []
+
+
+def test_a_word_in_capitals_is_an_acronym_not_chat_spelling() -> None:
+    [content] = contents(turn("t1", "User", "my coach Ilona is an IM and she coaches juniors on fridays"))
+    assert "an IM" in content
+
+
+def test_a_plain_project_decision_in_a_transcript_is_a_statement() -> None:
+    [memory] = extract(turn("t1", "User", "for this project we decided to host on Render and keep Paddle for billing"))
+    assert memory.kind == "decision" and "Render" in memory.content and "Paddle" in memory.content
