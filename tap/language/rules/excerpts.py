@@ -15,7 +15,15 @@ LongMemEval dev subset): vectors of the full passage plus its context gave the s
 recall (75.1 vs 75.3; 87.0 vs 87.0) at about half the ingestion rate, embedding being most of the
 offline pipeline's work.
 
-Invariants: pure and deterministic; a passage cites exactly the one turn it comes from; ids are
+A turn that carries no fact of its own is tagged so recall gives it only the room statements and
+other excerpts leave (tap.recall.engine): QUESTION_TAG when every sentence of it asks (or is filler,
+"Thanks! What should I feed my dog?"), ACKNOWLEDGEMENT_TAG when an unnamed assistant says nothing
+but filler, or replies to a user's statement in at most ACK_WORDS words without a name or number
+the user did not say ("Noted, I'll keep that in mind."). Both are read from the sentences' shape
+(tap.language.rules.text, keep), not from lists of phrasings.
+
+Invariants: pure and deterministic; a passage cites exactly the one turn it comes from (once
+stored, also the later turns that say it again near-identically: tap.extract.pipeline); ids are
 derived from the conversation, the turn and the passage's position (`excerpt_key`), so
 overlapping chunks yield the same excerpt once.
 """
@@ -28,15 +36,20 @@ import msgspec
 
 from tap.candidates import CandidateMemory
 from tap.ingest.chunker import Chunk, Turn
-from tap.language.rules.text import content_words, split_sentences
+from tap.language.rules.keep import is_filler
+from tap.language.rules.text import clauses, content_words, split_sentences, strip_lead
+from tap.records import ACKNOWLEDGEMENT_TAG, QUESTION_TAG
 
-__all__ = ["PASSAGE_WORDS", "VECTOR_WORDS", "Excerpt", "says_something", "turn_excerpts"]
+__all__ = ["PASSAGE_WORDS", "VECTOR_WORDS", "Excerpt", "acknowledges", "only_asks", "says_something", "turn_excerpts"]
 
 PASSAGE_WORDS = 60
 MIN_CONTENT_WORDS = 3
 CONTEXT_WORDS = 30
 _NAME_OR_NUMBER = re.compile(r"\d|(?<=\s)[A-Z][a-z]+")
 VECTOR_WORDS = 32
+ACK_WORDS = 12
+UNNAMED_ASSISTANT = "Assistant"
+_NAMED = re.compile(r"\d+(?:[.,:]\d+)*|(?<=[^.!?…\s]\s)[A-Z][a-z]+")  # a number, or a capital inside a sentence
 
 
 class Excerpt(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,9 +100,46 @@ def says_something(text: str) -> bool:
     return len(words) >= 2 and bool(_NAME_OR_NUMBER.search(text))
 
 
+def _said(text: str) -> list[str]:
+    """The turn's sentences without their opening interjections, less those that are only filler."""
+    kept = (strip_lead(sentence, ()) for sentence in split_sentences(text))
+    return [sentence for sentence in kept if sentence and not is_filler(sentence)]
+
+
+def only_asks(text: str) -> bool:
+    """Whether every sentence of the turn that is not filler asks, and one does ("Hi! Can my dog eat
+    rice?"); a sentence that asks and also states ("how much, he's 12 kg?") states."""
+    said = _said(text)
+    return bool(said) and not any(clauses(sentence) for sentence in said)
+
+
+def acknowledges(turn: Turn, previous: Turn | None) -> bool:
+    """Whether an unnamed assistant's turn carries nothing beyond acknowledging: only filler, or a
+    reply of at most ACK_WORDS words to a user's statement (not a question) that brings no name or
+    number the user did not say ("Noted, Rex is a three-year-old beagle.")."""
+    if turn.role != "assistant" or turn.speaker != UNNAMED_ASSISTANT:
+        return False
+    if not _said(turn.text):
+        return True
+    if previous is None or previous.role != "user" or len(turn.text.split()) > ACK_WORDS:
+        return False
+    if any(not clauses(sentence) for sentence in _said(previous.text)):
+        return False  # the user asked: a short reply is an answer
+    heard = {word.lower() for word in re.findall(r"\d+(?:[.,:]\d+)*|\w+", previous.text)}
+    return all(word.lower() in heard for word in _NAMED.findall(turn.text))
+
+
+def _no_fact_tags(turn: Turn, previous: Turn | None) -> list[str]:
+    """QUESTION_TAG or ACKNOWLEDGEMENT_TAG when the turn carries no fact of its own, else none."""
+    if only_asks(turn.text):
+        return [QUESTION_TAG]
+    return [ACKNOWLEDGEMENT_TAG] if acknowledges(turn, previous) else []
+
+
 def _turn_excerpts(turn: Turn, previous: Turn | None) -> list[Excerpt]:
     if not says_something(turn.text):
         return []
+    tags = ["excerpt", turn.role, *_no_fact_tags(turn, previous)]
     passages = _passages(turn.text)
     lead = " ".join(turn.text.split()[:VECTOR_WORDS])
     context = lead_in(previous, turn)
@@ -100,7 +150,7 @@ def _turn_excerpts(turn: Turn, previous: Turn | None) -> list[Excerpt]:
             content=content,
             kind="episode",
             importance=1,
-            tags=["excerpt", turn.role],
+            tags=list(tags),
             turn_ids=[turn.id],
             valid_from=turn.timestamp,
             context=context if index == 0 else "",
