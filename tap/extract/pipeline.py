@@ -55,7 +55,7 @@ from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
 from tap.memories.conflicts import link
-from tap.near_duplicate import near_identical
+from tap.near_duplicate import repeats
 from tap.ports import Embedder, ExtractionStore
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 
@@ -516,7 +516,7 @@ class Extraction:
         for (excerpt, memory_id_), vector, hits in zip(new, vectors, found, strict=True):
             content = excerpt.candidate.content
             stored = [h.memory for h in hits if h.memory.kind == "episode"]
-            same = _near_identical(content, [m for m, _ in written]) or _near_identical(content, stored)
+            same = _repeated(content, [m for m, _ in written]) or _repeated(content, stored)
             if same is None:
                 memory = self._memory(chunk, excerpt.candidate, content)
                 memory.id = memory_id_
@@ -535,9 +535,9 @@ class Extraction:
         return len(written)
 
 
-def _near_identical(content: str, memories: Sequence[Memory]) -> Memory | None:
-    """The first of the memories whose content is near-identical to `content` (tap.near_duplicate)."""
-    return next((m for m in memories if near_identical(content, m.content)), None)
+def _repeated(content: str, memories: Sequence[Memory]) -> Memory | None:
+    """The first of the memories that `content` repeats (tap.near_duplicate), if any."""
+    return next((m for m in memories if repeats(content, m.content)), None)
 
 
 def _shown(evidence: Evidence) -> list[Memory]:

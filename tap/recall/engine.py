@@ -46,7 +46,7 @@ from tap.config import RecallConfig
 from tap.language.dated_questions import DateWindow, date_windows, day_of
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
-from tap.near_duplicate import near_identical
+from tap.near_duplicate import repeats
 from tap.ports import Embedder, MemoryWriter, RecallStore
 from tap.recall.admission import RecallBatcher, Waiting
 from tap.recall.excerpt_focus import excerpt_snippet, snippet_floor, terms_of
@@ -186,7 +186,7 @@ def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: st
     verbatim line). With the `query`, excerpts are shown cut to the sentences that hold its words
     (tap.recall.excerpt_focus). Excerpts that carry no fact (`carries_no_fact`: the user's past
     questions, an assistant's acknowledgements) get only the room every other memory left, and an
-    excerpt near-identical to one in the block (tap.near_duplicate) none."""
+    excerpt that repeats one in the block (tap.near_duplicate) none."""
     return pack(ranked, budget, query=query)[0]
 
 
@@ -257,7 +257,7 @@ class _Packer:
         line = render_line(memory, self.terms)
         if line in self.lines:
             return self._refused(memory, REPEAT)  # the same words again (another passage cut to the same sentence)
-        if excerpt and any(near_identical(memory.content, text) for text in self.excerpt_texts):
+        if excerpt and any(repeats(memory.content, text) for text in self.excerpt_texts):
             return self._refused(memory, REPEAT)  # the same passage said again (a paste repeated)
         days = self.sections[excerpt]
         day = memory_day(memory)
