@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from tap.cli.main import main
-from testkit.serve_process import ServeProcess, admin
+from testkit.serve_process import ServeProcess, admin, configured
 from testkit.upstreams import FakeAnthropic
 from testkit.waits import until
 from testkit.wire import anthropic_message
@@ -57,9 +57,8 @@ async def test_questions_and_acknowledgements_leave_the_block_to_statements_and_
     isolated_home: Path, tmp_path: Path
 ) -> None:
     async with FakeAnthropic() as up:
-        config = tmp_path / "tap.toml"
-        config.write_text(f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 0.5\n')
-        server = await asyncio.to_thread(ServeProcess(isolated_home, config=config).start)
+        toml = f'[upstream]\nanthropic = "{up.url}"\n[extract]\nflush_after_s = 0.5\n'
+        server = await asyncio.to_thread(configured(isolated_home, tmp_path, toml).start)
         try:
             headers = {"x-api-key": "k", "anthropic-version": "2023-06-01", "x-tap-conversation": "dog"}
             messages: list[dict[str, str]] = []
