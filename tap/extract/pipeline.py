@@ -12,9 +12,9 @@
    evidence, its answer checked (no target it was not shown) and guarded the same way;
 4. with `store_episodes`, the excerpt layer (tap.language.rules.excerpts): every turn that says anything,
    verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
-   conversation and the turn, so the overlap between chunks stores nothing twice; a passage
-   near-identical to a stored one (tap.near_duplicate: a paste said again, or repeating itself) is
-   not stored again, the stored one cites its turn too.
+   conversation and the turn, so the overlap between chunks stores nothing twice; a passage that
+   repeats a stored one (tap.near_duplicate: a paste sent again, or repeating itself) is not
+   stored again, the stored one cites its turn too.
 
 Invariants: processing a chunk twice writes nothing twice (memory ids are derived from the turns
 a candidate cites and the candidate, excerpt ids from the turn, and existing ids are skipped), and
@@ -502,10 +502,10 @@ class Extraction:
         )
 
     def _add_excerpts(self, chunk: Chunk, excerpts: list[Excerpt], ids: list[str], existing: set[str]) -> int:
-        """Store the excerpts not stored yet (one write); returns how many. A near-identical text
-        (tap.near_duplicate) is stored once: an excerpt that repeats a stored one, or an earlier
-        one of this chunk (a paste whose passages repeat), is not written, and the excerpt it
-        repeats cites its turn too."""
+        """Store the excerpts not stored yet (one write); returns how many. A text said again is
+        stored once: an excerpt that repeats (tap.near_duplicate) one of the scope's nearest
+        excerpts, or an earlier one of this chunk (a paste whose passages repeat), is not written,
+        and the excerpt it repeats cites its turn too."""
         new = [(e, i) for e, i in zip(excerpts, ids, strict=True) if i not in existing]
         if not new:
             return 0

@@ -23,7 +23,7 @@ the user did not say ("Noted, I'll keep that in mind."). Both are read from the 
 (tap.language.rules.text, keep), not from lists of phrasings.
 
 Invariants: pure and deterministic; a passage cites exactly the one turn it comes from (once
-stored, also the later turns that say it again near-identically: tap.extract.pipeline); ids are
+stored, also the later turns that repeat it: tap.extract.pipeline); ids are
 derived from the conversation, the turn and the passage's position (`excerpt_key`), so
 overlapping chunks yield the same excerpt once.
 """
