@@ -37,7 +37,7 @@ import msgspec
 from tap.candidates import CandidateMemory
 from tap.ingest.chunker import Chunk, Turn
 from tap.language.rules.keep import is_filler
-from tap.language.rules.text import clauses, content_words, split_sentences, strip_lead
+from tap.language.rules.text import clauses, content_words, is_question_clause, split_sentences, strip_lead
 from tap.records import ACKNOWLEDGEMENT_TAG, QUESTION_TAG
 
 __all__ = ["PASSAGE_WORDS", "VECTOR_WORDS", "Excerpt", "acknowledges", "only_asks", "says_something", "turn_excerpts"]
@@ -100,17 +100,33 @@ def says_something(text: str) -> bool:
     return len(words) >= 2 and bool(_NAME_OR_NUMBER.search(text))
 
 
-def _said(text: str) -> list[str]:
-    """The turn's sentences without their opening interjections, less those that are only filler."""
-    kept = (strip_lead(sentence, ()) for sentence in split_sentences(text))
-    return [sentence for sentence in kept if sentence and not is_filler(sentence)]
+def _sentences(text: str) -> list[str]:
+    """The turn's sentences without their opening interjections ("Oh wow, …")."""
+    return [s for s in (strip_lead(sentence, ()) for sentence in split_sentences(text)) if s]
+
+
+def _asks(sentence: str) -> bool:
+    """A question: a question mark, or a question's opening without a full stop or an exclamation
+    mark at the end (chat drops the question mark: "what should I feed my dog")."""
+    end = sentence.rstrip()
+    return end.endswith("?") or (is_question_clause(end) and not end.endswith((".", "!")))
+
+
+def _states(sentence: str) -> bool:
+    """Whether the sentence says something beside its question and filler clauses ("Great idea,
+    except I don't like dark beer"; "how do I…, I've been on nights for 3 months")."""
+    parts = clauses(sentence) if _asks(sentence) else clauses(sentence) or [sentence]
+    return any(not is_filler(part) for part in parts)
 
 
 def only_asks(text: str) -> bool:
-    """Whether every sentence of the turn that is not filler asks, and one does ("Hi! Can my dog eat
-    rice?"); a sentence that asks and also states ("how much, he's 12 kg?") states."""
-    said = _said(text)
-    return bool(said) and not any(clauses(sentence) for sentence in said)
+    """Whether the turn asks and says nothing else but filler ("Thanks! Can my dog eat rice?"), and
+    names nothing: a question that names a person, a place or a number ("Did you go skiing in
+    Banff?", "How about Wednesday at 4?") tells what it names."""
+    sentences = _sentences(text)
+    if _NAMED.search(" ".join(sentences)) or not any(_asks(s) for s in sentences):
+        return False
+    return not any(_states(s) for s in sentences)
 
 
 def acknowledges(turn: Turn, previous: Turn | None) -> bool:
@@ -119,11 +135,11 @@ def acknowledges(turn: Turn, previous: Turn | None) -> bool:
     number the user did not say ("Noted, Rex is a three-year-old beagle.")."""
     if turn.role != "assistant" or turn.speaker != UNNAMED_ASSISTANT:
         return False
-    if not _said(turn.text):
-        return True
+    if not any(_states(s) or _asks(s) for s in _sentences(turn.text)):
+        return True  # only filler: "Okay, thanks for letting me know!"
     if previous is None or previous.role != "user" or len(turn.text.split()) > ACK_WORDS:
         return False
-    if any(not clauses(sentence) for sentence in _said(previous.text)):
+    if any(_asks(sentence) for sentence in _sentences(previous.text)):
         return False  # the user asked: a short reply is an answer
     heard = {word.lower() for word in re.findall(r"\d+(?:[.,:]\d+)*|\w+", previous.text)}
     return all(word.lower() in heard for word in _NAMED.findall(turn.text))
