@@ -17,10 +17,10 @@ offline pipeline's work.
 
 A turn that carries no fact of its own is tagged so recall gives it only the room statements and
 other excerpts leave (tap.recall.engine): QUESTION_TAG when every sentence of it asks (or is filler,
-"Thanks! What should I feed my dog?"), ACKNOWLEDGEMENT_TAG when an unnamed assistant says nothing
-but filler, or replies to a user's statement in at most ACK_WORDS words without a name or number
-the user did not say ("Noted, I'll keep that in mind."). Both are read from the sentences' shape
-(tap.language.rules.text, keep), not from lists of phrasings.
+"Thanks! What should I feed my dog?") and it names nothing, ACKNOWLEDGEMENT_TAG when an unnamed
+assistant says nothing but filler ("Noted, I'll keep that in mind.") and the user's statement back
+in the user's words. Both are read from the sentences' shape with the rules' own detectors of
+questions and filler (tap.language.rules.text, keep), not from lists of phrasings.
 
 Invariants: pure and deterministic; a passage cites exactly the one turn it comes from (once
 stored, also the later turns that repeat it: tap.extract.pipeline); ids are
@@ -47,7 +47,6 @@ MIN_CONTENT_WORDS = 3
 CONTEXT_WORDS = 30
 _NAME_OR_NUMBER = re.compile(r"\d|(?<=\s)[A-Z][a-z]+")
 VECTOR_WORDS = 32
-ACK_WORDS = 12
 UNNAMED_ASSISTANT = "Assistant"
 _NAMED = re.compile(r"\d+(?:[.,:]\d+)*|(?<=[^.!?…\s]\s)[A-Z][a-z]+")  # a number, or a capital inside a sentence
 
@@ -129,20 +128,27 @@ def only_asks(text: str) -> bool:
     return not any(_states(s) for s in sentences)
 
 
+def _stems(text: str) -> set[str]:
+    """The text's content words, hyphenated ones split, a plural's "s" dropped ("three-year-old" and
+    "three years old" are the same words)."""
+    return {word.removesuffix("s") for word in content_words(text.replace("-", " "))}
+
+
 def acknowledges(turn: Turn, previous: Turn | None) -> bool:
-    """Whether an unnamed assistant's turn carries nothing beyond acknowledging: only filler, or a
-    reply of at most ACK_WORDS words to a user's statement (not a question) that brings no name or
-    number the user did not say ("Noted, Rex is a three-year-old beagle.")."""
+    """Whether an unnamed assistant's turn carries nothing beyond acknowledging: only filler ("Noted,
+    I'll keep that in mind."), or filler and the user's statement said back in the user's own words
+    ("Noted, Rex is a three-year-old beagle.")."""
     if turn.role != "assistant" or turn.speaker != UNNAMED_ASSISTANT:
         return False
-    if not any(_states(s) or _asks(s) for s in _sentences(turn.text)):
-        return True  # only filler: "Okay, thanks for letting me know!"
-    if previous is None or previous.role != "user" or len(turn.text.split()) > ACK_WORDS:
+    sentences = _sentences(turn.text)
+    if any(_asks(s) for s in sentences):
         return False
-    if any(_asks(sentence) for sentence in _sentences(previous.text)):
-        return False  # the user asked: a short reply is an answer
-    heard = {word.lower() for word in re.findall(r"\d+(?:[.,:]\d+)*|\w+", previous.text)}
-    return all(word.lower() in heard for word in _NAMED.findall(turn.text))
+    stated = [part for s in sentences for part in clauses(s) or [s] if not is_filler(part)]
+    if not stated:
+        return True
+    if previous is None or previous.role != "user" or any(_asks(s) for s in _sentences(previous.text)):
+        return False  # the user asked: a reply in their words is an answer ("Yes, Rex is allergic to chicken")
+    return _stems(" ".join(stated)) <= _stems(previous.text)
 
 
 def _no_fact_tags(turn: Turn, previous: Turn | None) -> list[str]:

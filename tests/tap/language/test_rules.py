@@ -449,6 +449,11 @@ def test_excerpts_cover_every_turn_that_says_anything_each_citing_its_turn() -> 
         ("I'm flying to Lisbon on Friday.", "Your flight is at 7:45 from gate 12.", ([], [])),
         ("I'm flying to Lisbon on Friday.", "Great, Alfama is worth a visit, try the Belem bakery.", ([], [])),
         ("Can my dog eat grapes?", "No, grapes are toxic to dogs.", (["question"], [])),
+        # a question that names someone, a place or a number tells what it names
+        ("Did you go skiing in Banff last week?", "Yes, the slopes near Lake Louise were perfect.", ([], [])),
+        ("How much should I feed my dog, he weighs 12 kg?", "About two cups a day.", ([], [])),
+        # a sentence that opens like a question but ends with a full stop or "!" states
+        ("Can't wait for the grand opening of the bakery!", "The bakery opens its doors at nine tomorrow.", ([], [])),
     ],
 )
 def test_excerpts_that_only_ask_or_acknowledge_are_tagged(
