@@ -16,11 +16,12 @@ recall (75.1 vs 75.3; 87.0 vs 87.0) at about half the ingestion rate, embedding 
 offline pipeline's work.
 
 A turn that carries no fact of its own is tagged so recall gives it only the room statements and
-other excerpts leave (tap.recall.engine): QUESTION_TAG when every sentence of it asks (or is filler,
-"Thanks! What should I feed my dog?") and it names nothing, ACKNOWLEDGEMENT_TAG when an unnamed
-assistant says nothing but filler ("Noted, I'll keep that in mind.") and the user's statement back
-in the user's words. Both are read from the sentences' shape with the rules' own detectors of
-questions and filler (tap.language.rules.text, keep), not from lists of phrasings.
+other excerpts leave (tap.recall.engine): QUESTION_TAG, in a chat with an unnamed assistant, when
+every sentence of it asks (or is filler, "Thanks! What should I feed my dog?") and it names
+nothing; ACKNOWLEDGEMENT_TAG when an unnamed assistant says nothing but filler ("Noted, I'll keep
+that in mind."), or filler and the user's statement back in the user's words. Both are read from
+the sentences' shape with the rules' own detectors of questions and filler (tap.language.rules.text,
+keep), not from lists of phrasings.
 
 Invariants: pure and deterministic; a passage cites exactly the one turn it comes from (once
 stored, also the later turns that repeat it: tap.extract.pipeline); ids are
@@ -151,17 +152,24 @@ def acknowledges(turn: Turn, previous: Turn | None) -> bool:
     return _stems(" ".join(stated)) <= _stems(previous.text)
 
 
-def _no_fact_tags(turn: Turn, previous: Turn | None) -> list[str]:
-    """QUESTION_TAG or ACKNOWLEDGEMENT_TAG when the turn carries no fact of its own, else none."""
-    if only_asks(turn.text):
+def with_assistant(chunk: Chunk) -> bool:
+    """Whether the chunk is a chat with an unnamed assistant (a model), not between named people."""
+    return any(turn.role == "assistant" and turn.speaker == UNNAMED_ASSISTANT for turn in chunk.turns)
+
+
+def _no_fact_tags(turn: Turn, previous: Turn | None, *, asks_a_model: bool) -> list[str]:
+    """QUESTION_TAG or ACKNOWLEDGEMENT_TAG when the turn carries no fact of its own, else none. Only
+    in a chat with a model is a question no fact: between people it tells what they talk about
+    and leads to the answer (LoCoMo counts such questions as evidence)."""
+    if asks_a_model and only_asks(turn.text):
         return [QUESTION_TAG]
     return [ACKNOWLEDGEMENT_TAG] if acknowledges(turn, previous) else []
 
 
-def _turn_excerpts(turn: Turn, previous: Turn | None) -> list[Excerpt]:
+def _turn_excerpts(turn: Turn, previous: Turn | None, *, asks_a_model: bool) -> list[Excerpt]:
     if not says_something(turn.text):
         return []
-    tags = ["excerpt", turn.role, *_no_fact_tags(turn, previous)]
+    tags = ["excerpt", turn.role, *_no_fact_tags(turn, previous, asks_a_model=asks_a_model)]
     passages = _passages(turn.text)
     lead = " ".join(turn.text.split()[:VECTOR_WORDS])
     context = lead_in(previous, turn)
@@ -185,5 +193,7 @@ def _turn_excerpts(turn: Turn, previous: Turn | None) -> list[Excerpt]:
 
 def turn_excerpts(chunk: Chunk) -> list[Excerpt]:
     """The excerpts of every turn of the chunk that says anything, in turn order."""
-    turns = chunk.turns
-    return [e for i, turn in enumerate(turns) for e in _turn_excerpts(turn, turns[i - 1] if i else None)]
+    turns, model = chunk.turns, with_assistant(chunk)
+    return [
+        e for i, turn in enumerate(turns) for e in _turn_excerpts(turn, turns[i - 1] if i else None, asks_a_model=model)
+    ]

@@ -464,14 +464,14 @@ def test_excerpts_that_only_ask_or_acknowledge_are_tagged(
     assert (by_turn["u1"], by_turn["a1"]) == tags
 
 
-def test_a_named_speakers_short_reply_is_no_acknowledgement() -> None:
-    """A named speaker is a person in the chat: what they reply is theirs, not an assistant's filler."""
-    excerpts = turn_excerpts(
-        chunk_of(
-            turn("u1", "Caroline", "I adopted a puppy."), turn("a1", "Melanie", "Wow, that is wonderful news for you!")
-        )
+def test_between_named_people_neither_questions_nor_replies_are_tagged() -> None:
+    """A named speaker is a person in the chat: a question tells what they talk about (it leads to
+    the answer), and a reply is theirs, not an assistant's filler."""
+    chunk = chunk_of(
+        turn("u1", "Caroline", "What got you into long distance running?"),
+        turn("a1", "Melanie", "Wow, that is wonderful news about the marathon training!"),
     )
-    assert all(e.candidate.tags[2:] == [] for e in excerpts)
+    assert [e.candidate.tags for e in turn_excerpts(chunk)] == [["excerpt", "user"], ["excerpt", "assistant"]]
 
 
 @pytest.mark.parametrize(
