@@ -8,44 +8,57 @@ skipped" after "Two files were skipped") or adds one ("order 4412") brings news 
 where the verbatim layer is written (a text said again is stored once) and where a block is packed
 (a second copy takes no room).
 
-Invariants: pure and deterministic; a text repeats itself; a text of at most SHINGLE_WORDS words
-is one shingle.
+A `Fingerprint` holds a text's shingles and words as hashes (small, and only within one process):
+compare many texts by their fingerprints, made once each. The cache of fingerprints is small on
+purpose: the same excerpts come back recall after recall, but a cache sized for a whole store held
+a fingerprint of every excerpt `tap serve` had written (~150 MB).
+
+Invariants: pure and deterministic within a process; a text repeats itself; a text of at most
+SHINGLE_WORDS words is one shingle.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
-__all__ = ["NEAR_IDENTICAL", "SHINGLE_WORDS", "repeats", "shingles"]
+__all__ = ["NEAR_IDENTICAL", "SHINGLE_WORDS", "Fingerprint", "fingerprint", "repeats", "repeats_print"]
 
 SHINGLE_WORDS = 2
 NEAR_IDENTICAL = 0.8
+FINGERPRINT_CACHE = 1024
 _WORD = re.compile(r"\w+")
 
 
-@lru_cache(maxsize=16384)
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(text.lower()))
+class Fingerprint(NamedTuple):
+    """A text's shingles and words, hashed."""
+
+    shingles: frozenset[int]
+    words: frozenset[int]
 
 
-@lru_cache(maxsize=16384)
-def shingles(text: str) -> frozenset[str]:
-    """The text's runs of SHINGLE_WORDS consecutive words (lower-cased, punctuation dropped)."""
-    words = _words(text)
-    if len(words) <= SHINGLE_WORDS:
-        return frozenset([" ".join(words)])
-    return frozenset(" ".join(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1))
+@lru_cache(maxsize=FINGERPRINT_CACHE)
+def fingerprint(text: str) -> Fingerprint:
+    """The text's runs of SHINGLE_WORDS consecutive words (lower-cased, punctuation dropped) and its
+    words, hashed."""
+    words = _WORD.findall(text.lower())
+    runs = [" ".join(words[i : i + SHINGLE_WORDS]) for i in range(max(1, len(words) - SHINGLE_WORDS + 1))]
+    return Fingerprint(frozenset(map(hash, runs)), frozenset(map(hash, words)))
+
+
+def repeats_print(mine: Fingerprint, theirs: Fingerprint) -> bool:
+    """`repeats` on fingerprints."""
+    small, large = sorted((len(mine.shingles), len(theirs.shingles)))
+    if small < NEAR_IDENTICAL * large:  # the Jaccard cannot reach the threshold: skip the set work
+        return False
+    shared = len(mine.shingles & theirs.shingles)
+    if shared < NEAR_IDENTICAL * (len(mine.shingles) + len(theirs.shingles) - shared):
+        return False
+    return mine.words <= theirs.words
 
 
 def repeats(text: str, earlier: str) -> bool:
     """Whether `text` says again what `earlier` said: NEAR_IDENTICAL of their shingles shared
     (Jaccard), and no word of its own."""
-    mine, theirs = shingles(text), shingles(earlier)
-    small, large = sorted((len(mine), len(theirs)))
-    if small < NEAR_IDENTICAL * large:  # the Jaccard cannot reach the threshold: skip the set work
-        return False
-    shared = len(mine & theirs)
-    if shared < NEAR_IDENTICAL * (len(mine) + len(theirs) - shared):
-        return False
-    return set(_words(text)) <= set(_words(earlier))
+    return repeats_print(fingerprint(text), fingerprint(earlier))

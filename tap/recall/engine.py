@@ -46,7 +46,7 @@ from tap.config import RecallConfig
 from tap.language.dated_questions import DateWindow, date_windows, day_of
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
-from tap.near_duplicate import repeats
+from tap.near_duplicate import Fingerprint, fingerprint, repeats_print
 from tap.ports import Embedder, MemoryWriter, RecallStore
 from tap.recall.admission import RecallBatcher, Waiting
 from tap.recall.excerpt_focus import excerpt_snippet, snippet_floor, terms_of
@@ -235,7 +235,7 @@ class _Packer:
         self.years: dict[bool, set[str]] = {False: set(), True: set()}
         self.covered: set[str] = set()
         self.lines: set[str] = set()
-        self.excerpt_texts: list[str] = []
+        self.excerpt_prints: list[Fingerprint] = []
         self.left_out: LeftOut = {}
         self._excerpts_heading = count_tokens(EXCERPTS_HEADING) + 1
 
@@ -257,7 +257,8 @@ class _Packer:
         line = render_line(memory, self.terms)
         if line in self.lines:
             return self._refused(memory, REPEAT)  # the same words again (another passage cut to the same sentence)
-        if excerpt and any(repeats(memory.content, text) for text in self.excerpt_texts):
+        said = fingerprint(memory.content) if excerpt else None
+        if said is not None and any(repeats_print(said, other) for other in self.excerpt_prints):
             return self._refused(memory, REPEAT)  # the same passage said again (a paste repeated)
         days = self.sections[excerpt]
         day = memory_day(memory)
@@ -276,8 +277,8 @@ class _Packer:
         self.used += cost
         self.covered.update(memory.sources)
         self.lines.add(line)
-        if excerpt:
-            self.excerpt_texts.append(memory.content)
+        if said is not None:
+            self.excerpt_prints.append(said)
         self.years[excerpt].add(year)
         days.setdefault(day, []).append(line)
         self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))
