@@ -7,11 +7,14 @@ Run: ``./dev bench cli [--runs 7] [--memories 50] [--quick] [--out FILE]``. Writ
 `tap` script, a new process each time, output to a pipe) `--runs` times; the median counts. The
 machine is shared, so every round also times ``python -c pass`` (the interpreter alone) and each
 command is reported as a ratio to that baseline's median as well. Rounds interleave the baseline
-and the commands, so both see the same load. Target: each command ≤ 0.5 s, with a server and
-without one. Without a server `tap status` and `tap memories list` read the store's read view (the
-lexical index's file: tap.wiring.cli_reads) and `tap recall` loads the embedder too; the store
-the benchmark leaves was closed cleanly, so the view answers (what it cannot answer exactly, such
-as old versions, opens the store: seconds, not measured here). The CPU seconds each process used
+and the commands, so both see the same load. The commands run with Python's bytecode cache, as an
+installed tap does (PYTHONDONTWRITEBYTECODE is dropped for them: the unmeasured first run writes
+tap's `__pycache__`; with it set, every run would compile tap's own modules again). Target: each
+command ≤ 0.5 s, with a server and without one. Without a server `tap status` and `tap memories
+list` read the store's read view (the lexical index's records alone: tap.wiring.cli_reads) and
+`tap recall` loads the embedder and the scope's vectors too; the store the benchmark leaves was
+closed cleanly, so the view answers (what it cannot answer exactly, such as old versions, opens
+the store: seconds, not measured here). The CPU seconds each process used
 (median) are recorded too: less sensitive to other load than wall time.
 """
 
@@ -116,7 +119,8 @@ def run(runs: int, memories: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tap-bench-cli-") as tmp:
         home, cwd = Path(tmp) / "home", Path(tmp)
         home.mkdir()
-        env = {k: v for k, v in os.environ.items() if k not in ("TAP_CONFIG", "TAP_ADMIN_TOKEN")}
+        drop = ("TAP_CONFIG", "TAP_ADMIN_TOKEN", "PYTHONDONTWRITEBYTECODE")  # see the module docstring
+        env = {k: v for k, v in os.environ.items() if k not in drop}
         env["TAP_HOME"] = str(home)
         server = Server(home, "", code=ROOT).start()
         try:

@@ -33,10 +33,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Final
 
 from tap.runtime.priority import lower_thread_priority
 from tap.sqlite import connect
@@ -60,8 +57,12 @@ _AVERAGES_ROWID = 1  # FTS5 keeps the row count and each column's token total in
 _NO_SCOPE = -1
 _ROWS: Final = ""  # the reader's job that reads every row's length and scope (no term is empty)
 
-Rows = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
+if TYPE_CHECKING:  # numpy is imported where postings are read or scored: a listing of the index reads none
+    import numpy as np
+    import numpy.typing as npt
+
+    Rows = npt.NDArray[np.int64]
+    Floats = npt.NDArray[np.float64]
 
 
 def read_varint(data: bytes, offset: int) -> tuple[int, int]:
@@ -88,6 +89,8 @@ def varint_sum(data: bytes) -> int:
 def varint_sums(data: npt.NDArray[np.uint8], sizes: Rows) -> Floats:
     """`varint_sum` of many records at once: `data` holds them back to back, `sizes` their bytes
     (values of up to 8 bytes, as row lengths are)."""
+    import numpy as np
+
     if not len(data):
         return np.zeros(len(sizes), dtype=np.float64)
     ends = np.flatnonzero(data < 0x80)  # the last byte of each varint
@@ -99,6 +102,8 @@ def varint_sums(data: npt.NDArray[np.uint8], sizes: Rows) -> Floats:
 
 def int_list(text: str | None) -> Rows:
     """The integers of a group_concat (comma-separated; None when there were none), parsed in C."""
+    import numpy as np
+
     return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
 
 
@@ -120,6 +125,8 @@ class _RowTable:
 
     def set(self, rowid: int, length: int, scope: str) -> None:
         if rowid >= len(self.lengths):
+            import numpy as np
+
             size = max(rowid + 1, len(self.lengths) * 3 // 2)
             self.lengths = np.concatenate([self.lengths, np.zeros(size - len(self.lengths))])
             self.scope_of = np.concatenate(
@@ -215,6 +222,8 @@ class TermPostings:
         newest TIE_ROWS_MAX of them (the caller orders ties: `newest_ties`). None while the row
         table is not kept: it is read in the background, and this search is for FTS5. A term not
         kept is read now."""
+        import numpy as np
+
         table = self._rows
         if table is None:
             self._want(_ROWS)
@@ -338,6 +347,8 @@ class TermPostings:
 
     def _read_postings(self, db: sqlite3.Connection, term: str) -> _Postings:
         """A term's rows and hits: one instance per hit, in rowid order, counted with numpy."""
+        import numpy as np
+
         (docs,) = db.execute(
             f"SELECT group_concat(doc) FROM temp.{self._table}_instances WHERE term = ? AND col = ?",
             (term, CONTENT_COLUMN),
@@ -347,6 +358,8 @@ class TermPostings:
 
     def _read_rows(self, reader: sqlite3.Connection) -> _RowTable:
         """Every row's length (its docsize record, decoded with numpy) and scope (one scope at a time)."""
+        import numpy as np
+
         ids, sizes, data = reader.execute(
             f"SELECT group_concat(id), group_concat(length(sz)), group_concat(hex(sz), '') FROM {self._table}_docsize"
         ).fetchone()

@@ -115,7 +115,8 @@ def _cached(target: Path) -> bool:
     """True when target exists and matches the sha256 recorded beside it."""
     sidecar = target.with_suffix(".sha256")
     try:
-        return _digest(target.read_bytes()) == sidecar.read_text().strip()
+        with target.open("rb") as file:  # streamed: the model's 22 MB are not held to be hashed
+            return hashlib.file_digest(file, "sha256").hexdigest() == sidecar.read_text().strip()
     except OSError:
         return False
 

@@ -2,8 +2,9 @@
 
 The lexical index's file holds every active memory with its record and vector (store.lexical).
 `tap status`, `tap memories list|search` and `tap recall` read it through this view, which opens
-in milliseconds where embedded Chroma takes seconds: searches as the recall process does
-(store.replica), listings and counts from the records.
+in milliseconds where embedded Chroma takes seconds: listings and counts from the records (the
+index alone: no numpy, no vectors), searches through `searcher()`, as the recall process does
+(store.view_search over store.replica, made on the first search).
 
 Exact or not at all: the view opens only when the file is known to be in step with Chroma (its
 only writer closed cleanly, recording the collection's size, its embedder and how many current
@@ -18,13 +19,15 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from store.lexical import LexicalIndex
-from store.replica import NotHere, ReplicaStore
-from store.scope_vectors import EXACT_SCOPE_MAX, VECTOR_CACHE_BYTES
-from tap.records import Hit, Memory
+from tap.records import Memory
+
+if TYPE_CHECKING:
+    from store.view_search import ViewSearch
 
 __all__ = ["NeedsStore", "ReadView"]
 
@@ -35,7 +38,7 @@ class NeedsStore(Exception):
     """The read view cannot answer this exactly; the store can."""
 
 
-class ReadView(ReplicaStore):
+class ReadView:
     """The active memories, read from the lexical index's file (see the module docstring)."""
 
     def __init__(
@@ -43,17 +46,18 @@ class ReadView(ReplicaStore):
         lexical_path: Path,
         *,
         embedder_id: str,
-        exact_scope_max: int = EXACT_SCOPE_MAX,
-        max_vectors: int = VECTOR_CACHE_BYTES // (4 * 384),
+        exact_scope_max: int | None = None,
+        max_vectors: int | None = None,
     ) -> None:
         if not lexical_path.exists():
             raise NeedsStore(f"no index at {lexical_path}")
         try:
-            super().__init__(
-                lexical_path, exact_scope_max=exact_scope_max, max_vectors=max_vectors, versions=self._versions
-            )
+            self._lexical = LexicalIndex(lexical_path, read_only=True)
         except sqlite3.Error as exc:  # an index of an older layout: the store upgrades it
             raise NeedsStore(f"the index at {lexical_path} cannot be read here: {exc}") from exc
+        self._path = lexical_path
+        self._bounds = (exact_scope_max, max_vectors)
+        self._searcher: ViewSearch | None = None
         state = self._lexical.clean_state()
         if state is None or state.embedder != embedder_id or state.archived is None:
             self.close()
@@ -69,27 +73,34 @@ class ReadView(ReplicaStore):
         """The index this view reads."""
         return self._lexical
 
-    def _versions(self, ids: Sequence[str]) -> list[Memory]:
+    def searcher(self) -> ViewSearch:
+        """The view's searches, as a RecallStore for tap.recall.engine (made on first use: it
+        brings numpy and the scopes' vectors, which a listing never needs)."""
+        if self._searcher is None:
+            from store.view_search import ViewSearch
+
+            self._searcher = ViewSearch(self._path, *self._bounds, versions=self.versions)
+        return self._searcher
+
+    def versions(self, ids: Sequence[str]) -> list[Memory]:
         """Memories that are not active (old versions, for recall's history lines): only the store has them."""
         if ids and self.total > self.active:
             raise NeedsStore("old versions are read from the store")
         return []
 
-    def search_vectors(
-        self, vectors: Sequence[Sequence[float]], *, scope: str, k: int, at_least: int | None = None
-    ) -> list[list[Hit]]:
-        """ReplicaStore's search; a scope it cannot search in memory needs the store."""
-        try:
-            return super().search_vectors(vectors, scope=scope, k=k, at_least=at_least)
-        except NotHere as exc:
-            raise NeedsStore(str(exc)) from exc
-
     def get(self, ids: Sequence[str]) -> list[Memory]:
-        """The memories with these ids; one that is not active needs the store."""
+        """The memories with these ids (NeedsStore when one may be a version only the store has)."""
         found = self.get_active(ids)
         if len(found) < len(set(ids)):
-            self._versions([i for i in ids if i not in {m.id for m in found}])
+            self.versions([i for i in ids if i not in {m.id for m in found}])
         return found
+
+    def get_active(self, ids: Sequence[str]) -> list[Memory]:
+        """The active memories among these ids, in the order asked."""
+        if not ids:
+            return []
+        records = self._lexical.records(list(dict.fromkeys(ids)))
+        return [_decode(records[i]) for i in ids if i in records]
 
     def _listed(
         self, scope: str | None, include_superseded: bool, excerpts: bool | None, archived: bool | None
@@ -130,9 +141,20 @@ class ReadView(ReplicaStore):
         """How many memories `list_memories` pages through with the same filter."""
         return len(self._listed(scope, include_superseded, excerpts, archived))
 
+    def in_conflict(self, *, scope: str | None) -> list[Memory]:
+        """Active memories naming another in `conflicts_with` (as store.chroma.ChromaStore.in_conflict)."""
+        return [m for m in map(_decode, self._lexical.all_records(scope)) if m.conflicts_with]
+
     def scope_counts(self) -> dict[str, tuple[int, int]]:
         """Active memories per scope as (statements, excerpts), scopes sorted by name."""
         counts: dict[str, list[int]] = {}
         for memory in map(_decode, self._lexical.all_records()):
             counts.setdefault(memory.scope, [0, 0])[memory.kind == "episode"] += 1
         return {scope: (n[0], n[1]) for scope, n in sorted(counts.items())}
+
+    def close(self) -> None:
+        """Close the file (and the searcher's, if a search made it)."""
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        self._lexical.close()

@@ -16,7 +16,7 @@ from tap.admin_token import ensure_token, read_server_info
 from tap.cli.memories import change_memory, json_option, memories
 from tap.cli.progress import Bar
 from tap.cli.render import when
-from tap.cli.shared import backend, emit_json, state
+from tap.cli.shared import backend, emit_json, reading, state
 from tap.memories.views import memory_view
 from tap.plural import plural
 
@@ -70,8 +70,7 @@ def _consolidate(svc: Any, scope: str | None, dry_run: bool, as_json: bool) -> d
 def conflicts_cmd(scope: str | None, as_json: bool) -> None:
     """List the pairs of memories that contradict each other, where tap could not tell which is
     current; recall shows both (with their dates) until you settle them with `resolve`."""
-    with backend() as svc:
-        found = svc.conflicts(scope=scope)
+    found = reading(lambda svc: svc.conflicts(scope=scope))
     if as_json:
         emit_json({"conflicts": [{"a": memory_view(c.a), "b": memory_view(c.b), "since": c.since} for c in found]})
         return

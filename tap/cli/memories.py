@@ -131,8 +131,7 @@ def search_cmd(query: str, scope: str | None, limit: int, as_json: bool) -> None
 def show_cmd(memory_id: str, as_json: bool) -> None:
     """Show a memory with every version of it (edits, updates, merges), oldest first, and the
     conversation turns each version came from (while tap still keeps them)."""
-    with backend() as svc:
-        chain, turns = svc.history(memory_id)
+    chain, turns = reading(lambda svc: svc.history(memory_id))
     if not chain:
         raise click.ClickException(f"no memory with id {memory_id}")
     if as_json:

@@ -159,13 +159,17 @@ class TurnLog:
 
     name = "turn log"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """`read_only`: only look (`tap memories show` without a server): no schema, no writes."""
         self.path = path
         self._lock = threading.Lock()
         self._db = connect(path)
+        self._puts = 0
+        if read_only:
+            self._db.execute("PRAGMA query_only=ON")
+            return
         self._db.execute("PRAGMA secure_delete=ON")
         migrate(self._db, "turnlog", _MIGRATIONS)
-        self._puts = 0
 
     def append(self, exchange: Exchange) -> int:
         """Store the exchange durably, scrubbed; returns its sequence number."""

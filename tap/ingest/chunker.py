@@ -26,7 +26,6 @@ from typing import Literal
 import msgspec
 
 from tap.records import Message, Source
-from tap.scrub import scrub
 from tap.tokens import chars_within, count_turn_tokens
 
 __all__ = [
@@ -98,6 +97,8 @@ def prepare_turns(messages: Sequence[Message], *, conversation: str = "", max_to
     text is cut first, a little past that point (CUT_SLACK characters, so a secret straddling it is
     still recognised and scrubbed whole): a 20 MB paste is not scrubbed, stored and counted in full
     to keep its first few thousand characters."""
+    from tap.scrub import scrub  # its patterns and helper process: not for a reader of the queue (`tap status`)
+
     turns: list[Turn] = []
     for index, message in enumerate(messages):
         role = _ROLES.get(message.role.strip().lower())

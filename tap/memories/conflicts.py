@@ -116,6 +116,14 @@ def live(memories: Sequence[Memory], fetch: Callable[[Sequence[str]], list[Memor
     return out
 
 
+def unresolved(marked: Sequence[Memory], fetch: Callable[[Sequence[str]], list[Memory]]) -> list[Conflict]:
+    """The unresolved conflicts among the active memories that name a partner (`marked`), newest
+    first, each side as `live` shows it; `fetch` reads partners by id (one not active ends it)."""
+    found = pairs(marked, fetch)
+    sides = live([m for c in found for m in (c.a, c.b)], fetch)
+    return [msgspec.structs.replace(c, a=a, b=b) for c, a, b in zip(found, sides[::2], sides[1::2], strict=True)]
+
+
 class Settled(msgspec.Struct, kw_only=True):
     """What `resolve` did: the memory kept, and the one it superseded (None when both were kept)."""
 

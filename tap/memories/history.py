@@ -23,11 +23,20 @@ from typing import Any, Protocol
 
 import msgspec
 
+from tap.memories.conflicts import live
 from tap.memories.views import memory_view
-from tap.ports import MemoryReader
 from tap.records import Memory, SourceTurn
 
 MAX_VERSIONS = 1000  # a bound on the walk; real histories are a handful of versions
+
+
+class VersionReader(Protocol):
+    """What walking the versions reads: memories by id, superseded ones too (a MemoryReader, or the
+    CLI's read view of the store)."""
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids that exist, in the order asked."""
+        ...
 
 
 class TurnSource(Protocol):
@@ -42,7 +51,7 @@ def _links(memory: Memory) -> list[str]:
     return [i for i in (memory.supersedes, memory.superseded_by, *memory.merged_from) if i]
 
 
-def versions(store: MemoryReader, memory_id: str) -> list[Memory]:
+def versions(store: VersionReader, memory_id: str) -> list[Memory]:
     """Every version connected to the memory, oldest first (empty when the id is unknown)."""
     found: dict[str, Memory] = {}
     frontier = [memory_id]
@@ -105,6 +114,15 @@ def version_turns(chain: Sequence[Memory], sources: Sequence[TurnSource]) -> dic
             for turn in source.source_turns(scope, conversation, missing):
                 known.setdefault(turn.id, turn)
     return {m.id: [known[t] for t in m.sources if t in known] for m in chain}
+
+
+def history(
+    store: VersionReader, sources: Sequence[TurnSource], memory_id: str
+) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
+    """Every version of the memory, oldest first, as `live` shows them, and for each the source
+    turns the sources still keep (in their order); ([], {}) when the id is unknown."""
+    chain = live(versions(store, memory_id), store.get)
+    return chain, version_turns(chain, sources)
 
 
 def history_view(chain: Sequence[Memory], turns: dict[str, list[SourceTurn]]) -> list[dict[str, Any]]:

@@ -29,9 +29,9 @@ import msgspec
 from tap.extract.consolidation import Consolidator
 from tap.ingest.queue import ChunkQueue
 from tap.jsonbody import decode
-from tap.memories.conflicts import Conflict, Settled, live, pairs, resolve
+from tap.memories.conflicts import Conflict, Settled, live, resolve, unresolved
 from tap.memories.filtered_search import filtered_search
-from tap.memories.history import TurnSource, version_turns, versions
+from tap.memories.history import TurnSource, history, versions
 from tap.memories.views import recall_view
 from tap.plural import plural
 from tap.ports import Embedder, MemoryStore, StoreStats
@@ -377,15 +377,12 @@ class MemoryService:
     def history(self, memory_id: str) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
         """Every version of the memory, oldest first, and for each the source turns still kept
         (the turn log, then the queue); ([], {}) when the id is unknown."""
-        chain = live(self.chain(memory_id), self.store.get)
         sources: list[TurnSource] = [s for s in (self.turn_log, self.queue) if s is not None]
-        return chain, version_turns(chain, sources)
+        return history(self.store, sources, memory_id)
 
     def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
         """Unresolved conflicts (pairs of active memories), newest first."""
-        found = pairs(self.store.in_conflict(scope=scope), self.store.get)
-        sides = live([m for c in found for m in (c.a, c.b)], self.store.get)
-        return [msgspec.structs.replace(c, a=a, b=b) for c, a, b in zip(found, sides[::2], sides[1::2], strict=True)]
+        return unresolved(self.store.in_conflict(scope=scope), self.store.get)
 
     def resolve(self, keep: str, drop: str, *, both: bool = False) -> Settled:
         """Settle a conflict: keep one (the other is superseded by it) or, with `both`, both."""

@@ -29,7 +29,6 @@ only. An optional `trace` (tap.recall.why.RecallTrace) records every candidate's
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import os
 import re
@@ -619,6 +618,8 @@ class RecallEngine:
         timeout = (deadline_ms or self.config.deadline_ms) / 1000
         ask = Ask(reduced, scope, skip, budget_tokens or self.config.budget_tokens, started, trace)
         future: Future[RecallResult] = self._batcher.submit(ask, deadline_s=timeout)
+        import asyncio  # here, not at the top: the CLI's recall runs no event loop
+
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:

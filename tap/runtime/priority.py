@@ -16,13 +16,16 @@ BACKGROUND_WRITE_SHARE of the time; with nothing in flight (a backfill, the CLI)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio  # imported where waited on: the CLI's reads import this module, not the event loop
 
 BACKGROUND_NICE = 10
 BACKGROUND_WRITE_SHARE = 1 / 3
@@ -105,6 +108,8 @@ async def wait_for_gap(stop: asyncio.Event, *, quiet_s: float, give_up_at: float
     """Wait until the proxy relayed no request for `quiet_s` (0: none is being relayed now), or
     until `give_up_at` (time.monotonic()): background work that would hold the GIL beside the
     streams waits for a gap, but under constant traffic it goes on. True when `stop` was set."""
+    import asyncio
+
     while not quiet_for(quiet_s) and time.monotonic() < give_up_at:
         try:
             await asyncio.wait_for(stop.wait(), poll_s)

@@ -2,11 +2,12 @@
 else from the opened store.
 
 Opening the store (embedded Chroma, the ONNX model, the extraction pipeline) takes seconds;
-`tap status`, `tap memories list|search` and `tap recall` only read, and the lexical index's file
-holds every active memory (store.read_view). `read(loaded, ask)` runs `ask` on `ViewMemories`
-(the read operations of MemoryService the CLI uses, over that view) and, when the view cannot
-answer it exactly (`NeedsStore`: old versions, archived memories, an index not known to be in
-step), runs it again on the opened store's MemoryService. `ask` must only read: it may run twice.
+`tap status`, `tap memories list|search|show|conflicts` and `tap recall` only read, and the
+lexical index's file holds every active memory (store.read_view). `read(loaded, ask)` runs `ask`
+on `ViewMemories` (the read operations of MemoryService the CLI uses, over that view) and, when
+the view cannot answer it exactly (`NeedsStore`: old versions, archived memories, an index not
+known to be in step), runs it again on the opened store's MemoryService. `ask` must only read: it
+may run twice.
 
 Differences from reading through the store, on purpose: a recall here counts no access (a look,
 not a use: consolidation's "not recalled for N days" is about requests); the embedder is loaded
@@ -23,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from store.embedders import embedder_id
 from store.read_view import NeedsStore, ReadView
 from tap.config import LoadedConfig
-from tap.memories.conflicts import live
-from tap.records import Memory
+from tap.memories.conflicts import Conflict, live, unresolved
+from tap.records import Memory, SourceTurn
 
 if TYPE_CHECKING:
     from tap.recall.engine import RecallEngine
@@ -60,7 +61,7 @@ class ViewMemories:
         from tap.recall.engine import RecallEngine  # a listing needs neither
 
         embedder = make_embedder(self.loaded.config.embedder, queries_only=True)
-        return RecallEngine(self.view, embedder, self.loaded.config.recall, workers=1)  # counts no access
+        return RecallEngine(self.view.searcher(), embedder, self.loaded.config.recall, workers=1)  # counts no access
 
     def list_memories(self, *, scope: str | None, limit: int = 50, offset: int = 0, **filters: Any) -> list[Memory]:
         """As MemoryService.list_memories."""
@@ -87,11 +88,44 @@ class ViewMemories:
         shown = live([m for m, _ in found], self.view.get_active)
         return [(m, score) for m, (_, score) in zip(shown, found, strict=True)]
 
+    def conflicts(self, *, scope: str | None = None) -> list[Conflict]:
+        """As MemoryService.conflicts (the view holds every active memory: a partner it lacks is not
+        active, which ends the conflict as the store's reading does)."""
+        return unresolved(self.view.in_conflict(scope=scope), self.view.get_active)
+
     def recall_json(self, text: str, *, scope: str, budget_tokens: int | None = None) -> dict[str, Any]:
         """As MemoryService.recall_json."""
         from tap.memories.views import recall_view
 
         return recall_view(self.recall_engine.recall(text, scope=scope, budget_tokens=budget_tokens))
+
+    def history(self, memory_id: str) -> tuple[list[Memory], dict[str, list[SourceTurn]]]:
+        """As MemoryService.history: the versions from the view, their turns from the turn log and
+        the extraction queue, opened only to look (a file not made yet holds no turn)."""
+        from tap.ingest.capture import TurnLog
+        from tap.ingest.queue import ChunkQueue
+        from tap.memories.history import history
+
+        data_dir, extract = self.loaded.data_dir, self.loaded.config.extract
+        sources: list[TurnLog | ChunkQueue] = []
+        try:
+            if (data_dir / "turnlog.db").exists():
+                sources.append(TurnLog(data_dir / "turnlog.db", read_only=True))
+            if (data_dir / "queue.db").exists():
+                sources.append(
+                    ChunkQueue(
+                        data_dir / "queue.db",
+                        chunk_tokens=extract.chunk_tokens,
+                        overlap_tokens=extract.overlap_tokens,
+                        read_only=True,
+                    )
+                )
+            return history(self.view, sources, memory_id)
+        except sqlite3.Error as exc:  # a file of an older layout: the store's runtime upgrades it
+            raise NeedsStore(f"the turns are read by the store's runtime: {exc}") from exc
+        finally:
+            for source in sources:
+                source.close()
 
     def close(self) -> None:
         """Stop the recall engine's threads (if a search made it) and close the view."""

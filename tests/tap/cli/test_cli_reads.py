@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.slow  # every command is a new process
 
 STORE = {"chromadb"}
 MODEL = {"onnxruntime", "tokenizers"}
+SEARCH = {"numpy", "asyncio"}  # vectors and an event loop: a listing or a status needs neither
 
 
 ON_THE_STORE = """
@@ -72,13 +74,13 @@ def test_reads_without_a_server_leave_chroma_alone_and_agree_with_the_store(isol
         "('Ann moved to Lisbon in May', 'fact'), ('User: my cello teacher is Rui', 'episode'))]))",
     )
     contents, modules = listed(home)
-    assert contents == ["Ann moved to Lisbon in May"] and modules & (STORE | MODEL) == set()  # no Chroma, no model
+    assert contents == ["Ann moved to Lisbon in May"] and modules & (STORE | MODEL | SEARCH) == set()  # records only
     assert listed(home, "--excerpts")[0] == ["User: my cello teacher is Rui"]
 
     out, modules = probe("status", "--json", home=home)
     status = json.loads(out)
     assert status["store"]["active"] == 2 and status["store"]["total"] == 2 and status["server"] is None
-    assert status["extraction"]["queue"]["queued"] == 0 and modules & (STORE | MODEL) == set()
+    assert status["extraction"]["queue"]["queued"] == 0 and modules & (STORE | MODEL | SEARCH) == set()
 
     out, modules = probe("recall", "Where does Ann live?", "--scope", "ann", "--json", home=home)
     view = json.loads(out)
@@ -122,3 +124,95 @@ def test_printing_commands_import_neither_the_store_nor_mitmproxy(isolated_home:
     for command in (["env"], ["mitm", "ca"], ["env", "mitm"], ["config", "check"], ["hooks", "status"]):
         _, modules = probe(*command, home=isolated_home)
         assert modules & (STORE | MODEL | {"mitmproxy", "aiohttp"}) == set(), command
+
+
+def same_to_the_microsecond(a: Any, b: Any) -> bool:
+    """The same JSON, numbers equal to the microsecond: Chroma reads a record's timestamps back to
+    about their last bit (an `updated_at` of ….9328747 as ….932875)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and abs(a - b) <= 1e-6
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_to_the_microsecond(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_to_the_microsecond(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def through_the_store_then_the_view(home: Path, *args: str, view_answers: bool = True) -> tuple[str, str]:
+    """`tap ARGS` twice on the same data dir: through the opened store (the index's clean close
+    forgotten, as after a crash: the CLI opens the store, which checks the index and closes it
+    cleanly again), then through the read view (`view_answers`; else the view hands it to the
+    store); both outputs."""
+    with sqlite3.connect(home / "lexical-memories.db") as db:
+        db.execute("DELETE FROM meta WHERE key = 'clean_total'")
+    full, modules = probe(*args, home=home)
+    assert "chromadb" in modules, args
+    fast, modules = probe(*args, home=home)
+    assert ("chromadb" not in modules) == view_answers, args
+    return full, fast
+
+
+def test_the_view_prints_what_the_store_prints(isolated_home: Path) -> None:
+    """Listings (all scopes, one scope, excerpts), status, conflicts, a memory's history with its
+    source turns, recall and search without a server print the same through the read view as
+    through the opened store, old versions in the store included."""
+    home = isolated_home
+    ann_allergy, _, bees, _, two_jobs = on_the_store(
+        home,
+        "ids = [svc.add(scope=s, content=c, kind=k).id for s, c, k in ("
+        "('ann', 'Ann moved to Lisbon in May', 'fact'), ('ann', 'Ann is allergic to peanuts', 'fact'),"
+        "('ann', 'User: my cello teacher is Rui', 'episode'), ('bo', 'Bo keeps bees in Sintra', 'fact'),"
+        "('bo', 'Bo prefers green tea to coffee', 'preference'))]\n"
+        "svc.edit(ids[1], content='Ann is allergic to peanuts and cashews')\n"
+        "import msgspec\n"
+        "google, stripe = (svc.add(scope='bo', content=f'Bo works at {c}') for c in ('Google', 'Stripe'))\n"
+        "svc.store.update_metadata([msgspec.structs.replace(google, conflicts_with=(stripe.id,)),"
+        " msgspec.structs.replace(stripe, conflicts_with=(google.id,))])\n"
+        "from tap.ingest.capture import Exchange\n"
+        "from tap.records import make_memory\n"
+        "svc.turn_log.append(Exchange(scope='bo', conversation='c1', dialect='anthropic', user_turn_id='t_u1',"
+        " user_text='I work at Google and at Stripe', reply_turn_id='t_a1', reply_text='Two jobs!', complete=True,"
+        " started_at=1796600000.0, finished_at=1796600001.0))\n"
+        "jobs = make_memory(scope='bo', content='Bo has two jobs', conversation='c1', sources=['t_u1'])\n"
+        "svc.write([jobs])\n"
+        "print(json.dumps(ids[1:] + [jobs.id]))",
+    )
+    printed = {}
+    for args in (
+        ["memories", "list"],
+        ["memories", "list", "--scope", "ann", "--excerpts"],
+        ["memories", "list", "--scope", "bo", "--json"],
+        ["status", "--json"],
+        ["memories", "conflicts"],
+        ["memories", "show", bees],
+        ["memories", "show", two_jobs, "--json"],
+    ):
+        full, fast = through_the_store_then_the_view(home, *args)
+        if "--json" in args:
+            assert same_to_the_microsecond(json.loads(fast), json.loads(full)), (args, fast, full)
+        else:
+            assert fast == full, args
+        printed[" ".join(args)] = fast
+    assert "and cashews" in printed["memories list"] and "Bo keeps bees" in printed["memories list"]
+    assert "cello" in printed["memories list --scope ann --excerpts"]
+    assert [m["scope"] for m in json.loads(printed["memories list --scope bo --json"])] == ["bo"] * 5
+    assert "Bo works at Google" in printed["memories conflicts"] and "Stripe" in printed["memories conflicts"]
+    assert "1 version" in printed[f"memories show {bees}"]
+    history = json.loads(printed[f"memories show {two_jobs} --json"])["history"]
+    assert [t["text"] for t in history[0]["turns"]] == ["I work at Google and at Stripe"]  # from the turn log
+    full, fast = through_the_store_then_the_view(home, "memories", "show", ann_allergy, view_answers=False)
+    assert fast == full and "2 versions" in fast  # its old version: the store's
+    assert json.loads(printed["status --json"])["store"] | {"location": ""} == {
+        "location": "",
+        "active": 8,
+        "total": 9,  # the old version of the edited memory
+        "embedder": "all-MiniLM-L6-v2-q8",
+    }
+
+    footer = re.compile(r", [\d.]+ ms\)")  # the time the recall took
+    full, fast = through_the_store_then_the_view(home, "recall", "What does Bo drink?", "--scope", "bo")
+    assert footer.sub(")", fast) == footer.sub(")", full) and "green tea" in fast
+    full, fast = through_the_store_then_the_view(home, "memories", "search", "tea", "--json")
+    assert [(hit["memory"]["id"], hit["memory"]["content"]) for hit in json.loads(fast)] == [
+        (hit["memory"]["id"], hit["memory"]["content"]) for hit in json.loads(full)
+    ]
