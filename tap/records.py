@@ -28,6 +28,12 @@ KINDS: tuple[str, ...] = ("fact", "preference", "decision", "event", "instructio
 OUTDATED_TAG = "outdated"
 """Tag of an excerpt whose statement a newer one superseded: the verbatim line still says the old
 value, so recall lets it yield for questions about the present (it stays searchable as history)."""
+QUESTION_TAG = "question"
+"""Tag of an excerpt of a turn that only asks (tap.language.rules.excerpts): it states no fact."""
+ACKNOWLEDGEMENT_TAG = "acknowledgement"
+"""Tag of an excerpt of an assistant's turn that only acknowledges what the user said."""
+NO_FACT_TAGS = frozenset({QUESTION_TAG, ACKNOWLEDGEMENT_TAG})
+"""Excerpts with one of these take a block's room only after every other memory (tap.recall.engine)."""
 Source = Literal["proxy", "telegram", "logtail", "hook", "mitm", "mcp", "manual", "import"]
 SOURCES: tuple[str, ...] = ("proxy", "telegram", "logtail", "hook", "mitm", "mcp", "manual", "import")
 Importance = Annotated[int, msgspec.Meta(ge=1, le=5)]

@@ -14,7 +14,9 @@
    evidence, its answer checked (no target it was not shown) and guarded the same way;
 4. with `store_episodes`, the excerpt layer (tap.language.rules.excerpts): every turn that says anything,
    verbatim, in passages, each citing its turn, kind `episode`. Excerpt ids come from the
-   conversation and the turn, so the overlap between chunks stores nothing twice.
+   conversation and the turn, so the overlap between chunks stores nothing twice; a passage that
+   repeats a stored one (tap.near_duplicate: a paste sent again, or repeating itself) is not
+   stored again, the stored one cites its turn too.
 
 Invariants: processing a chunk twice writes nothing twice (memory ids are derived from the turns
 a candidate cites and the candidate, excerpt ids from the turn, and existing ids are skipped), and
@@ -56,6 +58,7 @@ from tap.language.rules.text import content_words
 from tap.llm import ProviderCallError, Usage, cost_usd
 from tap.llm.contract import LLMProvider
 from tap.memories.conflicts import link
+from tap.near_duplicate import repeats
 from tap.ports import Embedder, ExtractionStore
 from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, excerpt_id
 
@@ -527,17 +530,42 @@ class Extraction:
         )
 
     def _add_excerpts(self, chunk: Chunk, excerpts: list[Excerpt], ids: list[str], existing: set[str]) -> int:
-        """Store the excerpts not stored yet (one write); returns how many."""
+        """Store the excerpts not stored yet (one write); returns how many. A text said again is
+        stored once: an excerpt that repeats (tap.near_duplicate) one of the scope's nearest
+        excerpts, or an earlier one of this chunk (a paste whose passages repeat), is not written,
+        and the excerpt it repeats cites its turn too."""
         new = [(e, i) for e, i in zip(excerpts, ids, strict=True) if i not in existing]
         if not new:
             return 0
-        memories = []
-        for excerpt, memory_id_ in new:
-            memory = self._memory(chunk, excerpt.candidate, excerpt.candidate.content)
-            memory.id = memory_id_
-            memories.append(memory)
-        self.store.add(memories, self.embedder.embed_documents([e.vector_text for e, _ in new]))
-        return len(new)
+        vectors = self.embedder.embed_documents([e.vector_text for e, _ in new])
+        found = self.store.search_vectors(vectors, scope=chunk.scope, k=SIMILAR_K)
+        written: list[tuple[Memory, Sequence[float]]] = []
+        cited_again: dict[str, Memory] = {}
+        for (excerpt, memory_id_), vector, hits in zip(new, vectors, found, strict=True):
+            content = excerpt.candidate.content
+            stored = [h.memory for h in hits if h.memory.kind == "episode"]
+            same = _repeated(content, [m for m, _ in written]) or _repeated(content, stored)
+            if same is None:
+                memory = self._memory(chunk, excerpt.candidate, content)
+                memory.id = memory_id_
+                written.append((memory, vector))
+                continue
+            turns = [t for t in excerpt.candidate.turn_ids if t not in same.sources]
+            if turns:
+                same.sources = (*same.sources, *turns)
+                if same.id not in {m.id for m, _ in written}:
+                    cited_again[same.id] = same
+        if written:
+            self.store.add([m for m, _ in written], [v for _, v in written])
+        if cited_again:
+            self.store.update_metadata(list(cited_again.values()))
+        self.counters["excerpt-repeats"] += len(new) - len(written)
+        return len(written)
+
+
+def _repeated(content: str, memories: Sequence[Memory]) -> Memory | None:
+    """The first of the memories that `content` repeats (tap.near_duplicate), if any."""
+    return next((m for m in memories if repeats(content, m.content)), None)
 
 
 def _shown(evidence: Evidence) -> list[Memory]:

@@ -45,12 +45,13 @@ from tap.config import RecallConfig
 from tap.language.dated_questions import DateWindow, date_windows, day_of
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
+from tap.near_duplicate import Fingerprint, fingerprint, repeats_print
 from tap.ports import Embedder, MemoryWriter, RecallStore
 from tap.recall.admission import RecallBatcher, Waiting
 from tap.recall.excerpt_focus import excerpt_snippet, snippet_floor, terms_of
 from tap.recall.query import RecallQuery, reduce_query
 from tap.recall.replaced_turns import with_history
-from tap.records import MAX_PASSAGES, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
+from tap.records import MAX_PASSAGES, NO_FACT_TAGS, OUTDATED_TAG, Hit, Memory, Recalled, RecallResult, excerpt_id
 from tap.runtime.priority import relaying, write_parts, yield_after
 from tap.tokens import count_tokens
 from tap.validate import safe_day
@@ -170,13 +171,21 @@ def is_excerpt(memory: Memory) -> bool:
     return memory.kind == "episode"
 
 
+def carries_no_fact(memory: Memory) -> bool:
+    """An excerpt of a turn that only asks or only acknowledges (tagged where excerpts are written:
+    tap.language.rules.excerpts)."""
+    return is_excerpt(memory) and not NO_FACT_TAGS.isdisjoint(memory.tags)
+
+
 def pack_block(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: str = "") -> RecallResult:
     """Greedy by score into at most `budget` tokens (see `_Packer`); then rendered: the chosen
     statements under one heading per day, days in order, then the chosen excerpts the same way
     under their own heading. A date is paid for once per day and section, and an excerpt never
     stands above a statement (a newer statement of a fact must not read as outranked by an old
     verbatim line). With the `query`, excerpts are shown cut to the sentences that hold its words
-    (tap.recall.excerpt_focus)."""
+    (tap.recall.excerpt_focus). Excerpts that carry no fact (`carries_no_fact`: the user's past
+    questions, an assistant's acknowledgements) get only the room every other memory left, and an
+    excerpt that repeats one in the block (tap.near_duplicate) none."""
     return pack(ranked, budget, query=query)[0]
 
 
@@ -185,12 +194,16 @@ def pack(ranked: Sequence[tuple[Memory, float]], budget: int, *, query: str = ""
     id: OVER_BUDGET or REPEAT, what `tap why` shows)."""
     packer = _Packer(budget, terms_of(query) if query else frozenset())
     deferred: list[tuple[Memory, float]] = []
+    last: list[tuple[Memory, float]] = []
     for memory, score in ranked:
+        if carries_no_fact(memory):
+            last.append((memory, score))  # a question or an acknowledgement: only in the room left at the end
+            continue
         if memory.sources and packer.covered.issuperset(memory.sources):
             deferred.append((memory, score))  # its turns are in the block already: only if room is left
             continue
         packer.place(memory, score)
-    for memory, score in deferred:
+    for memory, score in deferred + last:
         packer.place(memory, score)
     return packer.result(), packer.left_out
 
@@ -199,7 +212,8 @@ MIN_LINE_TOKENS = 3  # "- ", one word, the newline
 OVER_BUDGET = "over-budget"
 """Left out: no room was left for its line in the block."""
 REPEAT = "repeat"
-"""Left out: its line would say what a line in the block says already (the same words)."""
+"""Left out: its line would say what a line in the block says already (the same words, or for an
+excerpt nearly the same: tap.near_duplicate)."""
 LeftOut = dict[str, str]
 """Why each memory the packer did not place was left out, by id."""
 
@@ -220,6 +234,7 @@ class _Packer:
         self.years: dict[bool, set[str]] = {False: set(), True: set()}
         self.covered: set[str] = set()
         self.lines: set[str] = set()
+        self.excerpt_prints: list[Fingerprint] = []
         self.left_out: LeftOut = {}
         self._excerpts_heading = count_tokens(EXCERPTS_HEADING) + 1
 
@@ -241,6 +256,9 @@ class _Packer:
         line = render_line(memory, self.terms)
         if line in self.lines:
             return self._refused(memory, REPEAT)  # the same words again (another passage cut to the same sentence)
+        said = fingerprint(memory.content) if excerpt else None
+        if said is not None and any(repeats_print(said, other) for other in self.excerpt_prints):
+            return self._refused(memory, REPEAT)  # the same passage said again (a paste repeated)
         days = self.sections[excerpt]
         day = memory_day(memory)
         short, year = _year_split(day[1])
@@ -258,6 +276,8 @@ class _Packer:
         self.used += cost
         self.covered.update(memory.sources)
         self.lines.add(line)
+        if said is not None:
+            self.excerpt_prints.append(said)
         self.years[excerpt].add(year)
         days.setdefault(day, []).append(line)
         self.chosen.append(Recalled(memory=memory, score=round(score, 6), tokens=cost))

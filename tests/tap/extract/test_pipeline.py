@@ -117,3 +117,17 @@ def test_a_name_never_tied_to_a_relation_updates_nobody_else(rt: Runtime) -> Non
     rt.worker.drain()
     current = active(rt)
     assert any("Madrid" in c for c in current) and any("Porto" in c for c in current), current
+
+
+def test_an_excerpt_said_again_is_stored_once_citing_both_turns(rt: Runtime) -> None:
+    paragraph = (
+        "The nightly backup copied the photo library to the NAS and checked every file against its hash. "
+        "Two files were skipped because they were open in the editor at the time."
+    )
+    say(rt, "c1", ("Ana", " ".join([paragraph] * 6)), ("Bot", "Thanks for the log."))  # a paste that repeats itself
+    say(rt, "c2", ("Ana", paragraph), ("Bot", "Thanks for the log."), at=MAY_8 + 86400)  # and again, another day
+    say(rt, "c3", ("Ana", paragraph.replace("Two files", "Three files")), at=MAY_8 + 2 * 86400)  # one word: news
+    rt.worker.drain()
+    rt.worker.drain()  # processing again writes nothing twice
+    pasted = [m for m in rt.store.list_memories(scope="ana", limit=100) if "nightly backup" in m.content]
+    assert sorted((m.conversation, m.sources) for m in pasted) == [("c1", ("c1:0", "c2:0")), ("c3", ("c3:0",))]

@@ -427,6 +427,55 @@ def test_excerpts_cover_every_turn_that_says_anything_each_citing_its_turn() -> 
 
 
 @pytest.mark.parametrize(
+    ("said", "answered", "tags"),
+    [
+        # a turn that only asks (filler around it included) states no fact
+        ("What should I feed my dog in the morning?", "Salmon kibble, about a cup.", (["question"], [])),
+        ("Thanks! Can my dog eat rice?", "Plain cooked rice is fine for dogs in small amounts.", (["question"], [])),
+        # asking while stating states
+        ("I went to the vet today with Rex. What do you think?", "Got it. Anything else?", ([], ["question"])),
+        # an unnamed assistant acknowledging a statement, with nothing the user did not say
+        ("Rex is allergic to chicken.", "Noted, I'll keep that in mind.", ([], ["acknowledgement"])),
+        (
+            "I have a beagle called Rex, he is three years old.",
+            "Noted, Rex is a three-year-old beagle.",
+            ([], ["acknowledgement"]),
+        ),
+        (
+            "What should I feed my dog when he is sick?",
+            "Okay, thanks for letting me know!",
+            (["question"], ["acknowledgement"]),
+        ),
+        # a short reply that brings a name or a number, or answers a question, is kept as said
+        ("I'm flying to Lisbon on Friday.", "Your flight is at 7:45 from gate 12.", ([], [])),
+        ("I'm flying to Lisbon on Friday.", "Great, Alfama is worth a visit, try the Belem bakery.", ([], [])),
+        ("Can my dog eat grapes?", "No, grapes are toxic to dogs.", (["question"], [])),
+        # a question that names someone, a place or a number tells what it names
+        ("Did you go skiing in Banff last week?", "Yes, the slopes near Lake Louise were perfect.", ([], [])),
+        ("How much should I feed my dog, he weighs 12 kg?", "About two cups a day.", ([], [])),
+        # a sentence that opens like a question but ends with a full stop or "!" states
+        ("Can't wait for the grand opening of the bakery!", "The bakery opens its doors at nine tomorrow.", ([], [])),
+    ],
+)
+def test_excerpts_that_only_ask_or_acknowledge_are_tagged(
+    said: str, answered: str, tags: tuple[list[str], list[str]]
+) -> None:
+    excerpts = turn_excerpts(chunk_of(turn("u1", "User", said), turn("a1", "Assistant", answered)))
+    by_turn = {e.candidate.turn_ids[0]: e.candidate.tags[2:] for e in excerpts}
+    assert (by_turn["u1"], by_turn["a1"]) == tags
+
+
+def test_between_named_people_neither_questions_nor_replies_are_tagged() -> None:
+    """A named speaker is a person in the chat: a question tells what they talk about (it leads to
+    the answer), and a reply is theirs, not an assistant's filler."""
+    chunk = chunk_of(
+        turn("u1", "Caroline", "What got you into long distance running?"),
+        turn("a1", "Melanie", "Wow, that is wonderful news about the marathon training!"),
+    )
+    assert [e.candidate.tags for e in turn_excerpts(chunk)] == [["excerpt", "user"], ["excerpt", "assistant"]]
+
+
+@pytest.mark.parametrize(
     ("text", "content", "slot"),
     [
         # a reason or a feeling stays with what it is about instead of becoming a fragment of its own

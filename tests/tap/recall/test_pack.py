@@ -13,8 +13,9 @@ import random
 
 import pytest
 
+from tap.near_duplicate import repeats
 from tap.recall.engine import OVER_BUDGET, REPEAT, pack, pack_block
-from tap.records import OUTDATED_TAG, Memory, make_memory
+from tap.records import ACKNOWLEDGEMENT_TAG, OUTDATED_TAG, QUESTION_TAG, Memory, make_memory
 from tap.tokens import count_tokens
 
 DAY = 86400.0
@@ -75,7 +76,8 @@ def test_the_count_is_the_blocks_and_within_the_budget(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(20))
 def test_every_memory_left_out_says_why(seed: int) -> None:
     """Each memory of the ranking is in the block or has its reason (what `tap why` shows): a
-    repeat only where a line with the same words is in the block, over-budget otherwise."""
+    repeat only where a line with the same words (an excerpt: nearly the same) is in the block,
+    over-budget otherwise."""
     rng = random.Random(seed)
     memories: list[Memory] = []
     for _ in range(rng.randint(1, 40)):
@@ -89,5 +91,37 @@ def test_every_memory_left_out_says_why(seed: int) -> None:
         shown = {m.content for m in memories if m.id in placed}
         for memory in memories:
             if left_out.get(memory.id) == REPEAT:
-                assert memory.content in shown
+                assert memory.content in shown or any(repeats(memory.content, s) for s in shown)
         assert set(left_out.values()) <= {OVER_BUDGET, REPEAT}
+
+
+def _said(content: str, *tags: str, kind: str = "episode") -> Memory:
+    return make_memory(scope="ann", content=content, kind=kind, tags=["excerpt", *tags], valid_from=NOW, now=NOW)  # type: ignore[arg-type]
+
+
+def test_questions_and_acknowledgements_take_only_the_room_left() -> None:
+    asked = _said("User: What should I feed my dog in the morning?", "user", QUESTION_TAG)
+    noted = _said("Assistant: Noted, I'll keep that in mind.", "assistant", ACKNOWLEDGEMENT_TAG)
+    fact = _said("The user feeds their dog salmon kibble twice a day", kind="fact")
+    vet = _said("User: The vet said Rex should eat lamb and rice when his stomach is upset.", "user")
+    ranked = [(asked, 0.9), (noted, 0.8), (fact, 0.5), (vet, 0.4)]
+    tight, left_out = pack(ranked, 120)
+    assert [r.memory for r in tight.memories] == [fact, vet] and left_out == {
+        asked.id: OVER_BUDGET,
+        noted.id: OVER_BUDGET,
+    }
+    roomy = pack_block(ranked, 500)
+    assert {r.memory.id for r in roomy.memories} == {asked.id, noted.id, fact.id, vet.id}  # room left: shown too
+    only_questions = pack_block([(asked, 0.9)], 120)
+    assert [r.memory for r in only_questions.memories] == [asked]
+
+
+def test_an_excerpt_that_repeats_one_in_the_block_is_a_repeat() -> None:
+    paste = (
+        "The nightly backup copied the photo library to the NAS and checked every file against its hash. "
+        "Two files were skipped because they were open in the editor at the time. "
+        "The next run starts at two in the morning and takes about forty minutes."
+    )
+    first, again = _said("User: Here is the log: " + paste, "user"), _said("User: " + paste, "user")
+    result, left_out = pack([(first, 0.9), (again, 0.8)], 500)
+    assert [r.memory for r in result.memories] == [first] and left_out == {again.id: REPEAT}
