@@ -37,8 +37,8 @@ import msgspec
 import numpy as np
 
 from tap.config import ConsolidateConfig
-from tap.extract.reconcile import subject_key
 from tap.language.rules.text import content_words
+from tap.language.statements import subject_key
 from tap.records import Memory
 
 DAY_S = 86400.0
