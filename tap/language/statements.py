@@ -20,6 +20,7 @@ __all__ = [
     "shares_a_word",
     "subject_family",
     "subject_key",
+    "takes_up_new_value",
     "value_changed",
     "version_after",
     "words",
@@ -158,3 +159,17 @@ def version_after(content: str, tool: str) -> str:
         return ""
     found = re.search(rf"\b{re.escape(tool)}(?:\s+to)?\s*v?(\d+(?:\.\d+)*)\b", content, re.IGNORECASE)
     return found.group(1) if found else ""
+
+
+_TAKES_UP = re.compile(
+    r"\b(?:joined|join|joining|started (?:at|with|working)|starts (?:at|with)|hired|signed with|accepted"
+    r"|new (?:job|role|employer|company|position)|moved to|switched to|went to work"
+    r"|(?:got|took|landed) (?:the|a|an) (?:[\w'’.&-]+ )?(?:job|offer|position|role))\b",
+    re.IGNORECASE,
+)
+
+
+def takes_up_new_value(content: str) -> bool:
+    """Whether a statement says a new value was taken up ("joined Stripe", "started at Stripe", "got
+    the Klarna job"): a change, not a second value held beside the old one."""
+    return _TAKES_UP.search(content) is not None
