@@ -37,8 +37,8 @@ import msgspec
 import numpy as np
 
 from tap.config import ConsolidateConfig
-from tap.extract.reconcile import subject_key
 from tap.language.rules.text import content_words
+from tap.language.statements import subject_key, words
 from tap.records import Memory
 
 DAY_S = 86400.0
@@ -47,7 +47,6 @@ _NAME = re.compile(r"(?<=\s)[A-Z][\w'’-]+")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot|nor|without)\b", re.I
 )
-_WORD = re.compile(r"[^\W_]+")
 EXACT_ONLY = ("event", "plan", "episode")
 NEVER_ARCHIVED = ("instruction",)
 BLOCK = 512  # rows of the similarity matrix computed at once
@@ -80,11 +79,6 @@ class ScopePlan(msgspec.Struct, kw_only=True):
     archive: list[ArchivePick] = msgspec.field(default_factory=list)
     merged: dict[str, Memory] = msgspec.field(default_factory=dict)
     """The new memory of each group, by its id."""
-
-
-def words(text: str) -> list[str]:
-    """Lower-case words of a text."""
-    return [w.lower() for w in _WORD.findall(text)]
 
 
 def _signature(memory: Memory) -> tuple[frozenset[str], frozenset[str], bool]:

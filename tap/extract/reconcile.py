@@ -49,11 +49,23 @@ from tap.errors import ProviderError
 from tap.language.death import retired_by_death
 from tap.language.goal import GOAL_KINDS, goal_object
 from tap.language.new_value import VALUE_KINDS, states_a_value
+from tap.language.statements import (
+    kin_named,
+    names,
+    negated,
+    polarity_free_words,
+    same_possession,
+    shares_a_word,
+    subject_family,
+    subject_key,
+    value_changed,
+    version_after,
+)
+from tap.language.statements import words as statement_words
 from tap.memories.conflicts import ambiguous_change
 from tap.records import Hit, Kind, Memory
 
 Action = str
-_WORD = re.compile(r"[^\W_]+")
 NON_SUPERSEDING = ("event", "episode")
 MAX_CHANGED_WORDS = 2
 CHANGE_SIMILARITY = 0.45  # measured: updates 0.46-0.74 to what they update, unrelated statements 0.17-0.29
@@ -90,13 +102,9 @@ class Evidence(msgspec.Struct, kw_only=True):
     """The conversation the candidate was said in ('' unknown): its earlier turns were extracted first."""
 
 
-def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
-
-
 def same_subject(a: str, b: str) -> bool:
     """Crude subject match: same first word, at least half of the words shared, few words changed."""
-    wa, wb = _words(a), _words(b)
+    wa, wb = statement_words(a), statement_words(b)
     if not wa or not wb or wa[0] != wb[0]:
         return False
     sa, sb = set(wa), set(wb)
@@ -107,7 +115,7 @@ def same_subject(a: str, b: str) -> bool:
 
 def holds_words(content: str, words: Sequence[str]) -> bool:
     """Whether every word is in the content (as a word or a word's start: 'eat' in 'eats')."""
-    have = _words(content)
+    have = statement_words(content)
     return bool(words) and all(any(_word_matches(h, w.lower()) for h in have) for w in words)
 
 
@@ -170,17 +178,10 @@ def decide(candidate: CandidateMemory, evidence: Evidence, cfg: ExtractConfig) -
     return changed if changed is not None else _same_subject_plan(candidate, similar, cfg)
 
 
-_NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b", re.IGNORECASE)
-# as _words splits them: "doesn't" is "doesn" and "t"
-_POLARITY_WORDS = frozenset(
-    "not never no longer don doesn isn aren didn wasn weren t actually turns out anymore".split()
-)
-
-
 def _says_the_opposite(candidate: CandidateMemory, nearest: Memory) -> bool:
     """Whether a candidate says the opposite of its near-duplicate, an older statement of the same
     person: one of the two is negated and, negation words aside, they differ by a word or two."""
-    if bool(_NEGATION.search(candidate.content)) == bool(_NEGATION.search(nearest.content)):
+    if negated(candidate.content) == negated(nearest.content):
         return False
     if nearest.kind in NON_SUPERSEDING or nearest.valid_from > candidate.valid_from:
         return False
@@ -188,9 +189,7 @@ def _says_the_opposite(candidate: CandidateMemory, nearest: Memory) -> bool:
         return False
     if holder_family(candidate.holder, candidate.content) != holder_family(nearest.holder, nearest.content):
         return False
-    return _few_words_apart(
-        set(_words(candidate.content)) - _POLARITY_WORDS, set(_words(nearest.content)) - _POLARITY_WORDS
-    )
+    return _few_words_apart(polarity_free_words(candidate.content), polarity_free_words(nearest.content))
 
 
 def _few_words_apart(a: set[str], b: set[str]) -> bool:
@@ -215,7 +214,8 @@ def _other_value(candidate: CandidateMemory, nearest: Memory) -> bool:
         return False
     # the same statement with another number, not another statement that has numbers too
     return _few_words_apart(
-        {w for w in _words(new_text) if not w[:1].isdigit()}, {w for w in _words(old_text) if not w[:1].isdigit()}
+        {w for w in statement_words(new_text) if not w[:1].isdigit()},
+        {w for w in statement_words(old_text) if not w[:1].isdigit()},
     )
 
 
@@ -231,7 +231,7 @@ def _retracted_before(
         m
         for m in retracted
         if m.valid_from <= candidate.valid_from
-        and (holder_family(m.holder, m.content) == family or _kin_named(m.content, family))
+        and (holder_family(m.holder, m.content) == family or kin_named(m.content, family))
         and not own & set(m.sources)
     ]
 
@@ -242,14 +242,6 @@ def _another_of_its_kind(thing: Sequence[str], content: str) -> bool:
     meeting"). A statement without the head noun may still say the same thing otherwise ("charges 80
     euros an hour for review work" for "review rate"): the similarity rules judge it."""
     return len(thing) > 1 and holds_words(content, thing[-1:]) and not holds_words(content, thing)
-
-
-def _kin_named(content: str, name: str) -> bool:
-    """Whether a statement is about one of the user's people called `name` ("the user's son Leo
-    plays soccer" for "leo"): "Leo quit soccer" takes back what was said of him by relation."""
-    if name in ("", "self"):
-        return False
-    return re.match(rf"^the user's\s+(?:[a-z-]+\s+){{1,2}}{re.escape(name)}\b", content, re.IGNORECASE) is not None
 
 
 def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[Memory]:
@@ -281,16 +273,8 @@ def _ended_before(candidate: CandidateMemory, ended: Sequence[Memory]) -> list[M
 def _other_version(candidate: CandidateMemory, mate: Memory) -> bool:
     """Whether a statement gives another version of the same tool than its slot mate ("bumped Node
     to 20" after "we're on Node 18"): an update, not a duplicate."""
-    new, old = _version(candidate.content, candidate.slot_value), _version(mate.content, mate.slot_value)
+    new, old = version_after(candidate.content, candidate.slot_value), version_after(mate.content, mate.slot_value)
     return bool(new and old and new != old)
-
-
-def _version(content: str, tool: str) -> str:
-    """The version a statement gives right after a tool's name ("Python 3.12", "Node to 20"), or ''."""
-    if not tool:
-        return ""
-    found = re.search(rf"\b{re.escape(tool)}(?:\s+to)?\s*v?(\d+(?:\.\d+)*)\b", content, re.IGNORECASE)
-    return found.group(1) if found else ""
 
 
 def holder_family(holder: str, content: str) -> str:
@@ -303,30 +287,6 @@ def holder_family(holder: str, content: str) -> str:
     return "self" if root in ("user", "team") else root
 
 
-def subject_family(content: str) -> str:
-    """'self' for the user, their things and their team; otherwise the subject's opening word."""
-    subject = subject_key(content)
-    opening = " ".join(_words(content)[:6])  # "These days the user runs …"
-    if subject.startswith("the user") or subject in ("the", "we", "our") or "the user" in opening:
-        return "self"
-    return subject
-
-
-_TIME_OPENERS = frozenset("nowadays now currently lately recently".split())
-
-
-def subject_key(content: str) -> str:
-    """Whom a statement is about, by its opening words: 'the user', "the user's sister", 'atlas'
-    (after a time word it opens with: "These days the user sleeps …" is about the user)."""
-    words = _words(content)
-    while len(words) > 2 and (words[0] in _TIME_OPENERS or words[:2] == ["these", "days"]):
-        words = words[2:] if words[:2] == ["these", "days"] else words[1:]
-    words = words[:4]
-    if words[:2] == ["the", "user"]:
-        return "the user" if len(words) < 3 or words[2] != "s" else f"the user's {words[3] if len(words) > 3 else ''}"
-    return words[0] if words else ""
-
-
 def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | None:
     """A statement that says something changed ("instead", "used to … but now", "moved the blog to
     Astro") supersedes the most similar older statement about the same subject."""
@@ -335,7 +295,7 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
         return None
     floor = CHANGE_SIMILARITY if cue == "update" else NOW_SIMILARITY
     subject = subject_key(candidate.content)
-    names = _names(candidate.content)
+    named = names(candidate.content)
     own = set(candidate.turn_ids)
     for hit in similar:
         old = hit.memory
@@ -352,91 +312,19 @@ def _changed_plan(candidate: CandidateMemory, similar: Sequence[Hit]) -> Plan | 
             linked = subject_key(old.content) == subject or (
                 same_family
                 and (
-                    bool(names & _names(old.content))
-                    or _value_changed(candidate.content, old.content)
-                    or _same_possession(candidate.content, old.content)
+                    bool(named & names(old.content))
+                    or value_changed(candidate.content, old.content)
+                    or same_possession(candidate.content, old.content)
                 )
             )
         else:  # less alike: another value of the same kind, and a word of what it is about in common
             linked = same_family and (
-                (_value_changed(candidate.content, old.content) and _shares_a_word(candidate, old))
-                or (cue == "update" and _same_possession(candidate.content, old.content, whole=True))
+                (value_changed(candidate.content, old.content) and shares_a_word(candidate.content, old.content))
+                or (cue == "update" and same_possession(candidate.content, old.content, whole=True))
             )
         if linked:
             return Plan(action="supersede", target=old)
     return None
-
-
-_POSSESSION = re.compile(r"^the user's\s+((?:[a-z-]+\s+){0,2}?[a-z-]+)\s+(?:is|are|was|were|changed|has|have)\b")
-
-
-def _same_possession(new: str, old: str, *, whole: bool = False) -> bool:
-    """Whether both statements are about the same thing of the user's, by its head noun: "the user's
-    thesis topic changed to …" and "the user's topic is …" (the last word before the verb); with
-    `whole`, by every word of it ("research topic" and "research topic")."""
-    a, b = _POSSESSION.match(new.lower()), _POSSESSION.match(old.lower())
-    if not (a and b):
-        return False
-    return a.group(1) == b.group(1) if whole else a.group(1).split()[-1] == b.group(1).split()[-1]
-
-
-def _shares_a_word(candidate: CandidateMemory, old: Memory) -> bool:
-    """Whether two statements share a content word besides the subject and typed values."""
-
-    def words(text: str) -> set[str]:
-        return {w for w in _words(text) if len(w) > 2 and w not in _COMMON} | {
-            w for w in _words(text) if w[:1].isdigit()
-        }
-
-    return bool(words(candidate.content) & words(old.content))
-
-
-_COMMON = (
-    frozenset(
-        "the and for with from that this now user user's they their them our are was were has have had will "
-        "same time every each on at in of to".split()
-    )
-    | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
-    | {f"{d}days" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
-)
-
-
-_TYPED_VALUES: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b", re.IGNORECASE),  # a weekday
-    re.compile(r"[£$€¥]\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:euros?|dollars?|pounds?|usd|eur|gbp)\b", re.IGNORECASE),  # money
-    re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE),  # a time of day
-)
-
-
-def _value_changed(new: str, old: str) -> bool:
-    """Whether a change statement gives another value of a kind the older one states: another
-    weekday ("moves to wednesdays" after "meets the 2nd thursday"), another amount ("£25 now" after
-    "£20 for the year") or another time of day."""
-    for pattern in _TYPED_VALUES:
-        now = {_typed(v) for v in pattern.findall(new)}
-        before = {_typed(v) for v in pattern.findall(old)}
-        if now and before and not now & before:
-            return True
-    return False
-
-
-def _typed(value: str) -> str:
-    """A typed value as compared: lower case, no spaces, a weekday without its plural."""
-    value = "".join(value.lower().split())
-    return value[:-1] if value.endswith("days") else value
-
-
-_NAME = re.compile(r"(?:^|(?<=\s))[A-Z][a-z]{2,}\b")
-_NOT_NAMES = frozenset(
-    {"The", "User", "This", "That", "These", "Those", "Standing", "Asked", "New", "Our", "His", "Her"}
-)
-
-
-def _names(content: str) -> set[str]:
-    """Capitalised words of a statement: the people, places, pets and projects it names ('Ava',
-    'Atlas', 'Oakhurst'); the opening word counts too (a statement may open with a name), the usual
-    sentence openers do not."""
-    return set(_NAME.findall(content)) - _NOT_NAMES
 
 
 def _slot_plan(candidate: CandidateMemory, mates: Sequence[Memory], conversation: str) -> Plan | None:

@@ -19,13 +19,13 @@ first, and the block marks each line, under its date). `tap memories conflicts` 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 
 import msgspec
 
 from tap.candidates import CandidateMemory
+from tap.language.statements import takes_up_new_value
 from tap.ports import MemoryStore
 from tap.records import Memory
 
@@ -34,14 +34,6 @@ CO_HELD = ("employer",)
 a conflict, not an update."""
 CHANGE_TAGS = ("update", "now")
 SAME_MOMENT_S = 1.0
-_TAKES_UP = re.compile(
-    r"\b(?:joined|join|joining|started (?:at|with|working)|starts (?:at|with)|hired|signed with|accepted"
-    r"|new (?:job|role|employer|company|position)|moved to|switched to|went to work"
-    r"|(?:got|took|landed) (?:the|a|an) (?:[\w'’.&-]+ )?(?:job|offer|position|role))\b",
-    re.IGNORECASE,
-)
-"""Words that say a new value was taken up ("joined Stripe", "started at Stripe", "got the Klarna
-job"): a change, not a second value."""
 
 
 class Conflict(msgspec.Struct, kw_only=True):
@@ -65,7 +57,7 @@ def ambiguous_change(candidate: CandidateMemory, newest: Memory, conversation: s
     in_order = bool(conversation) and newest.conversation == conversation
     if not in_order and abs(candidate.valid_from - newest.valid_from) < SAME_MOMENT_S:
         return True
-    return candidate.slot.rsplit("|", 1)[-1] in CO_HELD and not _TAKES_UP.search(candidate.content)
+    return candidate.slot.rsplit("|", 1)[-1] in CO_HELD and not takes_up_new_value(candidate.content)
 
 
 def link(memory: Memory, others: Sequence[Memory]) -> list[Memory]:

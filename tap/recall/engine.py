@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tap.block_tags import CLOSE, OPEN
 from tap.config import RecallConfig
 from tap.language.dated_questions import DateWindow, date_windows, day_of
+from tap.language.query_reading import QueryReading, read_query
 from tap.lru import LRU
 from tap.memories.conflicts import with_partners
 from tap.near_duplicate import Fingerprint, fingerprint, repeats_print
@@ -302,67 +302,12 @@ class _Packer:
         return RecallResult(block=block, tokens=self.used, memories=rank_order(self.chosen))
 
 
-_CURRENT = re.compile(
-    r"\b(?:now|currently|current|these days|nowadays|latest|most recent|most recently|recently|still|anymore"
-    r"|any more|at the moment|right now|today|new|newest|last)\b",
-    re.IGNORECASE,
-)
 CURRENT_HALF_LIFE_DAYS = 30.0
 CURRENT_FLOOR = 0.6
 PRESENT_FLOOR = 0.8
 OUTDATED_WEIGHT = 0.5  # an excerpt whose statement was superseded, for a question about the present
-
-
-_QUESTION = re.compile(
-    r"\?|^\W*(?:what|what's|which|who|who's|whose|where|where's|when|how|is|are|am|do|does|did|can|could|will|has"
-    r"|have|was|were|had)\b",
-    re.IGNORECASE,
-)
-_AUXILIARY = re.compile(
-    r"\b(?:is|are|am|do|does|has|have|can|will|should|did|was|were|had)\b|(?<=[a-z])['’]s\b|\bused to\b",
-    re.IGNORECASE,
-)
-_PAST_AUXILIARIES = frozenset({"did", "was", "were", "had", "used to"})
-
-
-def asks_for_current(query: str) -> bool:
-    """Whether the query says it asks for the present state of something ('where do I live now?',
-    'what's my latest …')."""
-    return _CURRENT.search(query) is not None
-
-
-def asks_in_present(query: str) -> bool:
-    """Whether the query is a question in the present tense ('which editor does the user use?',
-    'what is my cat called?'); one in the past tense ('where did I go …', 'what was …') asks for
-    history."""
-    if _QUESTION.search(query) is None:
-        return False
-    first = _AUXILIARY.search(query)
-    return first is not None and first.group(0).lower() not in _PAST_AUXILIARIES
-
-
-_AGGREGATE = re.compile(
-    r"\b(?:total|in total|combined|altogether|in all|across|all (?:the|my|of)|average|sum|difference|compared"
-    r"|more than|less than|fewer than|each|both|between)\b",
-    re.IGNORECASE,
-)
-
-
-_ASKS_ASSISTANT = re.compile(
-    r"\byou(?:'ve)?\s+(?:\w+\s+){0,2}?(?:said|mentioned|recommended|suggested|provided|told|gave|listed|explained"
-    r"|described|shared|wrote|proposed|offered|came up with)\b|\bdid you\b|\bremind me\b"
-    r"|\bwe\s+(?:\w+\s+){0,2}?(?:discussed|talked|covered|went over)\b"
-    r"|\b(?:our|the|that|your)\s+(?:\w+\s+)?(?:previous|last|earlier|past|other)\s+(?:conversation|chat|discussion|session)",
-    re.IGNORECASE,
-)
 MODEL_EXCERPT_WEIGHT = 0.7
 """An excerpt of what an unnamed assistant said, for a question that is not about what it said."""
-
-
-def asks_about_assistant(query: str) -> bool:
-    """Whether the question asks what the assistant said earlier ("which hotel did you recommend?",
-    "remind me of the list you gave me", "in our previous chat …")."""
-    return _ASKS_ASSISTANT.search(query) is not None
 
 
 def model_excerpt(memory: Memory) -> bool:
@@ -370,26 +315,20 @@ def model_excerpt(memory: Memory) -> bool:
     return is_excerpt(memory) and "assistant" in memory.tags and memory.content.startswith("Assistant: ")
 
 
-_HISTORY = re.compile(
-    r"\b(?:initially|originally|at first|earliest|in order|the order|previously|used to|before I|prior to)\b",
-    re.IGNORECASE,
-)
-_SPAN = re.compile(r"\b(?:how long|since|first|before|after|ago)\b", re.IGNORECASE)
-
-
-def current_floor(query: str) -> float:
+def current_floor(query: str | QueryReading) -> float:
     """How far an old candidate may fall behind the newest one for this query (1.0: not at all):
     CURRENT_FLOOR when the query asks for now, unless it asks for the history ("where did I
     initially …", "in what order …"); PRESENT_FLOOR for a present-tense question that neither
     gathers several facts ("how many … in total", "… combined", "compared to": every mention
     counts) nor spans time ("how long have I …", "since …": the start counts)."""
-    if _HISTORY.search(query):
+    reading = read_query(query) if isinstance(query, str) else query
+    if reading.history:
         return 1.0
-    if asks_for_current(query):
+    if reading.current:
         return CURRENT_FLOOR
-    if _AGGREGATE.search(query) or _SPAN.search(query):
+    if reading.gathers or reading.spans_time:
         return 1.0
-    return PRESENT_FLOOR if asks_in_present(query) else 1.0
+    return PRESENT_FLOOR if reading.present else 1.0
 
 
 def _stamp(memory: Memory) -> float:
@@ -781,12 +720,13 @@ class RecallEngine:
         vector_hits, lexical_hits = (
             found if found is not None else self._candidates([reduce_query(query)], scope)[0][1:]
         )
-        floor = current_floor(query)
+        reading = read_query(query)
+        floor = current_floor(reading)
         lexical = self._relevant_lexical(lexical_hits, newer_count=floor < 1.0)
         fused = self._fuse(self._relevant_vector(vector_hits), lexical)
         now = self._now()
         scored = [(m, s * self._weight(m, now)) for m, s in fused.values()]
-        if MODEL_EXCERPT_WEIGHT < 1.0 and not asks_about_assistant(query):
+        if MODEL_EXCERPT_WEIGHT < 1.0 and not reading.about_assistant:
             scored = [(m, s * MODEL_EXCERPT_WEIGHT if model_excerpt(m) else s) for m, s in scored]
         windows = date_windows(query)
         if windows:

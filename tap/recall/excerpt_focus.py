@@ -14,7 +14,7 @@ id, date and citation are unchanged; `tap memories show` has the whole passage):
 - otherwise every sentence that holds a word of the question is kept, and the sentence after one
   that ends with ":" (a list's lead-in: "I'd suggest these hotels:"); when what is kept is most
   of the passage (`WHOLE_SHARE` of its words) the whole passage is shown;
-- words are compared lower-cased, without stop words and with a light stemmer ("hotels",
+- words are compared lower-cased, without stop words and with a light stemmer (tap.language.terms) ("hotels",
   "hotel"; "visited", "visit"); the same function reads the question and the passage, so the
   two sides always agree.
 
@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import NamedTuple
 
+from tap.language.terms import is_stop_word, stem
+
 __all__ = ["ELLIPSIS", "excerpt_snippet", "snippet_floor", "terms_of"]
 
 ELLIPSIS = "…"
@@ -37,28 +39,6 @@ MAX_SPEAKER_CHARS = 40
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _LIST_ITEM = re.compile(r"(?<!\S)(?:\d{1,2}[.)]|[-*•])(?=\s)")
 _SENTENCE_GAP = re.compile(r"(?<=[.!?…:])\s+(?=\S)")
-_STOP = frozenset(
-    "a about after again all also am an and any are as at be been before being but by can could did do does "
-    "doing done for from get got had has have having he her here hers him his how i i'd i'll i'm i've if in "
-    "into is it it's its just let me mine my myself no nor not now of off on once only or other our ours out "
-    "over own said say says she should so some such than that that's the their theirs them then there these "
-    "they this those through to too under until up us very was we were what what's when where which while "
-    "who whom why will with would you your yours yourself tell told remember mentioned mention".split()
-)
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A light stemmer: enough for a question's word to meet the same word in a passage."""
-    word = word.lower().replace("’", "'")
-    if word.endswith("'s"):
-        word = word[:-2]
-    if len(word) <= 4:
-        return word
-    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: len(word) - len(suffix)] + replacement
-    return word
 
 
 def terms_of(text: str) -> frozenset[str]:
@@ -71,7 +51,7 @@ def terms_of(text: str) -> frozenset[str]:
 @lru_cache(maxsize=65536)
 def _term(word: str) -> str:
     """A lower-cased word's stem, or "" for a stop word."""
-    return "" if word.replace("’", "'") in _STOP else stem(word)
+    return "" if is_stop_word(word) else stem(word)
 
 
 class _Passage(NamedTuple):

@@ -19,7 +19,8 @@ averages them into one vector, and BM25 ranks by the rare terms. So the query is
 - a turn longer than `MAX_INPUT_CHARS` is read by its start and its end only;
 - a short turn that names a group of people or animals ("kids", "family", "pets") also asks the
   lexical side for the words its members go by ("son", "daughter"): `with_members`;
-- `asks_for_current` reads the reduced text (the same words the ranking sees).
+- what the query asks for (tap.language.query_reading) is read from the reduced text (the same words
+  the ranking sees).
 
 Pure functions, no I/O: the same turn always gives the same query (the recall cache keys on it).
 """
@@ -29,6 +30,8 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
+
+from tap.language.query_reading import with_members
 
 EMBED_WHOLE_WORDS = 40
 EMBED_HEAD_WORDS = 20
@@ -82,27 +85,3 @@ def reduce_query(turn: str) -> RecallQuery:
     if len(words) <= EMBED_WHOLE_WORDS:
         lexical = with_members(lexical)
     return RecallQuery(text=embedded, lexical=lexical)
-
-
-# A word for a group of people or animals and the words memories name its members by: "do I have
-# kids?" must find "the user's daughter Asha was born on June 3rd", which MiniLM puts at cosine 0.05
-# and BM25 cannot match.
-_MEMBERS = {
-    "kids": "son daughter",
-    "kid": "son daughter",
-    "children": "son daughter",
-    "child": "son daughter",
-    "family": "wife husband partner son daughter mom dad mother father sister brother parents",
-    "parents": "mom dad mother father",
-    "siblings": "sister brother",
-    "spouse": "wife husband",
-    "pets": "dog cat",
-    "pet": "dog cat",
-}
-_GROUP = re.compile(r"\b(?:" + "|".join(_MEMBERS) + r")\b", re.IGNORECASE)
-
-
-def with_members(lexical: str) -> str:
-    """The lexical query with the members of each group it names added ("kids" → son, daughter)."""
-    added = [_MEMBERS[m.group(0).lower()] for m in _GROUP.finditer(lexical)]
-    return " ".join([lexical, *dict.fromkeys(added)]) if added else lexical

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tap.recall.excerpt_focus import excerpt_snippet, stem, terms_of
+from tap.language.terms import stem
+from tap.recall.excerpt_focus import excerpt_snippet, terms_of
 
 LONG = (
     "User: I'm planning a trip to Jordan and I'm really interested in visiting Petra. Can you tell me more "

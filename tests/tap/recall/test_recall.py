@@ -489,7 +489,8 @@ def test_a_replacing_statement_brings_the_old_values_turn_after_it_and_never_the
 def test_what_an_unnamed_assistant_said_yields_to_the_users_own_words_unless_the_question_asks_for_it(
     engine: RecallEngine,
 ) -> None:
-    from tap.recall.engine import asks_about_assistant, model_excerpt
+    from tap.language.query_reading import asks_about_assistant
+    from tap.recall.engine import model_excerpt
 
     text = "the Ferrari model was started three weeks ago on a Sunday afternoon"
     user = _put(engine, f"User: {text}", kind="episode", tags=["excerpt", "user"], sources=["t1"])
