@@ -136,10 +136,10 @@ def test_consolidate(tmp_path: Path) -> None:
     assert result["simulation"]["people"] == 3 and result["simulation"]["restated_or_repeated_turns"] > 0
     assert list(result["arms"]) == ["before", "after", "after+excerpts", "background"]
     before, after = result["arms"]["before"], result["arms"]["after"]
-    # the repeated turns were stored once as they came in (tap.near_duplicate), and consolidation
-    # leaves none either
-    assert before["near_duplicates_left"] == 0 and after["near_duplicates_left"] == 0
-    assert after["store"]["records"] == before["store"]["records"]  # consolidation deletes nothing
+    # repeated turns are mostly stored once as they come in (tap.near_duplicate); consolidation
+    # merges what is left, keeping every record (a merge adds one)
+    assert after["near_duplicates_left"] == 0
+    assert after["store"]["records"] >= before["store"]["records"]
     assert result["arms"]["after+excerpts"]["store"]["archived_excerpts"] > 0
     assert set(result["verdicts"]) == {"after", "after+excerpts", "background"}
     assert ": done" not in (tmp_path / "consolidate.log").read_text()  # progress only on a terminal
