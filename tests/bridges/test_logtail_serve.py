@@ -85,7 +85,7 @@ def test_serve_follows_the_configured_paths(tmp_path: Path, isolated_home: Path)
 def test_follow_waits_for_a_restarted_server_and_loses_nothing(tmp_path: Path, isolated_home: Path) -> None:
     """`tap ingest --follow` sending to a `tap serve` that restarts (on another port): it says once
     that it waits, goes on when the server is back, and every turn is queued once."""
-    from tests.bridges.test_logtail_cli import count_seen, tap_process
+    from tests.bridges.test_logtail_cli import count_seen, read_through, tap_process
 
     config = tmp_path / "tap.toml"
     config.write_text("[logtail]\npoll_s = 0.2\n\n[extract]\nflush_after_s = 0.0\n", encoding="utf-8")
@@ -97,7 +97,13 @@ def test_follow_waits_for_a_restarted_server_and_loses_nothing(tmp_path: Path, i
     server = ServeProcess(isolated_home, config=config).start()
     proc = tap_process(isolated_home, config, "ingest", str(projects), "--follow", "--json")
     try:
-        wait_until(lambda: count_seen(isolated_home) == 2, what="the first two turns queued through the server")
+        # queued, and the answer back at the follower (its offset moves only then): a server stopped
+        # between the two leaves the follower to send them again, and the summary would not count
+        # turns the first server queued
+        wait_until(
+            lambda: count_seen(isolated_home) == 2 and read_through(isolated_home, path),
+            what="the first two turns queued through the server and acknowledged",
+        )
         first_url = server.url
         server.stop()
         with path.open("a", encoding="utf-8") as handle:
@@ -107,7 +113,10 @@ def test_follow_waits_for_a_restarted_server_and_loses_nothing(tmp_path: Path, i
         assert server.url != first_url  # port 0: the restarted server listens elsewhere
         with path.open("a", encoding="utf-8") as handle:
             handle.write("".join(entries[20:]))
-        wait_until(lambda: seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED), what="every turn queued")
+        wait_until(
+            lambda: seen_turns(isolated_home) == sorted(e[0] for e in EXPECTED) and read_through(isolated_home, path),
+            what="every turn queued and acknowledged",  # Ctrl-C before the answer: the run never learns of them
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
