@@ -82,6 +82,7 @@ async def test_tap_why_last_names_the_injected_memories_and_those_that_missed(
                     await response.read()
                 async with session.get(server.url + "/v1/models", headers=headers) as passthrough:
                     assert passthrough.headers["x-tap-request-id"].startswith("r_")
+                    await passthrough.read()  # the whole answer: its log line is written once it is sent
             assert request_id.startswith("r_") and recalled >= 1
             assert recall_process(server)["answered"] == 1  # recalled (and traced) in the recall process
             record = await wait_for_record(request_id)
